@@ -1,0 +1,98 @@
+"""Shared fixtures: the two database servers and a temporary Airflow home.
+
+Nothing here imports Airflow at import time. Airflow reads its configuration when it is first
+imported, so the temporary AIRFLOW_HOME is put in the environment in ``pytest_configure``,
+before any test module can import it; the ``airflow_home`` fixture migrates its metadata
+database once, for the tests that ask for it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+MARIADB_URL = "mysql://root@127.0.0.1:3306/test"
+
+_AIRFLOW_HOME: Path | None = None
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() == "true"
+
+
+def _server_url(name: str, host: str, port: int, url: str) -> str:
+    """Return url when host:port accepts a TCP connection; otherwise skip, or fail in CI."""
+    try:
+        with socket.create_connection((host, port), timeout=3):
+            return url
+    except OSError as error:
+        reason = f"{name} not reachable at {host}:{port}: {error}"
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: a missing server is a failure, not a skip)")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """PostgreSQL with trust auth, role postgres, database test."""
+    return _server_url("PostgreSQL", "127.0.0.1", 5432, POSTGRES_URL)
+
+
+@pytest.fixture(scope="session")
+def mariadb_url() -> str:
+    """MariaDB as root with an empty password, database test."""
+    return _server_url("MariaDB", "127.0.0.1", 3306, MARIADB_URL)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _AIRFLOW_HOME
+    _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="dogana-airflow-home-"))
+    os.environ.update(
+        {
+            "AIRFLOW_HOME": str(_AIRFLOW_HOME),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_AIRFLOW_HOME / 'airflow.db'}",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(_AIRFLOW_HOME / "dags"),
+        }
+    )
+    (_AIRFLOW_HOME / "dags").mkdir()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _AIRFLOW_HOME is not None:
+        shutil.rmtree(_AIRFLOW_HOME, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def airflow_home() -> Iterator[Path]:
+    """A temporary AIRFLOW_HOME whose SQLite metadata database is migrated, once per session.
+
+    In Airflow 3, ``dag.test()`` serializes the DAG by parsing the DAGs folder, so a test's DAG
+    must live in a file under ``airflow_home / "dags"`` (that folder is the DAGs folder); a DAG
+    built only in memory fails with "the dag is not serialized".
+    """
+    assert _AIRFLOW_HOME is not None
+    assert os.environ.get("AIRFLOW_HOME") == str(_AIRFLOW_HOME), "AIRFLOW_HOME was changed"
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=dict(os.environ),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    if result.returncode != 0:
+        pytest.fail(
+            f"airflow db migrate failed (exit {result.returncode}):\n"
+            f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
+        )
+    yield _AIRFLOW_HOME

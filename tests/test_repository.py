@@ -1,0 +1,190 @@
+"""Rules about the repository itself: layering, packaging and the test harness."""
+
+from __future__ import annotations
+
+import ast
+import importlib.metadata
+import importlib.util
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "dogana_core"
+AIRFLOW = Path(sys.executable).parent / "airflow"
+
+# Runs in a fresh interpreter without site-packages (-S) and isolated from the environment (-I),
+# with a finder in front of every other that refuses any top-level module outside the standard
+# library, so a core module that imports a third-party package fails to import.
+IMPORT_ALL_OF_CORE = textwrap.dedent(
+    """
+    import importlib, pkgutil, sys
+
+    ALLOWED = set(sys.stdlib_module_names) | {"dogana_core"}
+
+    class StandardLibraryOnly:
+        def find_spec(self, name, path=None, target=None):
+            top = name.partition(".")[0]
+            if top not in ALLOWED:
+                raise ImportError(f"dogana_core may import the standard library only: {name!r}")
+            return None
+
+    sys.meta_path.insert(0, StandardLibraryOnly())
+    sys.path.insert(0, sys.argv[1])
+
+    def fail(name):
+        raise
+
+    import dogana_core
+    imported = ["dogana_core"]
+    for module in pkgutil.walk_packages(dogana_core.__path__, "dogana_core.", onerror=fail):
+        importlib.import_module(module.name)
+        imported.append(module.name)
+    outside = sorted(
+        name for name in sys.modules
+        if name.partition(".")[0] not in ALLOWED and name != "__main__"
+    )
+    if outside:
+        raise SystemExit(f"non-standard modules were loaded: {outside}")
+    print("\\n".join(imported))
+    """
+)
+
+
+def test_core_imports_standard_library_only() -> None:
+    result = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", IMPORT_ALL_OF_CORE, str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr or result.stdout
+    assert "dogana_core" in result.stdout.split()
+
+
+def test_core_source_imports_standard_library_only() -> None:
+    """The same rule read from the source, so imports inside functions are caught too."""
+    allowed = set(sys.stdlib_module_names) | {"dogana_core"}
+    offending = []
+    for path in sorted(CORE.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            for name in names:
+                if name.partition(".")[0] not in allowed:
+                    offending.append(f"{path.relative_to(ROOT)}:{node.lineno}: import {name}")
+    assert not offending, "\n".join(offending)
+
+
+def test_provider_version_is_the_distribution_version() -> None:
+    import dogana_provider
+
+    assert dogana_provider.__version__ == importlib.metadata.version("airflow-provider-dogana")
+
+
+@pytest.mark.airflow
+def test_provider_info_is_valid_against_airflows_schema() -> None:
+    import airflow
+    import jsonschema
+
+    from dogana_provider.get_provider_info import get_provider_info
+
+    schema_path = Path(airflow.__file__).parent / "provider_info.schema.json"
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    info = get_provider_info()
+    jsonschema.validate(info, schema)
+    assert info["package-name"] == "airflow-provider-dogana"
+
+
+@pytest.mark.airflow
+def test_airflow_lists_the_provider(tmp_path: Path) -> None:
+    env = {name: value for name, value in os.environ.items() if not name.startswith("AIRFLOW")}
+    env.update(
+        {
+            "AIRFLOW_HOME": str(tmp_path),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{tmp_path / 'airflow.db'}",
+        }
+    )
+    result = subprocess.run(
+        [str(AIRFLOW), "providers", "list", "-o", "json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    # Airflow may log to stdout before the JSON document, which is one line.
+    document = next((line for line in result.stdout.splitlines() if line.startswith("[")), "")
+    assert document, result.stdout
+    providers = json.loads(document)
+    listed = {provider["package_name"]: provider for provider in providers}
+    assert "airflow-provider-dogana" in listed, sorted(listed)
+    assert listed["airflow-provider-dogana"]["version"] == "0.1.0"
+
+
+@pytest.mark.airflow
+def test_airflow_home_fixture_migrates_a_temporary_sqlite_database(airflow_home: Path) -> None:
+    database = airflow_home / "airflow.db"
+    assert database.is_file()
+    assert os.environ["AIRFLOW_HOME"] == str(airflow_home)
+    with sqlite3.connect(database) as connection:
+        tables = {row[0] for row in connection.execute("select name from sqlite_master")}
+    assert {"dag", "dag_run", "task_instance", "alembic_version"} <= tables
+
+
+SMOKE_DAG = textwrap.dedent(
+    """
+    import datetime
+
+    from airflow.sdk import DAG, task
+
+    START = datetime.datetime(2024, 1, 1)
+
+    with DAG("dogana_harness_smoke", schedule=None, start_date=START) as dag:
+
+        @task
+        def answer():
+            return 42
+
+        answer()
+    """
+)
+
+
+@pytest.mark.airflow
+def test_airflow_home_fixture_runs_a_dag_with_dag_test(airflow_home: Path) -> None:
+    path = airflow_home / "dags" / "dogana_harness_smoke.py"
+    path.write_text(SMOKE_DAG, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location("dogana_harness_smoke", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    run = module.dag.test()
+    assert run.state == "success"
+
+
+@pytest.mark.postgres
+def test_postgres_url_connects(postgres_url: str) -> None:
+    import psycopg2
+
+    with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
+        cursor.execute("select current_database()")
+        assert cursor.fetchone() == ("test",)
+    connection.close()
+
+
+@pytest.mark.mariadb
+def test_mariadb_url_names_a_reachable_server(mariadb_url: str) -> None:
+    assert mariadb_url == "mysql://root@127.0.0.1:3306/test"
