@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from dogana_core.errors import InvalidContract
 from dogana_core.shape import Checkpoint, Shape
-from dogana_core.values import CURSOR_TYPES, ORDERED_TYPES, LogicalType, utc
+from dogana_core.values import CURSOR_TYPES, DAY, ORDERED_TYPES, LogicalType, check_text, utc
 from dogana_core.wire import (
     Array,
     Choice,
@@ -92,7 +92,7 @@ class Contract(Wire):
         set_(self, "types", types)
         if self.start_at is not None:
             set_(self, "start_at", utc(self.start_at, "Contract.start_at"))
-        if self.schema_hash is not None and (not isinstance(self.schema_hash, str) or not self.schema_hash):
+        if self.schema_hash is not None and not check_text(self.schema_hash, "Contract.schema_hash"):
             raise InvalidContract("Contract.schema_hash: must be a nonempty string when present")
         self._check_columns()
         self._check_shapes()
@@ -148,11 +148,13 @@ class Contract(Wire):
                     raise InvalidContract(f"{where}: tombstones need keys")
                 if shape.lookback:
                     raise InvalidContract(f"{where}: a keyless append cannot look back, a reread event would count twice")
+                if not shape.is_complete and shape.is_window:
+                    raise InvalidContract(f"{where}: a keyless shape of changes is an append over the whole table")
             if shape.window_size is not None:
                 window_type = self.window_type
                 if window_type not in (LogicalType.DATE, LogicalType.DATETIME):
                     raise InvalidContract(f"{where}.window_size: rolling durations need a date or datetime window")
-                if window_type is LogicalType.DATE and shape.window_size.total_seconds() % 86400:
+                if window_type is LogicalType.DATE and shape.window_size % DAY:
                     raise InvalidContract(f"{where}.window_size: a date window is a whole number of days")
 
     # Lookups -------------------------------------------------------------------------------------
@@ -220,12 +222,11 @@ def _pairs(value: Any, what: str) -> tuple[tuple[str, Any], ...]:
 
 
 def _logical(kind: object, column: str) -> LogicalType:
-    try:
+    if isinstance(kind, str) and kind in LogicalType.__members__.values():
         return LogicalType(kind)
-    except ValueError:
-        raise InvalidContract(
-            f"Contract.types.{column}: {kind!r} is not one of int, float, str, bool, date, datetime"
-        ) from None
+    raise InvalidContract(
+        f"Contract.types.{column}: {kind!r} is not one of int, float, str, bool, date, datetime"
+    )
 
 
 def _require_type(kind: LogicalType, allowed: Iterable[LogicalType], what: str) -> None:

@@ -17,13 +17,23 @@ Contract.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 
-from dogana_core.errors import InvalidContract
+from dogana_core.errors import InvalidContract, SerializationError
 from dogana_core.values import DATETIME_MIN, DAY, MICROSECOND, utc
-from dogana_core.wire import Choice, DurationTag, Number, Optional, Wire, normalize_number, wire_field
+from dogana_core.wire import (
+    Choice,
+    DurationTag,
+    Number,
+    Optional,
+    Wire,
+    encode_duration,
+    normalize_number,
+    wire_field,
+)
 
 
 class Coverage(StrEnum):
@@ -44,7 +54,7 @@ class Checkpoint(StrEnum):
     SEQUENCE = "sequence"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Shape(Wire):
     """One kind of read. Build with keywords, or with Shape.complete / Shape.changes."""
 
@@ -74,8 +84,14 @@ class Shape(Wire):
             raise InvalidContract(
                 f"Shape: {self.checkpoint}s are positions in the whole table; no window shape uses them"
             )
-        if isinstance(self.cost, bool) or not isinstance(self.cost, int | float) or not self.cost >= 0:
-            raise InvalidContract(f"Shape.cost: {self.cost!r} must be a nonnegative number")
+        if (
+            isinstance(self.cost, bool)
+            or not isinstance(self.cost, int | float)
+            or (isinstance(self.cost, float) and not math.isfinite(self.cost))
+            or not self.cost >= 0
+        ):
+            # JSON has no infinity: an infinite cost could not be written.
+            raise InvalidContract(f"Shape.cost: {self.cost!r} must be a finite nonnegative number")
         object.__setattr__(self, "cost", normalize_number(self.cost))
         if self.window_size is not None:
             if not isinstance(self.window_size, timedelta) or self.window_size <= timedelta(0):
@@ -86,6 +102,14 @@ class Shape(Wire):
             raise InvalidContract(f"Shape.lookback: {self.lookback!r} must be a nonnegative duration")
         if self.lookback and self.checkpoint is not Checkpoint.TIMESTAMP:
             raise InvalidContract("Shape.lookback: only timestamp shapes may look back")
+        for name in ("window_size", "lookback"):
+            duration = getattr(self, name)
+            if duration is not None:
+                try:
+                    encode_duration(duration, f"Shape.{name}")
+                except SerializationError as exc:
+                    # A shape that could not be written is no value: refuse it when built.
+                    raise InvalidContract(str(exc)) from None
 
     @classmethod
     def complete(
