@@ -511,7 +511,7 @@ class Wire:
 
     def to_dict(self) -> dict[str, JSON]:
         out: dict[str, JSON] = {"version": WIRE_VERSION, "kind": type(self).__name__}
-        for spec in fields(self):  # type: ignore[arg-type]
+        for spec in fields(self):
             out[spec.name] = _codec(spec).encode(getattr(self, spec.name), False)
         return out
 
@@ -526,7 +526,7 @@ class Wire:
     def identity_dict(self) -> dict[str, JSON]:
         source = self.identity_source()
         out: dict[str, JSON] = {"kind": type(self).__name__}
-        for spec in fields(source):  # type: ignore[arg-type]
+        for spec in fields(source):
             value = getattr(source, spec.name)
             default = _default(spec)
             if default is not MISSING and _same(value, default):
@@ -550,7 +550,7 @@ class Wire:
         for name in data:
             read_text(name, path)
         _check_envelope(cls.__name__, data, path)
-        specs = fields(cls)  # type: ignore[arg-type]
+        specs = fields(cls)
         expected = {spec.name for spec in specs} | {"version", "kind"}
         missing = sorted(expected - set(data))
         if missing:
@@ -567,7 +567,7 @@ class Wire:
 
     @classmethod
     def json_schema_body(cls, defs: dict[str, JSON]) -> JSON:
-        specs = fields(cls)  # type: ignore[arg-type]
+        specs = fields(cls)
         properties: dict[str, JSON] = {
             "version": {"const": WIRE_VERSION},
             "kind": {"const": cls.__name__},
@@ -598,7 +598,7 @@ class Wire:
         return schema
 
     def replace(self, **changes: Any) -> Self:
-        return replace(self, **changes)  # type: ignore[type-var]
+        return replace(self, **changes)
 
 
 def _same(value: Any, default: Any) -> bool:
