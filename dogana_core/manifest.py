@@ -155,7 +155,7 @@ class Manifest(Wire):
         else:
             if type_of(since) is not LogicalType.INT:
                 raise InvalidContract(f"Manifest.since: a sequence position is an integer, got {since!r}")
-            if type_of(generation) is not LogicalType.INT:
+            if generation is None or type_of(generation) is not LogicalType.INT:
                 raise InvalidContract("Manifest.generation: a sequence read covers (since, generation]; name generation")
             assert isinstance(since, int) and isinstance(generation, int)
             if generation < since:
