@@ -1,0 +1,312 @@
+"""Manifest: the sender's declaration of one read, and its rules 1 to 6.
+
+Manifest(table, shape, produced_at, *, window, since, generation, rows, schema_hash, tombstones,
+content_hash) describes one read. It checks its own fields when built and fits its contract
+under Manifest.check, which the gate reports as its "manifest" check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from dogana_core import Contract, InvalidContract, Manifest, Shape
+
+T = datetime(2026, 10, 18, 12, 0, tzinfo=UTC)
+EARLIER = T - timedelta(days=1)
+CONTENT = hashlib.sha256(b"id,name\n1,one\n").hexdigest()
+
+ORDERS = Contract(
+    "orders",
+    ("id",),
+    {
+        "full": Shape.complete(),
+        "day": Shape.complete(window=True),
+        "recent": Shape.changes(window=True),
+        "changes": Shape.changes(tombstones=True),
+        "plain": Shape.changes(),
+        "feed": Shape.changes(checkpoint="generation", tombstones=True),
+    },
+    window_column="order_date",
+    cursor_column="updated_at",
+    deleted_column="is_deleted",
+    types={"id": "int", "order_date": "date", "updated_at": "datetime", "is_deleted": "bool"},
+)
+
+LOG = Contract(
+    "log",
+    ("id",),
+    {"full": Shape.complete(), "tail": Shape.changes(checkpoint="sequence", tombstones=True)},
+    deleted_column="gone",
+    types={"id": "int", "gone": "bool"},
+)
+
+NO_CURSOR = Contract("items", ("id",), {"changes": Shape.changes()}, types={"id": "str"})
+
+EVENTS = Contract("events", (), {"append": Shape.changes(), "full": Shape.complete()})
+
+
+def manifest(shape: str, **fields: Any) -> Manifest:
+    table = fields.pop("table", "orders")
+    return Manifest(table, shape, fields.pop("produced_at", T), **fields)
+
+
+def fits(contract: Contract, shape: str, **fields: Any) -> None:
+    manifest(shape, table=contract.table, **fields).check(contract)
+
+
+def refused(contract: Contract, shape: str, match: str, **fields: Any) -> None:
+    with pytest.raises(InvalidContract, match=match):
+        fits(contract, shape, **fields)
+
+
+def test_manifest_takes_keywords_after_produced_at() -> None:
+    with pytest.raises(TypeError):
+        Manifest("orders", "full", T, None)  # type: ignore[misc]
+
+
+# The manifest and its contract -------------------------------------------------------------------
+
+
+def test_a_manifest_names_its_contracts_table() -> None:
+    with pytest.raises(InvalidContract, match="contract's table"):
+        manifest("full", table="order").check(ORDERS)
+
+
+def test_a_manifest_names_a_shape_of_its_contract() -> None:
+    refused(ORDERS, "weekly", "no shape named")
+    with pytest.raises(InvalidContract, match="shape"):
+        manifest("")
+
+
+def test_a_manifest_carries_the_contracts_column_hash_when_it_has_one() -> None:
+    hashed = ORDERS.replace(schema_hash="c" * 64)
+    fits(hashed, "full", schema_hash="c" * 64)
+    refused(hashed, "full", "column hash", schema_hash="d" * 64)
+    refused(hashed, "full", "column hash")
+
+
+def test_without_a_contract_column_hash_no_column_check_is_required() -> None:
+    fits(ORDERS, "full")
+    fits(ORDERS, "full", schema_hash="d" * 64)
+
+
+def test_produced_at_is_an_aware_datetime_normalized_to_utc() -> None:
+    local = datetime(2026, 10, 18, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    assert manifest("full", produced_at=local).produced_at == T
+    with pytest.raises(InvalidContract, match="naive"):
+        manifest("full", produced_at=datetime(2026, 10, 18))
+    with pytest.raises(InvalidContract):
+        manifest("full", produced_at=date(2026, 10, 18))
+
+
+# 1. window exactly for window coverage, since exactly for changed-only shapes ---------------------
+
+
+def test_window_is_required_for_window_coverage() -> None:
+    refused(ORDERS, "day", "covers a window")
+    refused(ORDERS, "recent", "covers a window", since=EARLIER)
+    fits(ORDERS, "day", window=(date(2026, 10, 18), date(2026, 10, 18)))
+
+
+def test_window_is_refused_for_whole_table_coverage() -> None:
+    refused(ORDERS, "full", "whole table", window=(date(2026, 10, 1), date(2026, 10, 18)))
+
+
+def test_since_is_required_for_changed_only_shapes() -> None:
+    refused(ORDERS, "changes", "since a checkpoint")
+    refused(LOG, "tail", "since a checkpoint", generation=5)
+
+
+def test_since_is_refused_for_complete_shapes() -> None:
+    refused(ORDERS, "full", "no since", since=EARLIER)
+    refused(ORDERS, "day", "no since", since=EARLIER, window=(date(2026, 10, 1), date(2026, 10, 1)))
+
+
+def test_window_bounds_have_the_window_columns_type() -> None:
+    refused(ORDERS, "day", "expected date", window=(1, 2))
+    refused(ORDERS, "day", "expected date", window=(T, T))
+    refused(ORDERS, "day", "expected date", window=(date(2026, 10, 1), "2026-10-02"))
+
+
+def test_window_bounds_are_ordered_scalars() -> None:
+    with pytest.raises(InvalidContract, match="ordered scalar"):
+        manifest("day", window=(1.5, 2.5))
+    with pytest.raises(InvalidContract, match="ordered scalar"):
+        manifest("day", window=(False, True))
+    with pytest.raises(InvalidContract, match="pair"):
+        manifest("day", window=(date(2026, 10, 1),))
+
+
+def test_a_window_runs_from_low_to_high() -> None:
+    refused(ORDERS, "day", "after", window=(date(2026, 10, 2), date(2026, 10, 1)))
+
+
+def test_a_window_whose_two_ends_are_equal_is_one_partition() -> None:
+    fits(ORDERS, "day", window=(date(2026, 10, 1), date(2026, 10, 1)))
+
+
+def test_timestamp_checkpoints_are_aware_datetimes() -> None:
+    fits(
+        ORDERS, "changes", since=datetime(2026, 10, 17, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    )
+    refused(ORDERS, "changes", "aware datetime", since=date(2026, 10, 17))
+    refused(ORDERS, "changes", "aware datetime", since=5)
+    refused(ORDERS, "changes", "aware datetime", since="2026-10-17T00:00:00Z")
+    with pytest.raises(InvalidContract, match="naive"):
+        manifest("changes", since=datetime(2026, 10, 17))
+
+
+def test_generations_are_nonempty_strings() -> None:
+    fits(ORDERS, "feed", since="g41", generation="g42")
+    refused(ORDERS, "feed", "nonempty string", since=41, generation="g42")
+    with pytest.raises(InvalidContract, match="nonempty"):
+        manifest("feed", since="g41", generation="")
+
+
+def test_a_generation_feed_issues_its_next_generation() -> None:
+    refused(ORDERS, "feed", "issues its next generation", since="g41")
+    refused(ORDERS, "feed", "issues its next generation", since="g41", generation=42)
+
+
+# 2. Sequence reads carry integers and cover (since, generation] -----------------------------------
+
+
+def test_sequence_reads_carry_integers() -> None:
+    fits(LOG, "tail", since=40, generation=42, rows=2)
+    refused(LOG, "tail", "integer", since="40", generation=42)
+    refused(LOG, "tail", "name generation", since=40, generation="42")
+    refused(LOG, "tail", "name generation", since=40)
+
+
+def test_a_sequence_read_has_generation_at_or_after_since() -> None:
+    refused(LOG, "tail", "before since", since=42, generation=41)
+    fits(LOG, "tail", since=42, generation=42)
+
+
+def test_an_empty_sequence_interval_has_no_rows() -> None:
+    refused(LOG, "tail", "zero-length", since=42, generation=42, rows=1)
+    refused(LOG, "tail", "zero-length", since=42, generation=42, tombstones=1)
+
+
+def test_large_sequence_positions_stay_exact() -> None:
+    big = 2**63 - 1
+    made = manifest("tail", table="log", since=big - 1, generation=big, rows=1)
+    made.check(LOG)
+    assert Manifest.from_json(made.to_json()).generation == big
+    assert str(big) in made.to_json()
+
+
+# 3. A delivery that issues a position issues the table's kind -------------------------------------
+
+
+def test_a_sequence_table_issues_integer_positions() -> None:
+    fits(LOG, "full", generation=42)
+    refused(LOG, "full", "integers", generation="g42")
+
+
+def test_other_tables_issue_string_positions() -> None:
+    fits(ORDERS, "full", generation="g42")
+    refused(ORDERS, "full", "strings", generation=42)
+
+
+def test_a_complete_window_never_issues_a_position() -> None:
+    refused(
+        ORDERS,
+        "day",
+        "never issues",
+        window=(date(2026, 10, 1), date(2026, 10, 1)),
+        generation="g42",
+    )
+
+
+def test_a_timestamp_read_issues_no_position() -> None:
+    refused(ORDERS, "changes", "no position", since=EARLIER, generation="g42")
+
+
+# 4. Counts ---------------------------------------------------------------------------------------
+
+
+def test_rows_and_tombstones_are_nonnegative_integers() -> None:
+    for name in ("rows", "tombstones"):
+        for bad in (-1, 1.5, True, "3", None):
+            with pytest.raises(InvalidContract, match=name):
+                manifest("changes", since=EARLIER, **{name: bad})
+
+
+def test_rows_and_tombstones_default_to_zero() -> None:
+    made = manifest("full")
+    assert (made.rows, made.tombstones) == (0, 0)
+
+
+def test_tombstones_need_a_tombstone_shape() -> None:
+    refused(ORDERS, "full", "no tombstones", tombstones=1)
+    refused(ORDERS, "plain", "no tombstones", since=EARLIER, tombstones=1)
+    fits(ORDERS, "changes", since=EARLIER, rows=2, tombstones=1)
+
+
+def test_a_zero_length_timestamp_interval_holds_no_rows_and_no_tombstones() -> None:
+    refused(ORDERS, "changes", "zero-length", since=T, rows=1)
+    refused(ORDERS, "changes", "zero-length", since=T, tombstones=1)
+    fits(ORDERS, "changes", since=T)
+
+
+# 5. Timestamp reads: (since, produced_at] with a cursor column ------------------------------------
+
+
+def test_without_a_cursor_column_a_keyed_read_may_include_since() -> None:
+    # [t, t] is not empty: the rows stamped exactly t may be read again.
+    fits(NO_CURSOR, "changes", since=T, rows=3)
+
+
+def test_keyless_appends_always_cover_since_to_produced_at_open_at_since() -> None:
+    # No cursor column, but an append never overlaps: (t, t] holds nothing.
+    refused(EVENTS, "append", "zero-length", since=T, rows=1)
+    fits(EVENTS, "append", since=EARLIER, rows=1)
+
+
+# 6. content_hash ---------------------------------------------------------------------------------
+
+
+def test_content_hash_is_lowercase_hex_sha256() -> None:
+    assert manifest("full", content_hash=CONTENT).content_hash == CONTENT
+    for bad in (CONTENT.upper(), CONTENT[:-1], CONTENT + "0", "g" * 64, "", "sha256:" + CONTENT):
+        with pytest.raises(InvalidContract, match="content_hash"):
+            manifest("full", content_hash=bad)
+
+
+def test_content_hash_is_part_of_the_identity() -> None:
+    plain = manifest("full", rows=1)
+    hashed = manifest("full", rows=1, content_hash=CONTENT)
+    corrected = manifest("full", rows=1, content_hash=hashlib.sha256(b"other").hexdigest())
+    assert len({plain.identity, hashed.identity, corrected.identity}) == 3
+
+
+def test_schema_hash_is_nonempty_when_present() -> None:
+    with pytest.raises(InvalidContract, match="schema_hash"):
+        manifest("full", schema_hash="")
+
+
+# Values of a manifest ----------------------------------------------------------------------------
+
+
+def test_manifest_strings_refuse_lone_surrogates() -> None:
+    with pytest.raises(InvalidContract, match="surrogate"):
+        manifest("full", table="orders\ud800")
+    with pytest.raises(InvalidContract, match="surrogate"):
+        manifest("full\udfff")
+    with pytest.raises(InvalidContract, match="surrogate"):
+        manifest("feed", since="\ud800", generation="g")
+
+
+def test_manifest_datetimes_are_normalized_before_equality() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    local = manifest(
+        "changes",
+        produced_at=datetime(2026, 10, 18, 14, 0, tzinfo=plus_two),
+        since=datetime(2026, 10, 17, 14, 0, tzinfo=plus_two),
+    )
+    assert local == manifest("changes", since=datetime(2026, 10, 17, 12, 0, tzinfo=UTC))
