@@ -1,0 +1,273 @@
+"""Claims: what a reader may rely on, region by region, at the reader's time now.
+
+How old is too old is the reader's decision, not the table's, so every call names a limit. A
+region's state at now, worst first:
+
+    unknown    no dates: nothing has been proven there (unknown is not empty)
+    expired    now - complete_as_of > limit (exactly limit old is not expired)
+    patched    deletions_as_of < complete_as_of: rows deleted since d may still be present
+    complete   deletions_as_of = complete_as_of: the region is the source at that instant
+
+An expired region that is also patched is expired. The table's state is its worst region's.
+Its two dates are the minimum of each date over its regions, taken separately, and absent if any
+region is unknown: lower bounds, not one instant. exact_as_of is that one instant, when every
+region's dates are (p, p) for the same p.
+
+Claims describe the ledger as it is: an earlier now states the same dates, it never shows a past
+state of the ledger.
+
+A Claims may hold the regions of several tables (Group.claims); each RegionClaim names its table
+and the minima are taken across all of them.
+
+On the wire, limit timedelta.max (no limit: nothing expires) is null, since $seconds cannot
+write it exactly; reading null gives timedelta.max back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+from typing import Any
+
+from dogana_core.errors import InvalidContract, SerializationError
+from dogana_core.region import Region, before
+from dogana_core.values import Scalar, check_text, utc
+from dogana_core.wire import (
+    JSON,
+    Array,
+    Boolean,
+    Choice,
+    Codec,
+    DateTimeTag,
+    DurationTag,
+    Nested,
+    Optional,
+    Text,
+    Value,
+    Wire,
+    wire_field,
+)
+
+NO_LIMIT = timedelta.max
+"""The limit that expires nothing; null on the wire."""
+
+
+class State(StrEnum):
+    """A region's or a table's state, worst first."""
+
+    UNKNOWN = "unknown"
+    EXPIRED = "expired"
+    PATCHED = "patched"
+    COMPLETE = "complete"
+
+    @property
+    def rank(self) -> int:
+        """0 for the worst state."""
+        return list(State).index(self)
+
+    @classmethod
+    def worst(cls, states: Iterable[State]) -> State:
+        return min(states, key=lambda state: state.rank)
+
+
+def state_at(
+    complete_as_of: datetime | None,
+    deletions_as_of: datetime | None,
+    now: datetime,
+    limit: timedelta,
+) -> State:
+    """The state of a region with these dates, stated at now by a reader allowing limit."""
+    if complete_as_of is None or deletions_as_of is None:
+        return State.UNKNOWN
+    if limit != NO_LIMIT and now - complete_as_of > limit:
+        return State.EXPIRED
+    if deletions_as_of < complete_as_of:
+        return State.PATCHED
+    return State.COMPLETE
+
+
+class Limit(Codec[timedelta]):
+    """A nonnegative duration; timedelta.max (no limit) travels as null."""
+
+    def encode(self, value: timedelta, identity: bool) -> JSON:
+        return None if value == NO_LIMIT else DurationTag().encode(value, identity)
+
+    def decode(self, data: JSON, path: str) -> timedelta:
+        if data is None:
+            return NO_LIMIT
+        value = DurationTag().decode(data, path)
+        if value == NO_LIMIT:
+            raise SerializationError(path, "no limit is written null")
+        return value
+
+    def schema(self, defs: dict[str, JSON]) -> JSON:
+        return {"anyOf": [{"type": "null"}, DurationTag().schema(defs)]}
+
+
+@dataclass(frozen=True)
+class RegionClaim(Wire):
+    """One region of one table, with its state at the Claims' now (a Region plus table and "
+    "state)."""
+
+    table: str = wire_field(Text(nonempty=True))
+    low: Scalar | None = wire_field(Optional(Value()), default=None)
+    high: Scalar | None = wire_field(Optional(Value()), default=None)
+    low_open: bool = wire_field(Boolean(), default=True)
+    high_open: bool = wire_field(Boolean(), default=True)
+    complete_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+    deletions_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+    state: State = wire_field(Choice(State), default=State.UNKNOWN)
+
+    def __post_init__(self) -> None:
+        if not check_text(self.table, "RegionClaim.table"):
+            raise InvalidContract("RegionClaim.table: names the table the region belongs to")
+        # Region checks the canonical form and the dates, and normalises them.
+        region = Region(
+            self.low,
+            self.high,
+            self.low_open,
+            self.high_open,
+            self.complete_as_of,
+            self.deletions_as_of,
+        )
+        for name in ("low", "high", "complete_as_of", "deletions_as_of"):
+            object.__setattr__(self, name, getattr(region, name))
+        try:
+            state = State(self.state)
+        except ValueError:
+            raise InvalidContract(f"RegionClaim.state: {self.state!r} is not a state") from None
+        object.__setattr__(self, "state", state)
+        c, d = region.evidence
+        consistent = {
+            State.UNKNOWN: c is None,
+            State.EXPIRED: c is not None,
+            State.PATCHED: c is not None and d is not None and d < c,
+            State.COMPLETE: c is not None and c == d,
+        }[state]
+        if not consistent:
+            raise InvalidContract(f"RegionClaim.state: {state} does not fit dates ({c}, {d})")
+
+    @classmethod
+    def of(cls, table: str, region: Region, state: State) -> RegionClaim:
+        return cls(
+            table,
+            region.low,
+            region.high,
+            region.low_open,
+            region.high_open,
+            *region.evidence,
+            state,
+        )
+
+    @property
+    def region(self) -> Region:
+        return Region(
+            self.low,
+            self.high,
+            self.low_open,
+            self.high_open,
+            self.complete_as_of,
+            self.deletions_as_of,
+        )
+
+
+@dataclass(frozen=True)
+class Claims(Wire):
+    """Regions stated at now with limit, the worst state, and the two dates' separate minima."""
+
+    now: datetime = wire_field(DateTimeTag())
+    limit: timedelta = wire_field(Limit())
+    regions: tuple[RegionClaim, ...] = wire_field(Array(Nested(lambda: RegionClaim)))
+    state: State = wire_field(Choice(State))
+    complete_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+    deletions_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        now = utc(self.now, "Claims.now")
+        set_(self, "now", now)
+        _check_limit(self.limit)
+        regions = tuple(self.regions)
+        if not regions or not all(isinstance(region, RegionClaim) for region in regions):
+            raise InvalidContract("Claims.regions: claims state at least one RegionClaim")
+        set_(self, "regions", regions)
+        _check_order(regions)
+        for index, region in enumerate(regions):
+            expected = state_at(region.complete_as_of, region.deletions_as_of, now, self.limit)
+            if region.state is not expected:
+                raise InvalidContract(
+                    f"Claims.regions[{index}]: state {region.state}, but at now with this limit "
+                    f"it is {expected}"
+                )
+        expected_state = State.worst(region.state for region in regions)
+        if State(self.state) is not expected_state:
+            raise InvalidContract(
+                f"Claims.state: {self.state}, but the worst region is {expected_state}"
+            )
+        set_(self, "state", expected_state)
+        c, d = _minima(regions)
+        for name, expected_date in (("complete_as_of", c), ("deletions_as_of", d)):
+            value = getattr(self, name)
+            value = None if value is None else utc(value, f"Claims.{name}")
+            if value != expected_date:
+                raise InvalidContract(
+                    f"Claims.{name}: {value}, but the minimum over the regions is {expected_date} "
+                    "(absent if any region is unknown)"
+                )
+            set_(self, name, value)
+
+    @classmethod
+    def at(cls, now: datetime, limit: timedelta, regions: Iterable[tuple[str, Region]]) -> Claims:
+        """Claims over (table, region) pairs, stated at now by a reader allowing limit."""
+        now = utc(now, "Claims.now")
+        _check_limit(limit)
+        claims = tuple(
+            RegionClaim.of(table, region, state_at(*region.evidence, now, limit))
+            for table, region in regions
+        )
+        c, d = _minima(claims)
+        return cls(now, limit, claims, State.worst(claim.state for claim in claims), c, d)
+
+    @property
+    def exact_as_of(self) -> datetime | None:
+        """p when every region is exact at p, its dates (p, p); else None. Freshness aside."""
+        instants = {(region.complete_as_of, region.deletions_as_of) for region in self.regions}
+        if len(instants) != 1:
+            return None
+        c, d = instants.pop()
+        return c if c is not None and c == d else None
+
+    def of_table(self, table: str) -> tuple[RegionClaim, ...]:
+        return tuple(region for region in self.regions if region.table == table)
+
+
+def _check_limit(limit: Any) -> None:
+    if not isinstance(limit, timedelta) or limit < timedelta(0):
+        raise InvalidContract(
+            f"Claims.limit: {limit!r} must be a nonnegative duration (timedelta.max: no limit)"
+        )
+
+
+def _check_order(regions: tuple[RegionClaim, ...]) -> None:
+    """Each table's regions are sorted and disjoint."""
+    ends: dict[str, Scalar | None] = {}
+    for index, region in enumerate(regions):
+        if region.table in ends:
+            previous_high = ends[region.table]
+            if previous_high is None or region.low is None or before(region.low, previous_high):
+                raise InvalidContract(
+                    f"Claims.regions[{index}]: overlaps or precedes an earlier region of table "
+                    f"{region.table}"
+                )
+        ends[region.table] = region.high
+
+
+def _minima(regions: tuple[RegionClaim, ...]) -> tuple[datetime | None, datetime | None]:
+    if any(region.complete_as_of is None for region in regions):
+        return (None, None)
+    return (
+        min(region.complete_as_of for region in regions if region.complete_as_of is not None),
+        min(region.deletions_as_of for region in regions if region.deletions_as_of is not None),
+    )

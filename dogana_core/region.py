@@ -1,0 +1,454 @@
+"""Region, and the persistent sorted partition a ledger keeps its regions in.
+
+A Region is an interval of the window column's values with the two dates the ledger proves
+there: complete_as_of (c) and deletions_as_of (d), both absent (unknown) or d <= c.
+
+One value, one wire form. Every domain is discrete (values.successor), so every interval can be
+written half-open, and that is the only form a Region accepts:
+
+- a bounded low end is closed, a bounded high end is open: [low, high);
+- an unbounded end (None) is open;
+- a low end at its domain's minimum ("", date.min, datetime.min) is written unbounded, and a
+  high end beyond its domain's maximum is unbounded, so a window reaching date.max or
+  datetime.max creates no empty region beyond it;
+- low < high, and a high end is never a domain minimum: no region is empty.
+
+A closed window [a, b] is the Region [a, successor(b)) (Region.closed). The identity vectors
+depend on this choice: other implementations must write regions the same way.
+
+RegionMap holds a ledger's regions as a persistent sequence of small chunks with a bisect index,
+so that replacing the regions a delivery covers costs what it touches, plus a copy of the
+chunk index, instead of a copy of the whole history. Each chunk caches its canonical bytes so a
+ledger's identity re-encodes only the chunks that changed.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import cached_property
+from itertools import accumulate, chain, pairwise
+from typing import Any, Protocol, overload
+
+from dogana_core.errors import InvalidContract
+from dogana_core.jcs import canonicalize
+from dogana_core.values import (
+    ORDERED_TYPES,
+    LogicalType,
+    Scalar,
+    check_scalar,
+    is_domain_minimum,
+    successor,
+    type_of,
+    utc,
+)
+from dogana_core.wire import Boolean, DateTimeTag, Optional, Value, Wire, wire_field
+
+Evidence = tuple[datetime | None, datetime | None]
+"""A region's (complete_as_of, deletions_as_of)."""
+
+UNKNOWN: Evidence = (None, None)
+
+
+def before(a: Any, b: Any) -> bool:
+    """a < b for two bounded values of one domain (mypy cannot see that a union is one type)."""
+    return bool(a < b)
+
+
+class Hasher(Protocol):
+    def update(self, data: bytes, /) -> None: ...
+
+
+@dataclass(frozen=True)
+class Region(Wire):
+    """[low, high) with its dates. Region() is the whole domain, unknown."""
+
+    low: Scalar | None = wire_field(Optional(Value()), default=None)
+    high: Scalar | None = wire_field(Optional(Value()), default=None)
+    low_open: bool = wire_field(Boolean(), default=True)
+    high_open: bool = wire_field(Boolean(), default=True)
+    complete_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+    deletions_as_of: datetime | None = wire_field(Optional(DateTimeTag()), default=None)
+
+    def __post_init__(self) -> None:
+        set_ = object.__setattr__
+        kind = None
+        for name in ("low", "high"):
+            value = getattr(self, name)
+            if value is not None:
+                kind = _endpoint_type(value, f"Region.{name}", kind)
+                set_(self, name, check_scalar(value, kind, f"Region.{name}"))
+        low, high = self.low, self.high
+        if self.low_open is not (low is None):
+            raise InvalidContract(
+                "Region.low_open: canonical regions are closed at a bounded low end and open at an "
+                f"unbounded one; got low={low!r} with low_open={self.low_open!r}"
+            )
+        if self.high_open is not True:
+            raise InvalidContract(
+                "Region.high_open: canonical regions are open at the high end; write the closed "
+                "end b "
+                "as the open end successor(b)"
+            )
+        if low is not None and is_domain_minimum(low):
+            raise InvalidContract(
+                f"Region.low: {low!r} is its domain's minimum; write it as None (unbounded)"
+            )
+        if high is not None and is_domain_minimum(high):
+            raise InvalidContract(
+                f"Region.high: {high!r} is its domain's minimum; the region would be empty"
+            )
+        if low is not None and high is not None and not before(low, high):
+            raise InvalidContract(
+                f"Region: low {low!r} is not before high {high!r}; a region is never empty"
+            )
+        c, d = self.complete_as_of, self.deletions_as_of
+        if (c is None) is not (d is None):
+            raise InvalidContract(
+                "Region.deletions_as_of: the two dates are both absent (unknown) or both present"
+            )
+        if c is not None and d is not None:
+            c = utc(c, "Region.complete_as_of")
+            d = utc(d, "Region.deletions_as_of")
+            if d > c:
+                raise InvalidContract(
+                    f"Region.deletions_as_of: {d.isoformat()} is after complete_as_of "
+                    f"{c.isoformat()}; "
+                    "d <= c always"
+                )
+            set_(self, "complete_as_of", c)
+            set_(self, "deletions_as_of", d)
+
+    @classmethod
+    def span(
+        cls,
+        low: Scalar | None,
+        high: Scalar | None,
+        complete_as_of: datetime | None = None,
+        deletions_as_of: datetime | None = None,
+    ) -> Region:
+        """The half-open [low, high) in canonical form: a domain minimum as low becomes None."""
+        if low is not None and is_domain_minimum(low):
+            low = None
+        return cls(low, high, low is None, True, complete_as_of, deletions_as_of)
+
+    @classmethod
+    def closed(
+        cls,
+        low: Scalar,
+        high: Scalar,
+        complete_as_of: datetime | None = None,
+        deletions_as_of: datetime | None = None,
+    ) -> Region:
+        """The closed window [low, high], as [low, successor(high)); unbounded past a domain end."""
+        return cls.span(low, successor(high), complete_as_of, deletions_as_of)
+
+    @cached_property
+    def canonical(self) -> bytes:
+        """The RFC 8785 bytes of the identity form, kept: a ledger's identity reuses them."""
+        return canonicalize(self.identity_dict())
+
+    @property
+    def known(self) -> bool:
+        return self.complete_as_of is not None
+
+    @property
+    def evidence(self) -> Evidence:
+        return (self.complete_as_of, self.deletions_as_of)
+
+    def with_evidence(self, evidence: Evidence) -> Region:
+        return Region(self.low, self.high, self.low_open, self.high_open, *evidence)
+
+    def contains(self, value: Scalar) -> bool:
+        return (self.low is None or not before(value, self.low)) and (
+            self.high is None or before(value, self.high)
+        )
+
+
+def _endpoint_type(value: Any, what: str, expected: LogicalType | None) -> LogicalType:
+    try:
+        kind = type_of(value)
+    except InvalidContract as exc:
+        raise InvalidContract(f"{what}: {exc}") from None
+    if kind not in ORDERED_TYPES:
+        raise InvalidContract(f"{what}: {kind} is not an ordered domain")
+    if expected is not None and kind is not expected:
+        raise InvalidContract(f"{what}: {kind} {value!r} is not of the other end's type {expected}")
+    return kind
+
+
+# The persistent partition -----------------------------------------------------------------------
+
+CHUNK = 64
+"""Regions per chunk at most; a splice keeps chunks at least half full where it can."""
+
+
+class _Chunk:
+    """A run of consecutive regions with their low ends for bisect; never changed once built."""
+
+    __slots__ = ("_canonical", "lows", "regions")
+
+    def __init__(self, regions: tuple[Region, ...]) -> None:
+        self.regions = regions
+        # Any: the lows are of one domain, which the type of Scalar cannot say.
+        self.lows: tuple[Any, ...] = tuple(region.low for region in regions)
+        self._canonical: bytes | None = None
+
+    @property
+    def canonical(self) -> bytes:
+        """The RFC 8785 bytes of these regions' identity forms, comma separated."""
+        if self._canonical is None:
+            self._canonical = b",".join(region.canonical for region in self.regions)
+        return self._canonical
+
+    def index_after(self, value: Scalar) -> int:
+        """How many regions of this chunk start at or before value."""
+        # Only the map's first region has no low end, and it starts before everything.
+        start = 1 if self.lows[0] is None else 0
+        return bisect_right(self.lows, value, start)
+
+
+class RegionMap(Sequence[Region]):
+    """Sorted regions partitioning a domain, no two neighbours with equal evidence.
+
+    Built from regions it checks whole once (RegionMap.of); then replace() builds a new map that
+    shares every chunk it does not touch with this one. A place in the map is a pair (chunk,
+    offset), so that nothing is renumbered when a splice changes a chunk's length.
+    """
+
+    __slots__ = ("_chunks", "_ends", "_hash", "_heads", "_len")
+
+    def __init__(self, chunks: tuple[_Chunk, ...], heads: tuple[Any, ...], length: int) -> None:
+        self._chunks = chunks
+        # The low end of each chunk's first region; the first is None, never compared.
+        self._heads = heads
+        self._len = length
+        self._ends: tuple[int, ...] | None = None
+        self._hash: int | None = None
+
+    @classmethod
+    def _build(cls, chunks: tuple[_Chunk, ...]) -> RegionMap:
+        return cls(
+            chunks, tuple(chunk.lows[0] for chunk in chunks), sum(len(c.regions) for c in chunks)
+        )
+
+    @classmethod
+    def of(
+        cls, regions: Sequence[Region], window_type: LogicalType | None, what: str = "regions"
+    ) -> RegionMap:
+        """Check that regions partition the domain of window_type, sorted, no equal neighbours."""
+        regions = tuple(regions)
+        if not regions:
+            raise InvalidContract(f"{what}: a ledger has at least one region")
+        for index, region in enumerate(regions):
+            if not isinstance(region, Region):
+                raise InvalidContract(
+                    f"{what}[{index}]: expected a Region, got {type(region).__name__}"
+                )
+            for end in (region.low, region.high):
+                if end is not None and (window_type is None or type_of(end) is not window_type):
+                    expected = (
+                        "no bounds (the contract has no window column)"
+                        if window_type is None
+                        else window_type
+                    )
+                    raise InvalidContract(f"{what}[{index}]: endpoint {end!r} is not {expected}")
+        if regions[0].low is not None:
+            raise InvalidContract(
+                f"{what}[0]: the first region starts unbounded; regions cover the domain"
+            )
+        if regions[-1].high is not None:
+            raise InvalidContract(
+                f"{what}[-1]: the last region ends unbounded; regions cover the domain"
+            )
+        for index, (left, right) in enumerate(pairwise(regions)):
+            if left.high is None or left.high != right.low:
+                raise InvalidContract(
+                    f"{what}[{index + 1}]: starts at {right.low!r}, not where region {index} ends "
+                    f"({left.high!r}); regions are sorted and neither overlap nor leave gaps"
+                )
+            if left.evidence == right.evidence:
+                raise InvalidContract(
+                    f"{what}[{index + 1}]: has the same dates as its neighbour; equal neighbours "
+                    "merge"
+                )
+        return cls._build(_chunked(regions))
+
+    # Sequence ------------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        return self._len
+
+    @overload
+    def __getitem__(self, index: int) -> Region: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Region, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Region | tuple[Region, ...]:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError("region index out of range")
+        if index == 0:
+            return self._chunks[0].regions[0]
+        if self._ends is None:
+            self._ends = tuple(accumulate(len(chunk.regions) for chunk in self._chunks))
+        k = bisect_right(self._ends, index)
+        return self._chunks[k].regions[index - (self._ends[k - 1] if k else 0)]
+
+    def __iter__(self) -> Iterator[Region]:
+        return chain.from_iterable(chunk.regions for chunk in self._chunks)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RegionMap | tuple | list):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(tuple(self))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"RegionMap({tuple(self)!r})"
+
+    def feed(self, digest: Hasher) -> None:
+        """Hash the RFC 8785 bytes of the array of these regions' identity forms."""
+        digest.update(b"[")
+        for index, chunk in enumerate(self._chunks):
+            if index:
+                digest.update(b",")
+            digest.update(chunk.canonical)
+        digest.update(b"]")
+
+    # Places --------------------------------------------------------------------------------------
+
+    def _holding(self, value: Scalar | None) -> tuple[int, int]:
+        """The place of the region holding value; None is the low end of the domain."""
+        if value is None:
+            return (0, 0)
+        k = bisect_right(self._heads, value, 1) - 1
+        return (k, self._chunks[k].index_after(value) - 1)
+
+    def _last_before(self, high: Scalar | None) -> tuple[int, int]:
+        """The place of the last region starting before high; None is past the domain's end."""
+        if high is None:
+            return (len(self._chunks) - 1, len(self._chunks[-1].regions) - 1)
+        k = bisect_left(self._heads, high, 1) - 1
+        chunk = self._chunks[k]
+        return (k, bisect_left(chunk.lows, high, 1 if k == 0 else 0) - 1)
+
+    def _between(self, first: tuple[int, int], last: tuple[int, int]) -> list[Region]:
+        """The regions from place first to place last, both included."""
+        (k, p), (kl, pl) = first, last
+        if k == kl:
+            return list(self._chunks[k].regions[p : pl + 1])
+        out = list(self._chunks[k].regions[p:])
+        for chunk in self._chunks[k + 1 : kl]:
+            out.extend(chunk.regions)
+        out.extend(self._chunks[kl].regions[: pl + 1])
+        return out
+
+    def _step(self, place: tuple[int, int], by: int) -> tuple[int, int]:
+        """The place of the neighbour before (by=-1) or after (by=1), or place at an end."""
+        k, p = place
+        if by < 0:
+            if p > 0:
+                return (k, p - 1)
+            return (k - 1, len(self._chunks[k - 1].regions) - 1) if k > 0 else place
+        if p + 1 < len(self._chunks[k].regions):
+            return (k, p + 1)
+        return (k + 1, 0) if k + 1 < len(self._chunks) else place
+
+    # Reading and updating ------------------------------------------------------------------------
+
+    def over(self, low: Scalar | None, high: Scalar | None) -> list[Region]:
+        """The regions that meet [low, high), cut to it; costs what it returns."""
+        regions = self._between(self._holding(low), self._last_before(high))
+        return [_clip(region, low, high) for region in regions]
+
+    def replace(
+        self, low: Scalar | None, high: Scalar | None, pieces: Sequence[Region]
+    ) -> RegionMap:
+        """A map where [low, high) holds pieces (which partition it) and the rest is unchanged.
+
+        Equal neighbours merge, across the edges of [low, high) too, so the result keeps every
+        invariant without looking at any region the pieces do not touch or border.
+        """
+        # One neighbour on each side joins the splice so that it can merge with the edges.
+        first = self._step(self._holding(low), -1)
+        last = self._step(self._last_before(high), 1)
+        old = self._between(first, last)
+        local = [_clip(region, None, low) for region in old if _starts_before(region, low)]
+        local.extend(pieces)
+        local.extend(_clip(region, high, None) for region in old if _ends_after(region, high))
+        return self._splice(first, last, len(old), _merged(local))
+
+    def _splice(
+        self, first: tuple[int, int], last: tuple[int, int], removed: int, regions: list[Region]
+    ) -> RegionMap:
+        (ki, pi), (kj, pj) = first, last
+        run = [*self._chunks[ki].regions[:pi], *regions, *self._chunks[kj].regions[pj + 1 :]]
+        # A short run borrows a neighbouring chunk so that chunks stay at least half full and
+        # the chunk index stays about len / CHUNK long however the history grew.
+        if len(run) < CHUNK // 2 and ki > 0:
+            ki -= 1
+            run[:0] = self._chunks[ki].regions
+        elif len(run) < CHUNK // 2 and kj + 1 < len(self._chunks):
+            kj += 1
+            run.extend(self._chunks[kj].regions)
+        middle = _chunked(run)
+        return RegionMap(
+            (*self._chunks[:ki], *middle, *self._chunks[kj + 1 :]),
+            (*self._heads[:ki], *(chunk.lows[0] for chunk in middle), *self._heads[kj + 1 :]),
+            self._len - removed + len(regions),
+        )
+
+
+def _chunked(regions: Sequence[Region]) -> tuple[_Chunk, ...]:
+    count = max(1, -(-len(regions) // CHUNK))
+    size, extra = divmod(len(regions), count)
+    chunks: list[_Chunk] = []
+    start = 0
+    for n in range(count):
+        stop = start + size + (1 if n < extra else 0)
+        chunks.append(_Chunk(tuple(regions[start:stop])))
+        start = stop
+    return tuple(chunks)
+
+
+def _starts_before(region: Region, low: Scalar | None) -> bool:
+    return low is not None and (region.low is None or before(region.low, low))
+
+
+def _ends_after(region: Region, high: Scalar | None) -> bool:
+    return high is not None and (region.high is None or before(high, region.high))
+
+
+def _clip(region: Region, low: Scalar | None, high: Scalar | None) -> Region:
+    """region cut to [low, high), which it must meet."""
+    new_low = (
+        region.low if low is None or (region.low is not None and before(low, region.low)) else low
+    )
+    keep_high = high is None or (region.high is not None and before(region.high, high))
+    new_high = region.high if keep_high else high
+    if new_low == region.low and new_high == region.high:
+        return region
+    return Region.span(new_low, new_high, *region.evidence)
+
+
+def _merged(regions: list[Region]) -> list[Region]:
+    """Adjacent regions with equal evidence joined into one."""
+    out: list[Region] = []
+    for region in regions:
+        if out and out[-1].evidence == region.evidence:
+            region = Region.span(out[-1].low, region.high, *region.evidence)
+            out[-1] = region
+        else:
+            out.append(region)
+    return out
