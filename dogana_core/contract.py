@@ -88,11 +88,16 @@ class Contract(Wire):
         for name in ("window_column", "cursor_column", "deleted_column"):
             if getattr(self, name) is not None:
                 check_identifier(getattr(self, name), f"Contract.{name}")
-        types = tuple((column, _logical(kind, column)) for column, kind in _pairs(self.types, "Contract.types"))
+        types = tuple(
+            (column, _logical(kind, column))
+            for column, kind in _pairs(self.types, "Contract.types")
+        )
         set_(self, "types", types)
         if self.start_at is not None:
             set_(self, "start_at", utc(self.start_at, "Contract.start_at"))
-        if self.schema_hash is not None and not check_text(self.schema_hash, "Contract.schema_hash"):
+        if self.schema_hash is not None and not check_text(
+            self.schema_hash, "Contract.schema_hash"
+        ):
             raise InvalidContract("Contract.schema_hash: must be a nonempty string when present")
         self._check_columns()
         self._check_shapes()
@@ -101,18 +106,25 @@ class Contract(Wire):
         shapes = [shape for _, shape in self.shapes]
         has_window_shape = any(shape.is_window for shape in shapes)
         if has_window_shape and self.window_column is None:
-            raise InvalidContract("Contract.window_column: a contract with a window shape names its window column")
+            raise InvalidContract(
+                "Contract.window_column: a contract with a window shape names its window column"
+            )
         if not has_window_shape and self.window_column is not None:
             raise InvalidContract("Contract.window_column: a window column needs a window shape")
         has_tombstones = any(shape.has_tombstones for shape in shapes)
         if has_tombstones and self.deleted_column is None:
-            raise InvalidContract("Contract.deleted_column: a tombstone shape needs a deleted column")
+            raise InvalidContract(
+                "Contract.deleted_column: a tombstone shape needs a deleted column"
+            )
         if not has_tombstones and self.deleted_column is not None:
-            raise InvalidContract("Contract.deleted_column: a deleted column needs a tombstone shape")
+            raise InvalidContract(
+                "Contract.deleted_column: a deleted column needs a tombstone shape"
+            )
         deleted = self.deleted_column
         if deleted is not None and deleted in (*self.key, self.window_column, self.cursor_column):
             raise InvalidContract(
-                f"Contract.deleted_column: {deleted!r} must differ from the key, window and cursor columns"
+                f"Contract.deleted_column: {deleted!r} must differ from the key, window and "
+                "cursor columns"
             )
         bound = set(self.key) | {c for c in (self.window_column, self.cursor_column, deleted) if c}
         typed = dict(self.types)
@@ -127,9 +139,13 @@ class Contract(Wire):
         for column in self.key:
             _require_type(typed[column], ORDERED_TYPES, f"key column {column!r}")
         if self.window_column is not None:
-            _require_type(typed[self.window_column], ORDERED_TYPES, f"window column {self.window_column!r}")
+            _require_type(
+                typed[self.window_column], ORDERED_TYPES, f"window column {self.window_column!r}"
+            )
         if self.cursor_column is not None:
-            _require_type(typed[self.cursor_column], CURSOR_TYPES, f"cursor column {self.cursor_column!r}")
+            _require_type(
+                typed[self.cursor_column], CURSOR_TYPES, f"cursor column {self.cursor_column!r}"
+            )
         if deleted is not None:
             _require_type(typed[deleted], {LogicalType.BOOL}, f"deleted column {deleted!r}")
 
@@ -137,25 +153,38 @@ class Contract(Wire):
         checkpoints = {shape.checkpoint for _, shape in self.shapes}
         if {Checkpoint.GENERATION, Checkpoint.SEQUENCE} <= checkpoints:
             raise InvalidContract(
-                "Contract.shapes: a table uses one kind of position, generations or sequences, not both"
+                "Contract.shapes: a table uses one kind of position, generations or "
+                "sequences, not both"
             )
         for name, shape in self.shapes:
             where = f"Contract.shapes.{name}"
             if not self.key:
                 if shape.checkpoint in (Checkpoint.GENERATION, Checkpoint.SEQUENCE):
-                    raise InvalidContract(f"{where}: keyless tables append by timestamp; {shape.checkpoint}s need keys")
+                    raise InvalidContract(
+                        f"{where}: keyless tables append by timestamp; "
+                        f"{shape.checkpoint}s need keys"
+                    )
                 if shape.has_tombstones:
                     raise InvalidContract(f"{where}: tombstones need keys")
                 if shape.lookback:
-                    raise InvalidContract(f"{where}: a keyless append cannot look back, a reread event would count twice")
+                    raise InvalidContract(
+                        f"{where}: a keyless append cannot look back, "
+                        "a reread event would count twice"
+                    )
                 if not shape.is_complete and shape.is_window:
-                    raise InvalidContract(f"{where}: a keyless shape of changes is an append over the whole table")
+                    raise InvalidContract(
+                        f"{where}: a keyless shape of changes is an append over the whole table"
+                    )
             if shape.window_size is not None:
                 window_type = self.window_type
                 if window_type not in (LogicalType.DATE, LogicalType.DATETIME):
-                    raise InvalidContract(f"{where}.window_size: rolling durations need a date or datetime window")
+                    raise InvalidContract(
+                        f"{where}.window_size: rolling durations need a date or datetime window"
+                    )
                 if window_type is LogicalType.DATE and shape.window_size % DAY:
-                    raise InvalidContract(f"{where}.window_size: a date window is a whole number of days")
+                    raise InvalidContract(
+                        f"{where}.window_size: a date window is a whole number of days"
+                    )
 
     # Lookups -------------------------------------------------------------------------------------
 
@@ -213,7 +242,7 @@ class Contract(Wire):
 
 
 def _pairs(value: Any, what: str) -> tuple[tuple[str, Any], ...]:
-    if isinstance(value, Mapping) or isinstance(value, Iterable):
+    if isinstance(value, Mapping | Iterable):
         try:
             return sorted_pairs(value)
         except (TypeError, ValueError):
@@ -245,12 +274,16 @@ def check_column_type(name: str) -> str:
     if name in LogicalType.__members__.values():
         return name
     match = _DECIMAL.fullmatch(name)
-    if match and 1 <= int(match[1]) and int(match[2]) <= int(match[1]):
+    if match and int(match[1]) >= 1 and int(match[2]) <= int(match[1]):
         return name
-    raise InvalidContract(f"column type {name!r} is not int, float, str, bool, date, datetime or decimal(p,s)")
+    raise InvalidContract(
+        f"column type {name!r} is not int, float, str, bool, date, datetime or decimal(p,s)"
+    )
 
 
-def column_hash(columns: Mapping[str, str] | Iterable[tuple[str, str]], *, deleted_column: str | None = None) -> str:
+def column_hash(
+    columns: Mapping[str, str] | Iterable[tuple[str, str]], *, deleted_column: str | None = None
+) -> str:
     """SHA-256 of the [name, type] pairs in declared order, the deleted column left out.
 
     json.dumps(pairs, ensure_ascii=True, separators=(",", ":")), ASCII-encoded, exactly as the
@@ -294,7 +327,9 @@ def odcs_column_hash(schema_object: Mapping[str, Any], *, deleted_column: str | 
             raise InvalidContract(f"{where}: a property has a name")
         logical = str(prop.get("logicalType", "")).lower()
         if logical not in _ODCS_TYPES:
-            raise InvalidContract(f"{where} ({prop['name']}): logicalType {logical!r} has no dogana type")
+            raise InvalidContract(
+                f"{where} ({prop['name']}): logicalType {logical!r} has no dogana type"
+            )
         kind = _ODCS_TYPES[logical]
         options = prop.get("logicalTypeOptions") or {}
         if logical == "number" and "precision" in options and "scale" in options:

@@ -45,7 +45,9 @@ class Manifest(Wire):
     shape: str = wire_field(Text(nonempty=True))
     produced_at: datetime = wire_field(DateTimeTag())
     _: KW_ONLY
-    window: tuple[Scalar, Scalar] | None = wire_field(Optional(Array(Value(), length=2)), default=None)
+    window: tuple[Scalar, Scalar] | None = wire_field(
+        Optional(Array(Value(), length=2)), default=None
+    )
     since: Scalar | None = wire_field(Optional(Value()), default=None)
     generation: Position | None = wire_field(Optional(PositionCodec()), default=None)
     rows: int = wire_field(Integer(), default=0)
@@ -63,7 +65,11 @@ class Manifest(Wire):
             window = tuple(self.window)
             if len(window) != 2:
                 raise InvalidContract("Manifest.window: a window is a pair [low, high]")
-            set_(self, "window", tuple(_scalar(v, f"Manifest.window[{i}]") for i, v in enumerate(window)))
+            set_(
+                self,
+                "window",
+                tuple(_scalar(v, f"Manifest.window[{i}]") for i, v in enumerate(window)),
+            )
         if self.since is not None:
             set_(self, "since", _scalar(self.since, "Manifest.since"))
         if self.generation is not None:
@@ -76,7 +82,9 @@ class Manifest(Wire):
             count = getattr(self, name)
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise InvalidContract(f"Manifest.{name}: {count!r} must be a nonnegative integer")
-        if self.schema_hash is not None and not check_text(self.schema_hash, "Manifest.schema_hash"):
+        if self.schema_hash is not None and not check_text(
+            self.schema_hash, "Manifest.schema_hash"
+        ):
             raise InvalidContract("Manifest.schema_hash: nonempty when present")
         if self.content_hash is not None and not (
             isinstance(self.content_hash, str) and SHA256_HEX.fullmatch(self.content_hash)
@@ -108,7 +116,9 @@ class Manifest(Wire):
         shape = contract.shape(self.shape)
         if shape.is_window:
             if self.window is None:
-                raise InvalidContract(f"Manifest.window: shape {self.shape!r} covers a window; name it")
+                raise InvalidContract(
+                    f"Manifest.window: shape {self.shape!r} covers a window; name it"
+                )
             window_type = contract.window_type
             assert window_type is not None
             low, high = (
@@ -122,9 +132,12 @@ class Manifest(Wire):
         self._check_checkpoint(contract, shape.checkpoint)
         if self.tombstones and not shape.has_tombstones:
             raise InvalidContract(
-                f"Manifest.tombstones: shape {self.shape!r} delivers no tombstones, got {self.tombstones}"
+                f"Manifest.tombstones: shape {self.shape!r} delivers no tombstones, "
+                f"got {self.tombstones}"
             )
-        if (self.rows or self.tombstones) and self._interval_holds_nothing(contract, shape.checkpoint):
+        if (self.rows or self.tombstones) and self._interval_holds_nothing(
+            contract, shape.checkpoint
+        ):
             raise InvalidContract(
                 "Manifest.rows: a zero-length interval holds no rows and no tombstones, "
                 f"got {self.rows} rows and {self.tombstones} tombstones"
@@ -134,29 +147,46 @@ class Manifest(Wire):
         since, generation = self.since, self.generation
         if checkpoint is Checkpoint.NONE:
             if since is not None:
-                raise InvalidContract(f"Manifest.since: shape {self.shape!r} is complete; it has no since")
+                raise InvalidContract(
+                    f"Manifest.since: shape {self.shape!r} is complete; it has no since"
+                )
             if generation is not None:
                 if contract.shape(self.shape).is_window:
-                    raise InvalidContract("Manifest.generation: a complete window never issues a position")
+                    raise InvalidContract(
+                        "Manifest.generation: a complete window never issues a position"
+                    )
                 _require_position(generation, contract.position_type, "Manifest.generation")
             return
         if since is None:
-            raise InvalidContract(f"Manifest.since: shape {self.shape!r} reads changes since a checkpoint")
+            raise InvalidContract(
+                f"Manifest.since: shape {self.shape!r} reads changes since a checkpoint"
+            )
         if checkpoint is Checkpoint.TIMESTAMP:
             if type_of(since) is not LogicalType.DATETIME:
-                raise InvalidContract(f"Manifest.since: a timestamp checkpoint is an aware datetime, got {since!r}")
+                raise InvalidContract(
+                    f"Manifest.since: a timestamp checkpoint is an aware datetime, got {since!r}"
+                )
             if generation is not None:
                 raise InvalidContract("Manifest.generation: a timestamp read issues no position")
         elif checkpoint is Checkpoint.GENERATION:
             if not isinstance(since, str) or not since:
-                raise InvalidContract(f"Manifest.since: a generation is a nonempty string, got {since!r}")
+                raise InvalidContract(
+                    f"Manifest.since: a generation is a nonempty string, got {since!r}"
+                )
             if not isinstance(generation, str) or not generation:
-                raise InvalidContract("Manifest.generation: a generation feed issues its next generation")
+                raise InvalidContract(
+                    "Manifest.generation: a generation feed issues its next generation"
+                )
         else:
             if type_of(since) is not LogicalType.INT:
-                raise InvalidContract(f"Manifest.since: a sequence position is an integer, got {since!r}")
+                raise InvalidContract(
+                    f"Manifest.since: a sequence position is an integer, got {since!r}"
+                )
             if generation is None or type_of(generation) is not LogicalType.INT:
-                raise InvalidContract("Manifest.generation: a sequence read covers (since, generation]; name generation")
+                raise InvalidContract(
+                    "Manifest.generation: a sequence read covers (since, generation]; "
+                    "name generation"
+                )
             assert isinstance(since, int) and isinstance(generation, int)
             if generation < since:
                 raise InvalidContract(f"Manifest.generation: {generation} is before since {since}")
@@ -182,5 +212,6 @@ def _scalar(value: Any, what: str) -> Scalar:
 def _require_position(value: Position, kind: type[int] | type[str], what: str) -> None:
     if type_of(value) is not (LogicalType.INT if kind is int else LogicalType.STR):
         raise InvalidContract(
-            f"{what}: this table's positions are {'integers' if kind is int else 'strings'}, got {value!r}"
+            f"{what}: this table's positions are "
+            f"{'integers' if kind is int else 'strings'}, got {value!r}"
         )

@@ -66,11 +66,17 @@ class Shape(Wire):
     lookback: timedelta = wire_field(DurationTag(), default=timedelta(0))
 
     def __post_init__(self) -> None:
-        for name, enum in (("coverage", Coverage), ("deletions", Deletions), ("checkpoint", Checkpoint)):
+        for name, enum in (
+            ("coverage", Coverage),
+            ("deletions", Deletions),
+            ("checkpoint", Checkpoint),
+        ):
             try:
                 object.__setattr__(self, name, enum(getattr(self, name)))
             except ValueError:
-                raise InvalidContract(f"Shape.{name}: {getattr(self, name)!r} is not a {name}") from None
+                raise InvalidContract(
+                    f"Shape.{name}: {getattr(self, name)!r} is not a {name}"
+                ) from None
         complete = self.checkpoint is Checkpoint.NONE
         if complete and self.deletions is not Deletions.ABSENCE:
             raise InvalidContract(
@@ -78,11 +84,16 @@ class Shape(Wire):
             )
         if not complete and self.deletions is Deletions.ABSENCE:
             raise InvalidContract(
-                f"Shape: a changed-only read ({self.checkpoint} checkpoint) has deletions none or tombstone"
+                f"Shape: a changed-only read ({self.checkpoint} checkpoint) has deletions "
+                "none or tombstone"
             )
-        if self.coverage is Coverage.WINDOW and self.checkpoint in (Checkpoint.GENERATION, Checkpoint.SEQUENCE):
+        if self.coverage is Coverage.WINDOW and self.checkpoint in (
+            Checkpoint.GENERATION,
+            Checkpoint.SEQUENCE,
+        ):
             raise InvalidContract(
-                f"Shape: {self.checkpoint}s are positions in the whole table; no window shape uses them"
+                f"Shape: {self.checkpoint}s are positions in the whole table; "
+                "no window shape uses them"
             )
         if (
             isinstance(self.cost, bool)
@@ -95,11 +106,15 @@ class Shape(Wire):
         object.__setattr__(self, "cost", normalize_number(self.cost))
         if self.window_size is not None:
             if not isinstance(self.window_size, timedelta) or self.window_size <= timedelta(0):
-                raise InvalidContract(f"Shape.window_size: {self.window_size!r} must be a positive duration")
+                raise InvalidContract(
+                    f"Shape.window_size: {self.window_size!r} must be a positive duration"
+                )
             if self.coverage is not Coverage.WINDOW:
                 raise InvalidContract("Shape.window_size: only window shapes have a window size")
         if not isinstance(self.lookback, timedelta) or self.lookback < timedelta(0):
-            raise InvalidContract(f"Shape.lookback: {self.lookback!r} must be a nonnegative duration")
+            raise InvalidContract(
+                f"Shape.lookback: {self.lookback!r} must be a nonnegative duration"
+            )
         if self.lookback and self.checkpoint is not Checkpoint.TIMESTAMP:
             raise InvalidContract("Shape.lookback: only timestamp shapes may look back")
         for name in ("window_size", "lookback"):
@@ -155,7 +170,9 @@ class Shape(Wire):
     def has_tombstones(self) -> bool:
         return self.deletions is Deletions.TOMBSTONE
 
-    def window_ending_at(self, until: date | datetime) -> tuple[date, date] | tuple[datetime, datetime]:
+    def window_ending_at(
+        self, until: date | datetime
+    ) -> tuple[date, date] | tuple[datetime, datetime]:
         """The rolling window of window_size that ends at until, both ends included.
 
         A date window is window_size whole UTC days ending on until's UTC date: thirty days ending

@@ -28,7 +28,9 @@ class LogicalType(StrEnum):
     DATETIME = "datetime"
 
 
-ORDERED_TYPES = frozenset({LogicalType.INT, LogicalType.STR, LogicalType.DATE, LogicalType.DATETIME})
+ORDERED_TYPES = frozenset(
+    {LogicalType.INT, LogicalType.STR, LogicalType.DATE, LogicalType.DATETIME}
+)
 CURSOR_TYPES = frozenset({LogicalType.INT, LogicalType.DATETIME})
 
 Scalar: TypeAlias = int | str | date | datetime

@@ -179,7 +179,8 @@ _DATETIME = re.compile(
 )
 DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 DATETIME_PATTERN = (
-    "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\\.[0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
+    "^[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}"
+    "(\\.[0-9]{1,6})?([Zz]|[+-][0-9]{2}:[0-9]{2})$"
 )
 
 
@@ -228,7 +229,13 @@ def decode_datetime(data: JSON, path: str) -> datetime:
         offset = timedelta(hours=int(off_h), minutes=int(off_m)) * (1 if sign == "+" else -1)
     try:
         local = datetime(
-            int(year), int(month), int(day), int(hour), int(minute), int(second), micro,
+            int(year),
+            int(month),
+            int(day),
+            int(hour),
+            int(minute),
+            int(second),
+            micro,
             tzinfo=timezone(offset),
         )
     except ValueError as exc:
@@ -558,7 +565,9 @@ class Wire:
         unknown = sorted(set(data) - expected)
         if unknown:
             raise SerializationError(path, f"unknown field(s) {', '.join(unknown)}")
-        values = {spec.name: _codec(spec).decode(data[spec.name], f"{path}.{spec.name}") for spec in specs}
+        values = {
+            spec.name: _codec(spec).decode(data[spec.name], f"{path}.{spec.name}") for spec in specs
+        }
         return cls(**values)
 
     @classmethod
@@ -604,12 +613,15 @@ class Wire:
 def _same(value: Any, default: Any) -> bool:
     # 0 == False in Python; a bool field at its default must not hide an int field's 0, and
     # the other way round.
-    return type(value) is type(default) and value == default or (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and isinstance(default, int | float)
-        and not isinstance(default, bool)
-        and value == default
+    return (
+        (type(value) is type(default) and value == default)
+        or (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and isinstance(default, int | float)
+            and not isinstance(default, bool)
+            and value == default
+        )
     )
 
 
@@ -624,7 +636,8 @@ def _check_envelope(kind: str, data: dict[str, JSON], path: str) -> None:
     if number in _EARLIER_VERSIONS:
         raise SerializationError(
             f"{path}.version",
-            f"version {number} is refused: {_EARLIER_VERSIONS[number]}; this is version {WIRE_VERSION}",
+            f"version {number} is refused: {_EARLIER_VERSIONS[number]}; "
+            f"this is version {WIRE_VERSION}",
         )
     if number != WIRE_VERSION:
         raise SerializationError(f"{path}.version", f"unknown version {number}")
@@ -658,7 +671,9 @@ def parse_json(text: str | bytes) -> JSON:
     try:
         if isinstance(text, bytes):
             text = text.decode("utf-8")
-        return json.loads(text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number)
+        return json.loads(
+            text, object_pairs_hook=pairs, parse_constant=constant, parse_float=number
+        )
     except UnicodeDecodeError as exc:
         raise SerializationError("", f"not UTF-8: {exc}") from None
     except json.JSONDecodeError as exc:
