@@ -1,0 +1,780 @@
+"""Versioned JSON: how every structured value travels, and how it is identified.
+
+1. Structured values carry version: 4 and kind, the class name. Earlier versions are refused.
+2. Field names match constructor arguments, and every field is present, defaults included.
+   A number with a zero fraction is the integer it spells wherever an integer is expected.
+   Missing or unknown fields, unknown versions or kinds, wrong types, overflowing tags and naive
+   datetimes raise SerializationError.
+3. The three tags and their exact grammars; strings reject lone surrogates.
+4. Canonical JSON; identity is SHA-256 of RFC 8785 over the identity form.
+6. Optional future fields at defaults keep identity; unknown versions are refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, fields
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from wire_strategies import (
+    contract_and_manifest,
+    contracts,
+    manifests,
+    shapes,
+    shifted,
+    wire_values,
+)
+
+from dogana_core import Contract, InvalidContract, Manifest, SerializationError, Shape, Wire
+from dogana_core.jcs import canonicalize
+from dogana_core.wire import (
+    Optional,
+    Text,
+    decode_duration,
+    encode_duration,
+    parse_json,
+    wire_field,
+)
+
+T = datetime(2026, 10, 18, tzinfo=UTC)
+
+SHAPE = Shape.changes(window=True, tombstones=True, cost=2.5, window_size=timedelta(days=30))
+CONTRACT = Contract(
+    "orders",
+    ("order_id",),
+    {"full": Shape.complete(), "recent": SHAPE},
+    window_column="order_date",
+    cursor_column="updated_at",
+    deleted_column="is_deleted",
+    types={"order_id": "int", "order_date": "date", "updated_at": "datetime", "is_deleted": "bool"},
+    schema_hash="ab" * 32,
+)
+MANIFEST = CONTRACT.manifest(
+    "recent",
+    datetime(2026, 10, 18, 12, 0, 0, 250000, tzinfo=UTC),
+    window=(date(2026, 9, 19), date(2026, 10, 18)),
+    since=datetime(2026, 10, 17, tzinfo=UTC),
+    rows=10,
+    tombstones=2,
+    content_hash="cd" * 32,
+)
+EXAMPLES: list[Wire] = [SHAPE, CONTRACT, MANIFEST]
+
+
+def wire_of(value: Wire, **changes: Any) -> dict[str, Any]:
+    data = value.to_dict()
+    data.update(changes)
+    return data
+
+
+def read(kind: type[Wire], data: Any) -> Wire:
+    return kind.from_dict(data)
+
+
+# 1. Version and kind -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
+def test_structured_values_carry_version_4_and_their_kind(value: Wire) -> None:
+    data = value.to_dict()
+    assert data["version"] == 4
+    assert data["kind"] == type(value).__name__
+
+
+@pytest.mark.parametrize(
+    ("version", "reason"),
+    [
+        (1, "version 1 manifests \\(dogana 0.1\\) listed keys"),
+        (2, "version 2 receipts \\(dogana 0.2 and 0.3\\) carried ledgers"),
+        (3, "version 3 contracts \\(dogana 0.4 to 0.6\\) carried a shrink limit"),
+    ],
+)
+def test_earlier_versions_are_refused_with_the_reason(version: int, reason: str) -> None:
+    for value in EXAMPLES:
+        with pytest.raises(SerializationError, match=reason):
+            read(type(value), wire_of(value, version=version))
+
+
+@pytest.mark.parametrize("version", [0, 5, 40, -4, "4", None, 4.5, True, [4], {"v": 4}])
+def test_unknown_versions_are_refused(version: Any) -> None:
+    with pytest.raises(SerializationError, match="version"):
+        read(Shape, wire_of(SHAPE, version=version))
+
+
+def test_a_version_with_a_zero_fraction_is_version_4() -> None:
+    assert read(Shape, wire_of(SHAPE, version=4.0)) == SHAPE
+
+
+def test_a_missing_version_or_kind_is_refused() -> None:
+    for name in ("version", "kind"):
+        data = SHAPE.to_dict()
+        del data[name]
+        with pytest.raises(SerializationError, match=f"missing field {name}"):
+            read(Shape, data)
+
+
+@pytest.mark.parametrize("kind", ["Contract", "shape", "SHAPE", "Frobnicator", "", None, 4])
+def test_another_or_unknown_kind_is_refused(kind: Any) -> None:
+    with pytest.raises(SerializationError, match="kind"):
+        read(Shape, wire_of(SHAPE, kind=kind))
+
+
+def test_nested_values_carry_their_own_version_and_kind() -> None:
+    data = CONTRACT.to_dict()
+    assert data["shapes"]["recent"]["version"] == 4
+    assert data["shapes"]["recent"]["kind"] == "Shape"
+    data["shapes"]["recent"]["version"] = 3
+    with pytest.raises(SerializationError, match=r"Contract\.shapes\.recent\.version"):
+        read(Contract, data)
+    data["shapes"]["recent"].update(version=4, kind="Manifest")
+    with pytest.raises(SerializationError, match="expected kind Shape"):
+        read(Contract, data)
+
+
+# 2. Fields ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
+def test_field_names_match_constructor_arguments_and_every_field_is_present(value: Wire) -> None:
+    names = [spec.name for spec in fields(value)]  # type: ignore[arg-type]
+    assert set(value.to_dict()) == {"version", "kind", *names}
+    rebuilt = type(value)(**{name: getattr(value, name) for name in names})
+    assert rebuilt == value
+
+
+def test_fields_at_their_defaults_are_written() -> None:
+    assert Shape().to_dict() == {
+        "version": 4,
+        "kind": "Shape",
+        "coverage": "table",
+        "deletions": "absence",
+        "checkpoint": "none",
+        "cost": 1,
+        "window_size": None,
+        "lookback": {"$seconds": 0},
+    }
+
+
+def test_tuples_are_arrays_enums_strings_and_mappings_objects() -> None:
+    data = CONTRACT.to_dict()
+    assert data["key"] == ["order_id"]
+    assert data["types"] == {
+        "is_deleted": "bool",
+        "order_date": "date",
+        "order_id": "int",
+        "updated_at": "datetime",
+    }
+    assert data["shapes"]["recent"]["coverage"] == "window"
+    assert MANIFEST.to_dict()["window"] == [{"$date": "2026-09-19"}, {"$date": "2026-10-18"}]
+
+
+@pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
+def test_a_missing_field_is_refused(value: Wire) -> None:
+    for spec in fields(value):  # type: ignore[arg-type]
+        data = value.to_dict()
+        del data[spec.name]
+        with pytest.raises(SerializationError, match=f"missing field\\(s\\) {spec.name}"):
+            read(type(value), data)
+
+
+def test_a_field_at_its_default_is_still_required() -> None:
+    data = Manifest("orders", "full", T).to_dict()
+    del data["rows"]
+    with pytest.raises(SerializationError, match="rows"):
+        Manifest.from_dict(data)
+
+
+@pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
+def test_an_unknown_field_is_refused(value: Wire) -> None:
+    for extra in ("extra", "Version", "shrink_limit", "$date"):
+        with pytest.raises(SerializationError, match="unknown field"):
+            read(type(value), wire_of(value, **{extra: None}))
+
+
+def test_an_unknown_field_in_a_nested_value_is_refused() -> None:
+    data = CONTRACT.to_dict()
+    data["shapes"]["full"]["priority"] = 1
+    with pytest.raises(SerializationError, match=r"Contract\.shapes\.full: unknown field"):
+        read(Contract, data)
+
+
+def test_a_document_is_an_object_with_string_keys() -> None:
+    for data in (None, [], "Shape", 4, [SHAPE.to_dict()]):
+        with pytest.raises(SerializationError):
+            read(Shape, data)
+    with pytest.raises(SerializationError):
+        read(Shape, {**SHAPE.to_dict(), 1: "one"})
+
+
+@pytest.mark.parametrize(
+    ("kind", "field", "value"),
+    [
+        (Shape, "coverage", "partition"),
+        (Shape, "coverage", 1),
+        (Shape, "cost", "1"),
+        (Shape, "cost", True),
+        (Shape, "cost", None),
+        (Shape, "window_size", 30),
+        (Shape, "lookback", None),
+        (Contract, "table", 5),
+        (Contract, "key", "order_id"),
+        (Contract, "key", [1]),
+        (Contract, "shapes", []),
+        (Contract, "types", {"order_id": "bigint"}),
+        (Contract, "types", [["order_id", "int"]]),
+        (Contract, "schema_hash", ""),
+        (Contract, "start_at", "2026-10-18T00:00:00Z"),
+        (Manifest, "rows", "10"),
+        (Manifest, "rows", True),
+        (Manifest, "rows", 10.5),
+        (Manifest, "rows", None),
+        (Manifest, "shape", ""),
+        (Manifest, "window", [{"$date": "2026-09-19"}]),
+        (Manifest, "window", {"low": 1, "high": 2}),
+        (Manifest, "window", [None, None]),
+        (Manifest, "since", 1.5),
+        (Manifest, "since", False),
+        (Manifest, "since", {"$time": "12:00"}),
+        (Manifest, "since", [1]),
+        (Manifest, "generation", ""),
+        (Manifest, "generation", 1.5),
+        (Manifest, "produced_at", {"$date": "2026-10-18"}),
+        (Manifest, "content_hash", 5),
+    ],
+)
+def test_wrong_types_raise_serialization_error(kind: type[Wire], field: str, value: Any) -> None:
+    example = next(e for e in EXAMPLES if isinstance(e, kind))
+    with pytest.raises(SerializationError, match=f"{kind.__name__}\\.{field}"):
+        read(kind, wire_of(example, **{field: value}))
+
+
+def test_rule_violations_in_well_formed_json_raise_invalid_contract() -> None:
+    with pytest.raises(InvalidContract, match="rows"):
+        read(Manifest, wire_of(MANIFEST, rows=-1))
+    with pytest.raises(InvalidContract, match="none or tombstone"):
+        read(Shape, wire_of(SHAPE, deletions="absence"))
+
+
+@pytest.mark.parametrize("spelled", [10.0, 1e1, 10])
+def test_a_number_with_a_zero_fraction_is_the_integer_it_spells(spelled: Any) -> None:
+    read_back = read(Manifest, wire_of(MANIFEST, rows=spelled))
+    assert isinstance(read_back, Manifest)
+    assert read_back.rows == 10 and type(read_back.rows) is int
+    assert read_back == MANIFEST
+
+
+def test_negative_zero_is_the_integer_zero() -> None:
+    read_back = read(Manifest, wire_of(MANIFEST, rows=-0.0, tombstones=-0.0))
+    assert isinstance(read_back, Manifest)
+    assert (read_back.rows, read_back.tombstones) == (0, 0)
+    assert type(read_back.rows) is int
+    assert json.loads(read_back.to_json())["rows"] == 0 and '"rows":0' in read_back.to_json()
+
+
+def test_zero_fraction_bounds_and_positions_are_integers() -> None:
+    log = Contract(
+        "log",
+        ("id",),
+        {"tail": Shape.changes(checkpoint="sequence"), "part": Shape.complete(window=True)},
+        window_column="id",
+        types={"id": "int"},
+    )
+    tail = log.manifest("tail", T, since=40, generation=42)
+    read_back = Manifest.from_dict(wire_of(tail, since=40.0, generation=42.0))
+    assert read_back == tail and type(read_back.since) is int and type(read_back.generation) is int
+    part = log.manifest("part", T, window=(1, 2))
+    assert Manifest.from_dict(wire_of(part, window=[1.0, 2.0])) == part
+
+
+def test_a_cost_with_a_zero_fraction_reads_and_writes_as_an_integer() -> None:
+    read_back = read(Shape, wire_of(SHAPE, cost=3.0))
+    assert isinstance(read_back, Shape)
+    assert read_back.cost == 3 and type(read_back.cost) is int
+    assert '"cost":3,' in read_back.to_json()
+    assert read(Shape, wire_of(SHAPE, cost=2.5)) == SHAPE
+
+
+def test_errors_name_the_path_of_the_field() -> None:
+    data = MANIFEST.to_dict()
+    data["window"][1] = {"$date": "2026-13-01"}
+    with pytest.raises(SerializationError) as caught:
+        Manifest.from_dict(data)
+    assert caught.value.path == "Manifest.window[1]"
+
+
+# 3. Tags: dates ----------------------------------------------------------------------------------
+
+
+def date_bound(text: Any) -> Any:
+    data = MANIFEST.to_dict()
+    data["window"][0] = {"$date": text} if not isinstance(text, dict) else text
+    return Manifest.from_dict(data).window[0]  # type: ignore[index]
+
+
+def test_dates_are_date_tags() -> None:
+    assert date_bound("2026-10-18") == date(2026, 10, 18)
+    assert date_bound("0001-01-01") == date.min
+    assert date_bound("9999-12-31") == date.max
+    assert Manifest.from_dict(MANIFEST.to_dict()) == MANIFEST
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-1-8",
+        "26-10-18",
+        "20261018",
+        "2026-10-18T00:00:00Z",
+        "2026-10-18 ",
+        "+2026-10-18",
+        "2026-02-30",
+        "2026-13-01",
+        "0000-01-01",
+        "\uff12026-10-18",
+        "",
+        5,
+        None,
+    ],
+)
+def test_a_date_outside_its_grammar_is_refused(text: Any) -> None:
+    with pytest.raises(SerializationError, match=r"\$date|expected"):
+        date_bound(text)
+
+
+def test_a_tag_holds_exactly_its_one_key() -> None:
+    for tag in (
+        {"$date": "2026-10-18", "$datetime": "2026-10-18T00:00:00Z"},
+        {"$date": "2026-10-18", "tz": "UTC"},
+        {"date": "2026-10-18"},
+        {},
+    ):
+        with pytest.raises(SerializationError):
+            date_bound(tag)
+
+
+# 3. Tags: datetimes ------------------------------------------------------------------------------
+
+
+def produced_at(text: Any) -> datetime:
+    return Manifest.from_dict(wire_of(MANIFEST, produced_at={"$datetime": text})).produced_at
+
+
+@pytest.mark.parametrize(
+    ("text", "instant"),
+    [
+        ("2026-10-18T12:00:00Z", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+        ("2026-10-18t12:00:00z", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+        ("2026-10-18T12:00:00+00:00", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+        ("2026-10-18T14:00:00+02:00", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+        ("2026-10-18T06:30:00-05:30", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+        ("2026-10-18T12:00:00.5Z", datetime(2026, 10, 18, 12, 0, 0, 500000, tzinfo=UTC)),
+        ("2026-10-18T12:00:00.000001Z", datetime(2026, 10, 18, 12, 0, 0, 1, tzinfo=UTC)),
+        ("2026-10-18T12:00:00.123456+00:00", datetime(2026, 10, 18, 12, 0, 0, 123456, tzinfo=UTC)),
+        ("2026-10-18T12:00:00.000000Z", datetime(2026, 10, 18, 12, tzinfo=UTC)),
+    ],
+)
+def test_datetimes_are_rfc3339_with_z_or_an_offset(text: str, instant: datetime) -> None:
+    read_back = produced_at(text)
+    assert read_back == instant and read_back.tzinfo is UTC
+
+
+def test_datetimes_are_emitted_in_utc_without_a_fraction_when_zero() -> None:
+    made = Manifest(
+        "orders", "full", datetime(2026, 10, 18, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    )
+    assert made.to_dict()["produced_at"] == {"$datetime": "2026-10-18T12:00:00+00:00"}
+    assert made.identity_dict()["produced_at"] == {"$datetime": "2026-10-18T12:00:00+00:00"}
+
+
+def test_datetimes_are_emitted_with_six_fractional_digits_otherwise() -> None:
+    for micro, text in (
+        (500000, "12:00:00.500000"),
+        (1, "12:00:00.000001"),
+        (999999, "12:00:00.999999"),
+    ):
+        made = Manifest("orders", "full", datetime(2026, 10, 18, 12, 0, 0, micro, tzinfo=UTC))
+        assert made.to_dict()["produced_at"] == {"$datetime": f"2026-10-18T{text}+00:00"}
+
+
+def test_a_datetime_with_more_than_six_fractional_digits_is_refused_never_truncated() -> None:
+    for text in (
+        "2026-10-18T12:00:00.1234567Z",
+        "2026-10-18T12:00:00.0000001Z",
+        "2026-10-18T12:00:00.1000000Z",
+    ):
+        with pytest.raises(SerializationError, match="more than six fractional digits"):
+            produced_at(text)
+
+
+def test_a_datetime_without_an_offset_is_naive_and_refused() -> None:
+    for text in ("2026-10-18T12:00:00", "2026-10-18T12:00:00.5"):
+        with pytest.raises(SerializationError, match="naive"):
+            produced_at(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "2026-10-18 12:00:00Z",
+        "2026-10-18T12:00Z",
+        "2026-10-18T12:00:00+0200",
+        "2026-10-18T12:00:00+02",
+        "2026-10-18T12:00:00.Z",
+        "2026-10-18T24:00:00Z",
+        "2026-10-18T12:60:00Z",
+        "2026-10-18T23:59:60Z",
+        "2026-10-18T12:00:00+24:00",
+        "2026-10-18T12:00:00+02:60",
+        "2026-02-30T12:00:00Z",
+        "2026-10-18",
+        "2026-10-18T12:00:00UTC",
+        "2026-10-18T12:00:00Z ",
+        "\uff12026-10-18T12:00:00Z",
+        "",
+    ],
+)
+def test_a_datetime_outside_its_grammar_is_refused(text: str) -> None:
+    with pytest.raises(SerializationError, match=r"\$datetime"):
+        produced_at(text)
+
+
+def test_a_datetime_overflowing_the_domain_in_utc_is_refused() -> None:
+    for text in ("0001-01-01T00:00:00+00:01", "9999-12-31T23:59:59-00:01"):
+        with pytest.raises(SerializationError, match="overflows"):
+            produced_at(text)
+    assert produced_at("0001-01-01T00:01:00+00:01") == datetime(1, 1, 1, tzinfo=UTC)
+
+
+def test_a_datetime_tag_body_is_a_string() -> None:
+    for body in (1760788800, None, ["2026-10-18T12:00:00Z"]):
+        with pytest.raises(SerializationError):
+            produced_at(body)
+
+
+# 3. Tags: durations ------------------------------------------------------------------------------
+
+
+def test_durations_are_seconds_tags() -> None:
+    assert encode_duration(timedelta(days=7)) == {"$seconds": 604800}
+    assert decode_duration({"$seconds": 604800}, "d") == timedelta(days=7)
+
+
+def test_integral_durations_are_written_as_integers() -> None:
+    written = encode_duration(timedelta(days=30))["$seconds"]
+    assert written == 2592000 and type(written) is int
+    assert type(encode_duration(timedelta(0))["$seconds"]) is int
+
+
+def test_fractional_durations_are_written_with_exact_microseconds() -> None:
+    assert encode_duration(timedelta(seconds=1, microseconds=500000)) == {"$seconds": 1.5}
+    assert encode_duration(timedelta(microseconds=1)) == {"$seconds": 1e-06}
+    assert encode_duration(timedelta(seconds=0.1)) == {"$seconds": 0.1}
+    assert decode_duration({"$seconds": 1.000001}, "d") == timedelta(seconds=1, microseconds=1)
+    assert decode_duration({"$seconds": 30.0}, "d") == timedelta(seconds=30)
+
+
+def test_a_negative_duration_is_refused() -> None:
+    for seconds in (-1, -0.5, -1e-06):
+        with pytest.raises(SerializationError, match="negative"):
+            decode_duration({"$seconds": seconds}, "d")
+    with pytest.raises(SerializationError, match="negative"):
+        encode_duration(timedelta(microseconds=-1))
+
+
+def test_negative_zero_seconds_is_zero() -> None:
+    assert decode_duration({"$seconds": -0.0}, "d") == timedelta(0)
+
+
+def test_a_duration_that_would_round_is_refused() -> None:
+    for seconds in (1e-07, 0.0000015, 1.0000001, 0.1234567):
+        with pytest.raises(SerializationError, match="whole number of microseconds"):
+            decode_duration({"$seconds": seconds}, "d")
+    with pytest.raises(SerializationError, match="rounding"):
+        encode_duration(timedelta(days=200_000, microseconds=1))
+
+
+def test_a_duration_overflowing_pythons_range_is_refused() -> None:
+    for seconds in (10**14, 1e14, 10**400, 1e300):
+        with pytest.raises(SerializationError, match="overflows"):
+            decode_duration({"$seconds": seconds}, "d")
+
+
+def test_a_duration_tag_body_is_a_number() -> None:
+    for body in ("60", True, None, [60]):
+        with pytest.raises(SerializationError, match="seconds"):
+            decode_duration({"$seconds": body}, "d")
+    for tag in ({"seconds": 60}, {"$seconds": 60, "$date": "2026-10-18"}, 60):
+        with pytest.raises(SerializationError):
+            decode_duration(tag, "d")
+
+
+def test_shape_durations_travel_as_seconds_tags() -> None:
+    shape = Shape.changes(lookback=timedelta(minutes=5, microseconds=250))
+    assert shape.to_dict()["lookback"] == {"$seconds": 300.00025}
+    assert Shape.from_json(shape.to_json()) == shape
+
+
+# 3. Strings reject lone surrogates ---------------------------------------------------------------
+
+
+def test_strings_reject_lone_surrogates() -> None:
+    data = wire_of(MANIFEST, table="orders\ud800")
+    with pytest.raises(SerializationError, match="surrogate"):
+        Manifest.from_dict(data)
+    with pytest.raises(SerializationError, match="surrogate"):
+        Manifest.from_json(MANIFEST.to_json().replace('"table":"orders"', '"table":"\\udc00"'))
+
+
+def test_lone_surrogates_are_refused_in_keys_and_tag_bodies() -> None:
+    with pytest.raises(SerializationError, match="surrogate"):
+        Contract.from_dict(wire_of(CONTRACT, shapes={"\ud800": Shape().to_dict()}))
+    with pytest.raises(SerializationError, match="surrogate"):
+        Shape.from_dict({**SHAPE.to_dict(), "\udfff": 1})
+    with pytest.raises(SerializationError, match="surrogate"):
+        produced_at("2026-10-18T12:00:00Z\ud800")
+
+
+def test_a_surrogate_pair_is_one_character_not_a_lone_surrogate() -> None:
+    text = '{"table": "\\ud83d\\ude00"}'
+    assert parse_json(text) == {"table": "\U0001f600"}
+
+
+# Parsing JSON text -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "{",
+        "{'version': 4}",
+        '{"a": NaN}',
+        '{"a": Infinity}',
+        '{"a": -Infinity}',
+        '{"a": 1e400}',
+        '{"a": 1, "a": 2}',
+        b'{"a": "\xff"}',
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' + "9" * 5000 + "}",
+    ],
+)
+def test_text_that_is_not_strict_json_raises_serialization_error(text: str | bytes) -> None:
+    with pytest.raises(SerializationError):
+        Shape.from_json(text)
+
+
+def test_from_json_accepts_utf8_bytes() -> None:
+    assert Shape.from_json(SHAPE.to_json().encode("utf-8")) == SHAPE
+
+
+# 4. Canonical JSON -------------------------------------------------------------------------------
+
+
+def test_canonical_json_has_sorted_keys_compact_separators_and_ascii_escapes() -> None:
+    assert Shape().to_json() == (
+        '{"checkpoint":"none","cost":1,"coverage":"table","deletions":"absence","kind":"Shape",'
+        '"lookback":{"$seconds":0},"version":4,"window_size":null}'
+    )
+    made = Manifest("caf\u00e9", "full", T)
+    assert '"table":"caf\\u00e9"' in made.to_json()
+    assert made.to_json().isascii()
+
+
+@given(wire_values())
+def test_canonical_json_is_the_wire_dict_written_canonically(value: Wire) -> None:
+    text = value.to_json()
+    assert text.isascii()
+    assert json.loads(text) == value.to_dict()
+    assert json.dumps(json.loads(text), sort_keys=True, separators=(",", ":")) == text
+
+
+def test_canonical_json_keeps_exact_large_integers() -> None:
+    big = 2**60
+    log = Contract(
+        "log", ("id",), {"tail": Shape.changes(checkpoint="sequence")}, types={"id": "int"}
+    )
+    made = log.manifest("tail", T, since=big, generation=big + 1)
+    assert f'"generation":{big + 1}' in made.to_json()
+    assert Manifest.from_json(made.to_json()).generation == big + 1
+
+
+# 4. Identity -------------------------------------------------------------------------------------
+
+
+def test_identity_is_sha256_of_rfc8785_over_the_identity_form() -> None:
+    for value in EXAMPLES:
+        assert value.identity_json().encode("utf-8") == canonicalize(value.identity_dict())
+        assert value.identity == hashlib.sha256(value.identity_json().encode("utf-8")).hexdigest()
+
+
+def test_the_identity_of_the_default_shape_is_its_kind_alone() -> None:
+    assert Shape().identity_dict() == {"kind": "Shape"}
+    assert Shape().identity_json() == '{"kind":"Shape"}'
+    assert Shape().identity == hashlib.sha256(b'{"kind":"Shape"}').hexdigest()
+
+
+def test_the_identity_form_omits_the_version() -> None:
+    for value in EXAMPLES:
+        assert "version" not in value.identity_dict()
+        assert value.identity_dict()["kind"] == type(value).__name__
+
+
+def test_the_identity_form_omits_fields_at_their_defaults() -> None:
+    made = Manifest("orders", "full", T)
+    assert made.identity_dict() == {
+        "kind": "Manifest",
+        "table": "orders",
+        "shape": "full",
+        "produced_at": {"$datetime": "2026-10-18T00:00:00+00:00"},
+    }
+    assert made.replace(rows=1).identity_dict()["rows"] == 1
+
+
+def test_the_identity_form_keeps_a_value_that_equals_no_default() -> None:
+    assert Shape(cost=0).identity_dict() == {"kind": "Shape", "cost": 0}
+    assert Shape.changes().identity_dict() == {
+        "kind": "Shape",
+        "deletions": "none",
+        "checkpoint": "timestamp",
+    }
+
+
+def test_defaults_are_omitted_recursively() -> None:
+    made = Contract("t", ("k",), {"full": Shape(), "cheap": Shape(cost=0.5)}, types={"k": "int"})
+    assert made.identity_dict() == {
+        "kind": "Contract",
+        "table": "t",
+        "key": ["k"],
+        "shapes": {"cheap": {"kind": "Shape", "cost": 0.5}, "full": {"kind": "Shape"}},
+        "types": {"k": "int"},
+    }
+    assert made.to_dict()["shapes"]["full"]["version"] == 4
+
+
+def test_identity_json_is_rfc8785_not_canonical_json() -> None:
+    made = Manifest("caf\u00e9", "full", T, rows=2**60)
+    assert "caf\u00e9" in made.identity_json()
+    assert '"rows":1152921504606847000' in made.identity_json()
+    assert f'"rows":{2**60}' in made.to_json()
+
+
+def test_identity_is_equal_across_equivalent_offsets() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    local = Contract(
+        "events", (), {"append": Shape.changes()}, start_at=datetime(2026, 1, 1, 2, tzinfo=plus_two)
+    )
+    in_utc = Contract(
+        "events", (), {"append": Shape.changes()}, start_at=datetime(2026, 1, 1, tzinfo=UTC)
+    )
+    assert local.identity == in_utc.identity
+    assert local.identity_dict()["start_at"] == {"$datetime": "2026-01-01T00:00:00+00:00"}
+
+
+def test_equal_values_have_equal_identities_and_unequal_ones_differ() -> None:
+    assert MANIFEST.identity == MANIFEST.replace(rows=10).identity
+    assert MANIFEST.identity != MANIFEST.replace(rows=11).identity
+    assert CONTRACT.identity != CONTRACT.replace(schema_hash=None).identity
+
+
+def test_an_integer_binary64_cannot_hold_has_no_identity() -> None:
+    log = Contract(
+        "log", ("id",), {"tail": Shape.changes(checkpoint="sequence")}, types={"id": "int"}
+    )
+    made = log.manifest("tail", T, since=0, generation=2**53 + 1)
+    assert Manifest.from_json(made.to_json()) == made
+    with pytest.raises(SerializationError, match="not exact"):
+        made.identity  # noqa: B018
+
+
+# 6. Optional future fields at defaults keep identity ---------------------------------------------
+
+
+def test_optional_future_fields_at_their_defaults_keep_identity() -> None:
+    @dataclass(frozen=True)
+    class Probe(Wire):
+        name: str = wire_field(Text())
+
+    today = Probe(name="x")
+
+    @dataclass(frozen=True)  # type: ignore[no-redef]
+    class Probe(Wire):
+        name: str = wire_field(Text())
+        note: str | None = wire_field(Optional(Text()), default=None)
+
+    tomorrow = Probe(name="x")
+    assert type(today).__name__ == type(tomorrow).__name__
+    assert today.to_dict() != tomorrow.to_dict()
+    assert today.identity == tomorrow.identity
+    assert Probe(name="x", note="set").identity != today.identity
+
+
+# Round trips -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
+def test_to_dict_and_to_json_round_trip(value: Wire) -> None:
+    assert type(value).from_dict(value.to_dict()) == value
+    assert type(value).from_json(value.to_json()) == value
+
+
+@given(shapes())
+def test_every_shape_round_trips_through_json(value: Shape) -> None:
+    read_back = Shape.from_json(value.to_json())
+    assert read_back == value
+    assert read_back.identity == value.identity
+    assert read_back.to_json() == value.to_json()
+
+
+@given(contracts())
+def test_every_contract_round_trips_through_json(value: Contract) -> None:
+    read_back = Contract.from_json(value.to_json())
+    assert read_back == value
+    assert read_back.identity == value.identity
+    assert read_back.to_json() == value.to_json()
+
+
+@given(contract_and_manifest())
+def test_every_manifest_round_trips_through_json(pair: tuple[Contract, Manifest]) -> None:
+    contract, value = pair
+    read_back = Manifest.from_json(value.to_json())
+    assert read_back == value
+    assert read_back.identity == value.identity
+    read_back.check(contract)
+
+
+@given(contracts(), st.integers(min_value=-12, max_value=14))
+def test_contract_identity_is_stable_across_equivalent_utc_offsets(
+    value: Contract, hours: int
+) -> None:
+    assume(value.start_at is not None)
+    assert value.start_at is not None
+    moved = shifted(value.start_at, hours)
+    assume(moved is not None)
+    again = value.replace(start_at=moved)
+    assert again == value and again.identity == value.identity
+
+
+@settings(max_examples=150)
+@given(manifests(), st.integers(min_value=-12, max_value=14))
+def test_manifest_identity_is_stable_across_equivalent_utc_offsets(
+    value: Manifest, hours: int
+) -> None:
+    def move(item: Any) -> Any:
+        if isinstance(item, datetime):
+            moved = shifted(item, hours)
+            assume(moved is not None)
+            return moved
+        return item
+
+    window = None if value.window is None else tuple(move(bound) for bound in value.window)
+    again = value.replace(
+        produced_at=move(value.produced_at), since=move(value.since), window=window
+    )
+    assert again == value
+    assert again.identity == value.identity
+    assert again.to_json() == value.to_json()
