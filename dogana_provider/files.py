@@ -1,0 +1,498 @@
+"""Delivered files: Parquet and CSV read in record batches, hashed while they are read.
+
+A delivery's file is read once, front to back, in record batches, so memory stays flat whatever
+its size (a Parquet file is read one row group at a time, so its row groups bound the memory; a
+CSV file one block at a time). The SHA-256 of its bytes is computed from the very bytes the
+parser reads (HashingReader), so the content_hash a receiver verifies names the rows it loaded,
+not another copy of the file read earlier or later.
+
+Every column gets a logical type name, the one the column hash uses:
+
+    int8 ... int64, uint8 ... uint64     int
+    float16, float32, float64            float
+    string, large_string                 str
+    bool                                 bool
+    date32, date64                       date
+    timestamp with a time zone           datetime
+    decimal128(p,s), decimal256(p,s)     decimal(p,s)
+
+A timestamp without a time zone is naive and refuses the whole file (a datetime in a read carries
+its UTC offset or is refused). Other types (binary, lists, structs, times, durations) have no
+dogana name; such a column is readable, but cannot enter a column hash or a staging table.
+
+CSV carries no types. The columns the contract types (key, window, cursor, deleted) are parsed
+with their logical types; every other column is str. So the column hash of a CSV file names str
+for every column the contract does not type: a data contract that types other columns needs
+Parquet. An unquoted empty field is null; a quoted empty field ("") is the empty string.
+Datetimes in CSV carry an offset (2024-01-31T23:59:59Z, or +02:00); booleans are true/false/1/0.
+
+Errors name the file, the column when there is one, and the rule: UnreadableFile.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+from dogana_core.contract import Contract, column_hash
+
+BATCH_ROWS = 65_536
+CHUNK = 1 << 20  # bytes hashed per read when the parser skips a range
+PENDING_LIMIT = 64 << 20  # bytes read ahead of the hash kept to compare with later reads
+
+PARQUET = "parquet"
+CSV = "csv"
+
+
+class UnreadableFile(Exception):
+    """A file that cannot be read as a delivery of its contract: names file, column and rule."""
+
+    def __init__(self, path: str | Path, rule: str, *, column: str | None = None) -> None:
+        self.path = str(path)
+        self.column = column
+        self.rule = rule
+        where = f"{self.path}: column {column}" if column is not None else self.path
+        super().__init__(f"{where}: {rule}")
+
+
+# Types ------------------------------------------------------------------------------------------
+
+# The Arrow type each logical type is handed over as, whatever width the file used.
+CANONICAL = {
+    "int": pa.int64(),
+    "float": pa.float64(),
+    "str": pa.string(),
+    "bool": pa.bool_(),
+    "date": pa.date32(),
+    "datetime": pa.timestamp("us", tz="UTC"),
+}
+
+
+class NoLogicalType(ValueError):
+    """An Arrow type with no dogana type name; the message says why."""
+
+
+def logical_type(arrow_type: pa.DataType) -> str:
+    """The column-hash type name of an Arrow type, or NoLogicalType naming the rule."""
+    if pa.types.is_dictionary(arrow_type):
+        return logical_type(arrow_type.value_type)
+    if pa.types.is_boolean(arrow_type):
+        return "bool"
+    if pa.types.is_integer(arrow_type):
+        return "int"
+    if pa.types.is_floating(arrow_type):
+        return "float"
+    if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type):
+        return "str"
+    if pa.types.is_date(arrow_type):
+        return "date"
+    if pa.types.is_timestamp(arrow_type):
+        if arrow_type.tz is None:
+            raise NoLogicalType(
+                f"{arrow_type} has no time zone: a naive timestamp is refused, a datetime in a "
+                "read carries its UTC offset (write it as timestamp with tz='UTC')"
+            )
+        return "datetime"
+    if pa.types.is_decimal(arrow_type):
+        return f"decimal({arrow_type.precision},{arrow_type.scale})"
+    raise NoLogicalType(
+        f"{arrow_type} is not one of int, float, str, bool, date, datetime or decimal(p,s)"
+    )
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a delivered file: its logical type, or why it has none."""
+
+    name: str
+    arrow_type: pa.DataType
+    logical: str | None
+    problem: str | None = None
+
+    @classmethod
+    def of(cls, field: pa.Field) -> Column:
+        try:
+            return cls(field.name, field.type, logical_type(field.type))
+        except NoLogicalType as exc:
+            return cls(field.name, field.type, None, str(exc))
+
+
+def column_pairs(
+    path: str | Path, columns: Sequence[Column], deleted_column: str | None
+) -> list[tuple[str, str]]:
+    """The [name, type] pairs of a file in column order, the deleted column left out."""
+    pairs = []
+    for column in columns:
+        if column.name == deleted_column:
+            continue
+        if column.logical is None:
+            raise UnreadableFile(path, f"no column-hash type: {column.problem}", column=column.name)
+        pairs.append((column.name, column.logical))
+    return pairs
+
+
+def file_column_hash(
+    path: str | Path, columns: Sequence[Column], deleted_column: str | None
+) -> str:
+    """The column hash of the columns a file carries (Contract and shapes, Column hash)."""
+    return column_hash(column_pairs(path, columns, deleted_column))
+
+
+# Hashing while reading --------------------------------------------------------------------------
+
+
+class HashingReader(io.RawIOBase):
+    """A read-only file whose SHA-256 is computed, in file order, from the bytes a parser reads.
+
+    A CSV parser reads front to back, so every byte is hashed as it is parsed. A Parquet reader
+    first reads the footer at the end, then row groups forwards, skipping the columns it does
+    not need. While ``sequential`` is false (the footer phase), reads ahead of the hash are kept
+    and hashed when the hash reaches them; afterwards a read ahead first hashes the skipped
+    range from the file (bytes no parser used). Bytes read twice are compared with the copy
+    kept, and ``finish`` refuses a file whose size or modification time changed while it was
+    read: a file replaced by rename keeps its old bytes under this open handle, so only a
+    change in place can happen, and that is seen.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        super().__init__()
+        self.path = str(path)
+        self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
+        stat = os.fstat(self._file.fileno())
+        self._stamp = (stat.st_size, stat.st_mtime_ns)
+        self.size = stat.st_size
+        self._position = 0
+        self._hashed = 0
+        self._sha = hashlib.sha256()
+        self._pending: list[tuple[int, bytes]] = []
+        self._pending_bytes = 0
+        self.sequential = True
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
+        self._position = max(0, base + offset)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        data = self._pread(self._position, len(view))
+        view[: len(data)] = data
+        self._absorb(self._position, data)
+        self._position += len(data)
+        return len(data)
+
+    def finish(self) -> str:
+        """Hash every byte not hashed yet and return the lowercase hex SHA-256."""
+        self._advance(self.size)
+        stat = os.fstat(self._file.fileno())
+        if (stat.st_size, stat.st_mtime_ns) != self._stamp or self._pread(self.size, 1):
+            raise UnreadableFile(self.path, "the file changed while it was read")
+        return self._sha.hexdigest()
+
+    def close(self) -> None:
+        if not self.closed:
+            self._file.close()
+        super().close()
+
+    def _pread(self, offset: int, length: int) -> bytes:
+        self._file.seek(offset)
+        return self._file.read(length) or b""
+
+    def _absorb(self, offset: int, data: bytes) -> None:
+        end = offset + len(data)
+        for start, kept in self._pending:
+            low, high = max(offset, start), min(end, start + len(kept))
+            if (
+                low < high
+                and data[low - offset : high - offset] != kept[low - start : high - start]
+            ):
+                raise UnreadableFile(self.path, "the file changed while it was read")
+        if offset > self._hashed and not self.sequential:
+            if self._pending_bytes + len(data) <= PENDING_LIMIT:
+                self._pending.append((offset, bytes(data)))
+                self._pending.sort()
+                self._pending_bytes += len(data)
+            return  # beyond the limit the range is hashed from the file when reached
+        self._advance(offset)
+        if end > self._hashed:
+            self._sha.update(data[self._hashed - offset :])
+            self._hashed = end
+        self._forget_hashed()
+
+    def _advance(self, target: int) -> None:
+        """Hash [hashed, target): from kept reads where there are some, else from the file."""
+        while self._hashed < target:
+            kept = next(((s, b) for s, b in self._pending if s <= self._hashed < s + len(b)), None)
+            if kept is not None:
+                start, data = kept
+                stop = min(target, start + len(data))
+                self._sha.update(data[self._hashed - start : stop - start])
+                self._hashed = stop
+                continue
+            following = [s for s, _ in self._pending if s > self._hashed]
+            stop = min([target, *following, self._hashed + CHUNK])
+            data = self._pread(self._hashed, stop - self._hashed)
+            if not data:
+                raise UnreadableFile(self.path, "the file is shorter than when it was opened")
+            self._sha.update(data)
+            self._hashed += len(data)
+        self._forget_hashed()
+
+    def _forget_hashed(self) -> None:
+        keep = [(s, b) for s, b in self._pending if s + len(b) > self._hashed]
+        if len(keep) != len(self._pending):
+            self._pending = keep
+            self._pending_bytes = sum(len(b) for _, b in keep)
+
+
+# Reading ----------------------------------------------------------------------------------------
+
+
+def file_format(path: str | Path) -> str:
+    """parquet for .parquet/.pq or Parquet's magic bytes, csv for .csv and anything else."""
+    suffix = Path(path).suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return PARQUET
+    if suffix == ".csv":
+        return CSV
+    with open(path, "rb") as probe:
+        return PARQUET if probe.read(4) == b"PAR1" else CSV
+
+
+class DeliveredFile:
+    """One delivered file, opened against its contract. Use as a context manager.
+
+    ``columns`` are the file's columns with their logical types. ``batches(names)`` streams the
+    named columns once, each in the canonical Arrow type of its logical type (CANONICAL), so
+    consumers see int64, float64, string, bool, date32 and timestamp[us, UTC] only.
+    ``sha256()`` finishes hashing the bytes and returns the digest; call it after reading (it
+    hashes whatever the reader skipped), also after an UnreadableFile.
+
+    Opening refuses, with UnreadableFile, a file whose columns repeat a name, that holds a naive
+    timestamp, or that lacks a column the contract types or types it otherwise (the deleted
+    column may be absent: every row is then live).
+    """
+
+    def __init__(self, path: str | Path, contract: Contract) -> None:
+        self.path = str(path)
+        self.contract = contract
+        self.format = file_format(path)
+        self._reader = HashingReader(path)
+        self._columns: tuple[Column, ...] | None = None
+        self._read = False
+
+    def __enter__(self) -> DeliveredFile:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._reader.close()
+
+    def sha256(self) -> str:
+        return self._reader.finish()
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """The file's columns; the first use reads the schema and checks it (UnreadableFile)."""
+        if self._columns is None:
+            columns = self._open()
+            self._check_columns(columns)
+            self._columns = columns
+        return self._columns
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+    # Opening ------------------------------------------------------------------------------------
+
+    def _open(self) -> tuple[Column, ...]:
+        if self.format == PARQUET:
+            # The footer is read first, at the end of the file: keep it for the hash.
+            self._reader.sequential = False
+            try:
+                self._parquet = pq.ParquetFile(self._reader, pre_buffer=False)
+            except (pa.ArrowException, OSError) as exc:
+                raise UnreadableFile(self.path, f"not a readable Parquet file: {exc}") from None
+            schema = self._parquet.schema_arrow
+            self._reader.sequential = True
+            return tuple(Column.of(field) for field in schema)
+        names = self._csv_header()
+        return tuple(
+            Column(name, CANONICAL[kind], kind)
+            for name in names
+            for kind in [self._bound_types().get(name, "str")]
+        )
+
+    def _bound_types(self) -> dict[str, str]:
+        return {column: str(kind) for column, kind in self.contract.types}
+
+    def _csv_header(self) -> list[str]:
+        # Only the header line is read here, to type the columns before Arrow parses the file;
+        # Arrow reads it again, from the hashed bytes, and must find the same names.
+        try:
+            with open(self.path, encoding="utf-8-sig", newline="") as text:
+                header = next(csv.reader(text), None)
+        except (UnicodeDecodeError, csv.Error) as exc:
+            raise UnreadableFile(self.path, f"the CSV header cannot be read: {exc}") from None
+        if not header:
+            raise UnreadableFile(self.path, "an empty CSV file has no header line")
+        return header
+
+    def _check_columns(self, columns: tuple[Column, ...]) -> None:
+        seen: set[str] = set()
+        for column in columns:
+            if column.name in seen:
+                raise UnreadableFile(self.path, "appears twice in the file", column=column.name)
+            seen.add(column.name)
+            if column.problem and pa.types.is_timestamp(column.arrow_type):
+                raise UnreadableFile(self.path, column.problem, column=column.name)
+        for name, kind in self._bound_types().items():
+            bound = next((c for c in columns if c.name == name), None)
+            role = _role(self.contract, name)
+            if bound is None:
+                if name == self.contract.deleted_column:
+                    continue  # a read may omit the deleted column: every row is live
+                raise UnreadableFile(
+                    self.path, f"the {role} column is missing from the file", column=name
+                )
+            if bound.logical != kind:
+                found = bound.logical or str(bound.arrow_type)
+                raise UnreadableFile(
+                    self.path,
+                    f"the {role} column is {found} in the file; the contract types it {kind}",
+                    column=name,
+                )
+
+    # Reading ------------------------------------------------------------------------------------
+
+    def batches(
+        self, names: Sequence[str], batch_size: int = BATCH_ROWS
+    ) -> Iterator[pa.RecordBatch]:
+        """The named columns, streamed once, in canonical Arrow types (see CANONICAL)."""
+        if self._read:
+            raise RuntimeError(f"{self.path}: a delivered file is read once")
+        self._read = True
+        columns = []
+        for name in names:
+            column = self.column(name)
+            if column is None:
+                raise UnreadableFile(self.path, "is not in the file", column=name)
+            if column.logical is None:
+                raise UnreadableFile(self.path, f"cannot be loaded: {column.problem}", column=name)
+            columns.append(column)
+        for batch in self._raw_batches(list(names), batch_size):
+            if not columns:
+                yield batch  # no columns: the batch still counts its rows
+                continue
+            arrays = [_canonical(self.path, c, batch.column(i)) for i, c in enumerate(columns)]
+            yield pa.RecordBatch.from_arrays(arrays, names=list(names))
+
+    def _raw_batches(self, names: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
+        try:
+            if self.format == PARQUET:
+                yield from self._parquet.iter_batches(batch_size=batch_size, columns=names)
+                return
+            reader = pa_csv.open_csv(
+                self._reader,
+                read_options=pa_csv.ReadOptions(use_threads=False),
+                parse_options=pa_csv.ParseOptions(newlines_in_values=True),
+                convert_options=pa_csv.ConvertOptions(
+                    column_types={c.name: c.arrow_type for c in self.columns},
+                    include_columns=names,
+                    null_values=[""],
+                    strings_can_be_null=True,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+            for batch in reader:
+                yield batch.select(names) if names else batch
+        except (pa.ArrowException, OSError) as exc:
+            raise self._unreadable(exc) from None
+
+    def _unreadable(self, exc: Exception) -> UnreadableFile:
+        message = str(exc).split("\n")[0]
+        match = re.search(r"CSV column #(\d+)", message)
+        if match and int(match[1]) < len(self.columns):
+            return UnreadableFile(self.path, message, column=self.columns[int(match[1])].name)
+        return UnreadableFile(self.path, message)
+
+
+def _role(contract: Contract, name: str) -> str:
+    if name in contract.key:
+        return "key"
+    if name == contract.window_column:
+        return "window"
+    if name == contract.cursor_column:
+        return "cursor"
+    return "deleted"
+
+
+def _canonical(path: str, column: Column, array: pa.Array) -> pa.Array:
+    """array in the canonical Arrow type of its logical type, refusing any lossy conversion."""
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    assert column.logical is not None
+    target = CANONICAL.get(column.logical)
+    if target is None or array.type == target:
+        return array
+    try:
+        return array.cast(target, safe=True)
+    except pa.ArrowException as exc:
+        rule = str(exc).split("\n")[0]
+        if pa.types.is_timestamp(array.type):
+            rule = f"dogana's datetimes have microseconds; {rule}"
+        raise UnreadableFile(
+            path, f"cannot be read as {column.logical}: {rule}", column=column.name
+        ) from None
+
+
+# Counting ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RowCounts:
+    """What a file holds, counted: live rows, tombstones, and rows whose deleted value is null."""
+
+    live: int
+    tombstones: int
+    null_deleted: int
+
+
+def count_rows(delivered: DeliveredFile) -> RowCounts:
+    """Count live rows and tombstones from the deleted column, streaming; every row is live
+    when the contract has no deleted column or the file omits it."""
+    deleted = delivered.contract.deleted_column
+    if deleted is None or delivered.column(deleted) is None:
+        total = sum(batch.num_rows for batch in delivered.batches([]))
+        return RowCounts(total, 0, 0)
+    live = tombstones = nulls = 0
+    for batch in delivered.batches([deleted]):
+        values = batch.column(0)
+        nulls += values.null_count
+        true = pc.sum(values.cast(pa.int64())).as_py() or 0
+        tombstones += true
+        live += len(values) - values.null_count - true
+    return RowCounts(live, tombstones, nulls)

@@ -1,0 +1,205 @@
+"""SQL dialects: what differs between databases when dogana stages rows and checks them.
+
+The row checks (checks.py) and the staging (staging.py) are written once, against a Dialect, so the
+same statements run on SQLite now and on PostgreSQL and MySQL/MariaDB in the receiver. A dialect
+supplies only what differs:
+
+- quoting: identifiers are validated as dogana identifiers (contract.check_identifier) and then
+  quoted, so no name from a file or a contract is ever pasted into SQL unchecked;
+- the DB-API placeholder of its driver (paramstyle); values always travel as bound parameters;
+- the column type of each logical type, and how a value of that type is bound;
+- how strings compare: dogana orders strings by code point, without collation.
+
+How datetimes are stored decides whether comparisons are right, so each dialect states it:
+SQLite has no datetime type, and stores a UTC datetime as fixed-width ISO text,
+``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (always four year digits and six fractional digits), and a date
+as ``YYYY-MM-DD``. Fixed width makes text order equal time order, and the form is one SQLite's
+own date functions read. A value bound for comparison goes through the same function as a value
+staged from a file, so the two forms cannot drift apart (tests/provider/test_checks.py checks it
+across the whole datetime domain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dogana_core.contract import check_identifier
+
+DECIMAL_PREFIX = "decimal("
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """What one database needs to stage and check rows; instances are SQLITE and POSTGRES."""
+
+    name: str
+    placeholder: str
+    """The DB-API placeholder: "?" for sqlite3 (qmark), "%s" for psycopg and MySQLdb (format)."""
+    quote_char: str
+    types: tuple[tuple[str, str], ...]
+    """Logical type -> column type; decimal(p,s) is handled by decimal_type."""
+    decimal_type: Callable[[int, int], str]
+    bind_datetime: Callable[[datetime], Any]
+    bind_date: Callable[[date], Any]
+    datetime_array: Callable[[pa.Array], list[Any]]
+    date_array: Callable[[pa.Array], list[Any]]
+    decimal_array: Callable[[pa.Array], list[Any]]
+    text_collation: str | None = None
+    """Appended to string expressions so that they compare by code point (None: already so)."""
+
+    def quote(self, identifier: str) -> str:
+        """A validated identifier, quoted; anything else raises InvalidContract."""
+        check_identifier(identifier, "SQL identifier")
+        return f"{self.quote_char}{identifier}{self.quote_char}"
+
+    def column_type(self, logical: str) -> str:
+        if logical.startswith(DECIMAL_PREFIX):
+            precision, scale = logical[len(DECIMAL_PREFIX) : -1].split(",")
+            return self.decimal_type(int(precision), int(scale))
+        return dict(self.types)[logical]
+
+    def bind(self, logical: str, value: Any) -> Any:
+        """A Python value of a logical type, as a parameter that compares with staged values."""
+        if value is None:
+            return None
+        if logical == "datetime":
+            return self.bind_datetime(value)
+        if logical == "date":
+            return self.bind_date(value)
+        if logical == "bool":
+            return bool(value)
+        return value
+
+    def values(self, array: pa.Array, logical: str) -> list[Any]:
+        """One staged column of a record batch as parameters, in the same form as bind()."""
+        if logical == "datetime":
+            return self.datetime_array(array)
+        if logical == "date":
+            return self.date_array(array)
+        if logical.startswith(DECIMAL_PREFIX):
+            return self.decimal_array(array)
+        return array.to_pylist()  # type: ignore[no-any-return]
+
+    def ordered(self, expression: str, logical: str) -> str:
+        """expression as it compares in dogana's order: code points for strings."""
+        if logical == "str" and self.text_collation:
+            return f"{expression} COLLATE {self.text_collation}"
+        return expression
+
+
+# SQLite ------------------------------------------------------------------------------------------
+
+_SQLITE_DATETIME = "%Y-%m-%dT%H:%M:%SZ"  # Arrow prints %S with six fractional digits for µs
+
+
+def sqlite_datetime(value: datetime) -> str:
+    """A UTC datetime as SQLite stores it: 2024-01-31T23:59:59.000000Z, fixed width."""
+    naive_utc = value.astimezone(UTC).replace(tzinfo=None)
+    return naive_utc.isoformat(timespec="microseconds") + "Z"
+
+
+def sqlite_date(value: date) -> str:
+    return value.isoformat()
+
+
+def _sqlite_datetime_array(array: pa.Array) -> list[Any]:
+    # files.py hands every datetime column over as timestamp[us, tz=UTC].
+    return pc.strftime(array, format=_SQLITE_DATETIME).to_pylist()  # type: ignore[no-any-return]
+
+
+def _sqlite_date_array(array: pa.Array) -> list[Any]:
+    return pc.strftime(array, format="%Y-%m-%d").to_pylist()  # type: ignore[no-any-return]
+
+
+def _sqlite_decimal_array(array: pa.Array) -> list[Any]:
+    # SQLite has no exact decimal type; text keeps every digit.
+    return array.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
+
+
+SQLITE = Dialect(
+    name="sqlite",
+    placeholder="?",
+    quote_char='"',
+    types=(
+        ("int", "INTEGER"),
+        ("float", "REAL"),
+        ("str", "TEXT"),
+        ("bool", "INTEGER"),
+        ("date", "TEXT"),
+        ("datetime", "TEXT"),
+    ),
+    decimal_type=lambda precision, scale: "TEXT",
+    bind_datetime=sqlite_datetime,
+    bind_date=sqlite_date,
+    datetime_array=_sqlite_datetime_array,
+    date_array=_sqlite_date_array,
+    decimal_array=_sqlite_decimal_array,
+    # SQLite's default BINARY collation compares UTF-8 bytes, which is code-point order.
+    text_collation=None,
+)
+
+
+# PostgreSQL --------------------------------------------------------------------------------------
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _pylist(array: pa.Array) -> list[Any]:
+    return array.to_pylist()  # type: ignore[no-any-return]
+
+
+POSTGRES = Dialect(
+    name="postgresql",
+    placeholder="%s",
+    quote_char='"',
+    types=(
+        ("int", "BIGINT"),
+        ("float", "DOUBLE PRECISION"),
+        ("str", "TEXT"),
+        ("bool", "BOOLEAN"),
+        ("date", "DATE"),
+        ("datetime", "TIMESTAMPTZ"),
+    ),
+    decimal_type=lambda precision, scale: f"NUMERIC({precision},{scale})",
+    bind_datetime=_utc,
+    bind_date=_identity,
+    datetime_array=_pylist,
+    date_array=_pylist,
+    decimal_array=_pylist,
+    # "C" compares the bytes of UTF-8, which is code-point order, whatever the database's locale.
+    text_collation='"C"',
+)
+
+
+def display(value: Any, logical: str | None = None) -> str:
+    """A staged or declared value as a person reads it in a check's detail.
+
+    Strings are quoted so that "" and trailing spaces show; dates and datetimes are not, even
+    where a dialect stores them as text (SQLite).
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, str) and logical in ("date", "datetime"):
+        return value
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, Decimal):
+        return str(value)
+    return str(value)

@@ -1,0 +1,151 @@
+"""Staging: a delivered file's rows streamed into a table where they can be checked.
+
+Rows go from the file to the database one record batch at a time (executemany per batch), so
+memory stays flat in the file's size. The staging table sits beside, never inside, the published
+table; nothing here commits, so the caller owns the transaction.
+
+Every staging table starts with ROW_COLUMN, the row's position in the file counted from 1 (for a
+CSV file, the first line after the header is row 1). Checks quote it in their details, so a
+person can find the offending row in the file.
+
+stage_file never raises for a file it cannot read: it drops what it staged and returns a Staged
+whose ``unreadable`` says why, with the SHA-256 of the bytes all the same, because the receiver
+still reports the row count (which fails) and the content hash (which may pass or not).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_provider.files import Column, DeliveredFile, UnreadableFile
+from dogana_provider.sql import Dialect
+
+ROW_COLUMN = "_dogana_row"
+
+
+@dataclass(frozen=True)
+class Staged:
+    """A file staged in a table: what was loaded, and what the file itself said."""
+
+    path: str
+    table: str
+    columns: tuple[tuple[str, str], ...]
+    """Each staged column with its logical type, ROW_COLUMN left out."""
+    file_columns: tuple[Column, ...]
+    """Every column of the file, staged or not, for the column hash; empty when unreadable."""
+    rows: int
+    sha256: str | None
+    """SHA-256 of the file's bytes; None when they could not all be read."""
+    unreadable: str | None = None
+    """Why the file could not be read as a delivery of its contract; the table is then dropped."""
+
+    def logical(self, column: str) -> str | None:
+        return dict(self.columns).get(column)
+
+
+def bound_columns(contract: Contract) -> list[str]:
+    """The columns the contract types: key, window, cursor and deleted, in the contract's order."""
+    return [column for column, _ in contract.types]
+
+
+def stage_file(
+    connection: Any,
+    dialect: Dialect,
+    table: str,
+    path: str | Path,
+    contract: Contract,
+    *,
+    columns: Sequence[str] | None = None,
+) -> Staged:
+    """Create ``table`` and stream the file's rows into it: ``columns`` of the file, or all.
+
+    A column named in ``columns`` that the file does not carry is skipped, so a caller can ask
+    for the contract's bound columns and get those the file has (the deleted column may be
+    absent). The file's bytes are hashed while they are read.
+    """
+    path = str(path)
+    with DeliveredFile(path, contract) as delivered:
+        created = False
+        try:
+            file_columns = delivered.columns
+            staged = [c for c in file_columns if columns is None or c.name in columns]
+            if any(c.name == ROW_COLUMN for c in file_columns):
+                raise UnreadableFile(
+                    path, "is a name dogana reserves for staging", column=ROW_COLUMN
+                )
+            for column in staged:
+                if column.logical is None:
+                    raise UnreadableFile(
+                        path, f"cannot be staged: {column.problem}", column=column.name
+                    )
+            types = tuple((c.name, str(c.logical)) for c in staged)
+            _create(connection, dialect, table, types)
+            created = True
+            rows = _insert(connection, dialect, table, delivered, types)
+            digest = delivered.sha256()
+        except UnreadableFile as error:
+            if created:
+                drop(connection, dialect, table)
+            return Staged(path, table, (), (), 0, _digest_or_none(delivered), str(error))
+        return Staged(path, table, types, file_columns, rows, digest)
+
+
+def drop(connection: Any, dialect: Dialect, table: str) -> None:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(f"DROP TABLE {dialect.quote(table)}")
+    finally:
+        cursor.close()
+
+
+def _create(
+    connection: Any, dialect: Dialect, table: str, types: tuple[tuple[str, str], ...]
+) -> None:
+    columns = [f"{dialect.quote(ROW_COLUMN)} {dialect.column_type('int')} NOT NULL"]
+    columns += [f"{dialect.quote(name)} {dialect.column_type(kind)}" for name, kind in types]
+    cursor = connection.cursor()
+    try:
+        cursor.execute(f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
+    finally:
+        cursor.close()
+
+
+def _insert(
+    connection: Any,
+    dialect: Dialect,
+    table: str,
+    delivered: DeliveredFile,
+    types: tuple[tuple[str, str], ...],
+) -> int:
+    names = [ROW_COLUMN, *(name for name, _ in types)]
+    statement = (
+        f"INSERT INTO {dialect.quote(table)} ({', '.join(dialect.quote(n) for n in names)}) "
+        f"VALUES ({', '.join(dialect.placeholder for _ in names)})"
+    )
+    rows = 0
+    cursor = connection.cursor()
+    try:
+        for batch in delivered.batches([name for name, _ in types]):
+            numbers = range(rows + 1, rows + batch.num_rows + 1)
+            values = [dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)]
+            try:
+                cursor.executemany(statement, zip(numbers, *values, strict=True))
+            except OverflowError as exc:
+                raise UnreadableFile(
+                    delivered.path, f"a value does not fit the staging database: {exc}"
+                ) from None
+            rows += batch.num_rows
+    finally:
+        cursor.close()
+    return rows
+
+
+def _digest_or_none(delivered: DeliveredFile) -> str | None:
+    try:
+        return delivered.sha256()
+    except UnreadableFile:
+        return None
