@@ -71,7 +71,9 @@ class Group:
     group delivery comes from one consistent read of the source (REPEATABLE READ, SERIALIZABLE or
     one exported snapshot on PostgreSQL; START TRANSACTION WITH CONSISTENT SNAPSHOT on MySQL and
     MariaDB; a read-only transaction or AS OF one SCN on Oracle; SNAPSHOT isolation on SQL
-    Server), stamped with that read's instant. Separate export jobs are not one read.
+    Server), stamped with that read's instant. READ COMMITTED, the default of PostgreSQL, Oracle
+    and SQL Server, takes a new snapshot per statement and is not one read; nor are separate
+    export jobs.
 
     Arguments keyed by table (ledgers, manifests, windows, outcomes, sources) accept a mapping
     from table name, in any letter case; ledgers and manifests may also be given as an iterable,
@@ -253,7 +255,8 @@ class Group:
                 )
             if ledger.contract.table.casefold() != table.casefold():
                 raise InvalidContract(
-                    f"Group ledgers[{table!r}]: the ledger is table {ledger.contract.table!r}'s"
+                    f"Group ledgers[{table!r}]: this is the ledger of table "
+                    f"{ledger.contract.table!r}, not of {table!r}"
                 )
         return by_table
 

@@ -146,9 +146,13 @@ class ExtractionRequest(Wire):
     - shape names the contract's shape to read.
     - until is the read's boundary. Read the source in one consistent snapshot taken at or after
       until, and declare that snapshot's instant as produced_at: the extractor guarantees every
-      change up to it. Declare until itself only if the read saw the source at until. A read that
-      is not one snapshot (an API paged for forty minutes, separate statements under READ
-      COMMITTED) shows no single instant, and whatever it declares is wrong.
+      change up to it. Declare until itself only if the read saw the source at until. One
+      snapshot is REPEATABLE READ, SERIALIZABLE or one exported snapshot on PostgreSQL, START
+      TRANSACTION WITH CONSISTENT SNAPSHOT on MySQL and MariaDB, a read-only transaction or AS
+      OF one SCN on Oracle, SNAPSHOT isolation on SQL Server. A read that is not one snapshot
+      (an API paged for forty minutes, statements under READ COMMITTED, the default of
+      PostgreSQL, Oracle and SQL Server) shows no single instant, and whatever it declares is
+      wrong. Requests planned together (plan_together) are read in one snapshot for every table.
     - window is the closed window of the window column to read, both ends included, for window
       shapes; None for whole-table shapes.
     - since is where a changed-only read starts: an aware datetime for timestamp shapes (read the
