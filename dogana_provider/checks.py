@@ -323,10 +323,12 @@ class StagedRows:
             assert cursor is not None
             sql, params = self.outside(cursor, interval.low, interval.high, open_low=True)
             tombstone, tombstone_params = self.tombstone
+            # A live row's cursor is never null; a tombstone's may be. A row whose deleted value
+            # is null is neither, and deleted_not_null reports it.
+            conditions["null_cursor"] = (f"({live}) AND {self.q(cursor)} IS NULL", live_params)
             conditions["outside_cursor"] = (
-                f"(({live}) AND ({self.q(cursor)} IS NULL OR {sql})) OR "
-                f"(({tombstone}) AND {self.q(cursor)} IS NOT NULL AND {sql})",
-                [*live_params, *params, *tombstone_params, *params],
+                f"(({live}) OR ({tombstone})) AND {self.q(cursor)} IS NOT NULL AND {sql}",
+                [*live_params, *tombstone_params, *params],
             )
         return conditions
 
@@ -506,17 +508,23 @@ class StagedRows:
         assert isinstance(interval, Interval)
         cursor = self.contract.cursor_column
         spelled = f"{interval.spelled} = ({display(interval.low)}, {display(interval.high)}]"
-        outside = self.counts["outside_cursor"]
-        if not outside:
+        outside, nulls = self.counts["outside_cursor"], self.counts["null_cursor"]
+        if not outside and not nulls:
             return _check(
                 CheckName.CURSOR_INSIDE, True, f"every {cursor} value is inside {spelled}"
             )
-        return _check(
-            CheckName.CURSOR_INSIDE,
-            False,
-            f"{_rows(outside)} {cursor} outside {spelled} (a live row's is never null): "
-            + self.examples("outside_cursor", cursor),
-        )
+        found = []
+        if outside:
+            found.append(
+                f"{_rows(outside)} {cursor} outside {spelled}: "
+                + self.examples("outside_cursor", cursor)
+            )
+        if nulls:
+            found.append(
+                f"{_n(nulls, 'live row')} {'has' if nulls == 1 else 'have'} a null {cursor}, "
+                "which a live row never has: " + self.examples("null_cursor", cursor)
+            )
+        return _check(CheckName.CURSOR_INSIDE, False, "; ".join(found))
 
     def key_not_published_outside_window(self, published: str) -> Check:
         """No staged key is already published with a window value outside this delivery's window.

@@ -395,6 +395,7 @@ class DeliveredFile:
         if self._read:
             raise RuntimeError(f"{self.path}: a delivered file is read once")
         self._read = True
+        _ = self.columns  # opens the file and checks its columns, once
         columns = []
         for name in names:
             column = self.column(name)

@@ -195,7 +195,9 @@ def display(value: Any, logical: str | None = None) -> str:
     if isinstance(value, str) and logical in ("date", "datetime"):
         return value
     if isinstance(value, datetime):
-        return value.astimezone(UTC).isoformat() if value.tzinfo else value.isoformat()
+        if value.tzinfo is None:
+            return value.isoformat()
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, str):
