@@ -1,0 +1,650 @@
+"""The `dogana` command: for senders in any language and for operators at a terminal.
+
+    dogana manifest FILE ...   count a delivered file and write its manifest sidecar
+    dogana check FILE ...      verify a file against its manifest and contract, check by check
+    dogana claims LEDGER ...   what a ledger claims, region by region, at a time and a limit
+    dogana fold CONTRACT RECEIPTS...   the ledger the accepted receipts fold into
+
+Exit status: 0 on success, 1 when dogana refuses (a failed check, an invalid contract or
+manifest, an unreadable file, receipts that do not fold), 2 on a usage error (a bad option or
+value, a missing input file, an output that exists without --force). Every message names the
+file, the field and the rule.
+
+`check` does on a file what the receiver does before it decides: the manifest against the
+contract (the core "manifest" check), then the file's rows staged in a temporary SQLite
+database and every row check of checks.py, the same functions the receiver runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sqlite3
+import sys
+import tempfile
+import textwrap
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, NoReturn, TypeVar
+
+from dogana_core.claims import NO_LIMIT, Claims
+from dogana_core.contract import Contract
+from dogana_core.errors import DoganaError, InvalidContract
+from dogana_core.gate import Check, Receipt
+from dogana_core.ledger import Ledger
+from dogana_core.manifest import Manifest
+from dogana_core.region import Region
+from dogana_core.shape import Checkpoint
+from dogana_core.values import LogicalType, Scalar
+from dogana_core.wire import Wire, decode_date, decode_datetime, parse_json
+from dogana_provider.checks import NotRun, plan, verify
+from dogana_provider.files import DeliveredFile, UnreadableFile, count_rows, file_column_hash
+from dogana_provider.sql import SQLITE
+from dogana_provider.staging import bound_columns, stage_file
+
+OK, REFUSED, USAGE = 0, 1, 2
+W = TypeVar("W", bound=Wire)
+
+
+class Refused(Exception):
+    """dogana refuses: exit 1."""
+
+
+class UsageError(Exception):
+    """The command cannot run as given: exit 2."""
+
+
+# Values from the command line ---------------------------------------------------------------------
+
+
+def parse_datetime(text: str, option: str) -> datetime:
+    """RFC 3339 with Z or an offset, at most six fractional digits; "now" is the current time."""
+    if text == "now":
+        return datetime.now(UTC)
+    try:
+        return decode_datetime({"$datetime": text}, option)
+    except InvalidContract as exc:
+        raise UsageError(f"{exc} (write e.g. 2026-10-19T02:00:00Z)") from None
+
+
+_COMPACT = re.compile(
+    r"(?:(?P<w>\d+)w)?(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+(?:\.\d{1,6})?)s)?"
+)
+_ISO = re.compile(
+    r"P(?:(?P<w>\d+)W)?(?:(?P<d>\d+)D)?"
+    r"(?:T(?:(?P<h>\d+)H)?(?:(?P<m>\d+)M)?(?:(?P<s>\d+(?:\.\d{1,6})?)S)?)?"
+)
+_PLAIN = re.compile(r"[0-9]+(?:\.[0-9]{1,6})?")
+_SECONDS = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(text: str, option: str) -> timedelta:
+    """36h, 7d, 90m, 1d12h, 45s; ISO 8601 (PT36H, P7D); plain seconds (129600, 0.5); or none.
+
+    none (or max) is no limit: nothing expires. Exact to the microsecond, never rounded; years
+    and months are refused, since their length varies.
+    """
+    spelled = text.strip()
+    if spelled in ("none", "max"):
+        return NO_LIMIT
+    match = _COMPACT.fullmatch(spelled) or _ISO.fullmatch(spelled.upper())
+    units = {unit: value for unit, value in match.groupdict().items() if value} if match else {}
+    try:
+        if _PLAIN.fullmatch(spelled):
+            seconds = Decimal(spelled)
+        elif units:
+            seconds = sum(
+                (Decimal(value) * _SECONDS[unit] for unit, value in units.items()), Decimal(0)
+            )
+        else:
+            raise ValueError(spelled)
+        return timedelta(microseconds=int(seconds * 1_000_000))
+    except (ValueError, OverflowError):
+        raise UsageError(
+            f"{option}: {text!r} is not a duration (write 36h, 7d, 90m, 1d12h, PT36H, seconds "
+            "such as 129600 with at most six decimals, or none)"
+        ) from None
+
+
+def parse_value(text: str, kind: LogicalType | str, option: str) -> Scalar:
+    """A command-line value of a contract's logical type: int, str, date or datetime."""
+    try:
+        if kind == LogicalType.INT:
+            if not re.fullmatch(r"[+-]?[0-9]+", text):
+                raise ValueError
+            return int(text)
+        if kind == LogicalType.DATE:
+            return decode_date({"$date": text}, option)
+        if kind == LogicalType.DATETIME:
+            return parse_datetime(text, option)
+        if kind == LogicalType.STR:
+            return text
+    except (InvalidContract, ValueError):
+        raise UsageError(f"{option}: {text!r} is not a {kind}") from None
+    raise UsageError(f"{option}: values of type {kind} cannot be given on the command line")
+
+
+# Files ------------------------------------------------------------------------------------------
+
+
+def existing(path: str, what: str) -> Path:
+    if not Path(path).is_file():
+        raise UsageError(f"{path}: no such file ({what})")
+    return Path(path)
+
+
+def read_wire(kind: type[W], path: str, what: str) -> W:
+    """A wire document from a file: a missing file is a usage error, an invalid one a refusal."""
+    text = existing(path, what).read_bytes()
+    try:
+        return kind.from_json(text)
+    except InvalidContract as exc:
+        raise Refused(f"{path}: {exc}") from None
+
+
+def read_receipts(path: str) -> list[Receipt]:
+    """One Receipt, or a JSON array of receipts in publication order."""
+    data = existing(path, "receipts").read_bytes()
+    try:
+        parsed = parse_json(data)
+        if isinstance(parsed, list):
+            return [Receipt.from_dict(item, path=f"[{i}]") for i, item in enumerate(parsed)]
+        return [Receipt.from_dict(parsed)]
+    except (InvalidContract, ValueError) as exc:
+        raise Refused(f"{path}: {exc}") from None
+
+
+def write_new(path: Path, text: str, *, force: bool) -> None:
+    """Write text to path; an existing file is kept unless force (then replaced atomically)."""
+    if not force:
+        try:
+            with open(path, "x", encoding="utf-8") as out:
+                out.write(text)
+        except FileExistsError:
+            raise UsageError(f"{path}: exists; pass --force to overwrite it") from None
+        return
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
+
+
+# dogana manifest --------------------------------------------------------------------------------
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    contract = read_wire(Contract, args.contract, "--contract")
+    path = existing(args.file, "the delivered file")
+    out = Path(args.output) if args.output else Path(f"{args.file}.json")
+    if out.exists() and not args.force:
+        raise UsageError(f"{out}: exists; pass --force to overwrite it")
+    try:
+        shape = contract.shape(args.shape)
+    except InvalidContract as exc:
+        raise Refused(
+            f"{args.contract}: {exc}; shapes: {', '.join(n for n, _ in contract.shapes)}"
+        ) from None
+    fields: dict[str, Any] = {}
+    if args.window is not None:
+        if contract.window_type is None:
+            raise Refused(f"{args.contract}: --window: table {contract.table} has no window column")
+        fields["window"] = tuple(
+            parse_value(v, contract.window_type, f"--window {end}")
+            for v, end in zip(args.window, ("LOW", "HIGH"), strict=True)
+        )
+    if args.since is not None:
+        fields["since"] = parse_value(args.since, _checkpoint_type(shape.checkpoint), "--since")
+    if args.generation is not None:
+        kind = LogicalType.INT if contract.position_type is int else LogicalType.STR
+        fields["generation"] = parse_value(args.generation, kind, "--generation")
+    produced_at = parse_datetime(args.produced_at, "--produced-at")
+
+    with DeliveredFile(path, contract) as delivered:
+        try:
+            columns = delivered.columns
+            counts = count_rows(delivered)
+            digest = delivered.sha256()
+        except UnreadableFile as exc:
+            raise Refused(str(exc)) from None
+    deleted = contract.deleted_column
+    if counts.null_deleted:
+        raise Refused(
+            f"{path}: column {deleted}: {counts.null_deleted} rows have a null deleted value; "
+            "a row is live (false) or a tombstone (true), never null"
+        )
+    if contract.schema_hash is not None:
+        try:
+            actual = file_column_hash(path, columns, deleted)
+        except UnreadableFile as exc:
+            raise Refused(str(exc)) from None
+        if actual != contract.schema_hash:
+            pairs = ", ".join(f"{c.name} {c.logical}" for c in columns if c.name != deleted)
+            raise Refused(
+                f"{path}: the file's columns ({pairs}) hash to {actual}, not the contract's "
+                f"schema_hash {contract.schema_hash} ({args.contract})"
+            )
+    try:
+        manifest = contract.manifest(
+            args.shape,
+            produced_at,
+            rows=counts.live,
+            tombstones=counts.tombstones,
+            content_hash=digest,
+            **fields,
+        )
+    except InvalidContract as exc:
+        raise Refused(f"{path}: {exc}") from None
+    write_new(out, manifest.to_json() + "\n", force=args.force)
+    print(
+        f"wrote {out}: table {manifest.table}, shape {manifest.shape}, "
+        f"{manifest.rows} rows, {manifest.tombstones} tombstones, sha256 {digest}"
+    )
+    return OK
+
+
+def _checkpoint_type(checkpoint: Checkpoint) -> LogicalType:
+    if checkpoint is Checkpoint.TIMESTAMP:
+        return LogicalType.DATETIME
+    if checkpoint is Checkpoint.SEQUENCE:
+        return LogicalType.INT
+    # A generation is an opaque string; a complete shape has no since, which Manifest.check says.
+    return LogicalType.STR
+
+
+# dogana check -----------------------------------------------------------------------------------
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    contract = read_wire(Contract, args.contract, "--contract")
+    path = existing(args.file, "the delivered file")
+    manifest_path = args.manifest or f"{args.file}.json"
+    if not Path(manifest_path).is_file():
+        raise UsageError(
+            f"{manifest_path}: no such file (the manifest; write one with `dogana manifest` "
+            "or name it with --manifest)"
+        )
+    manifest = read_wire(Manifest, manifest_path, "--manifest")
+    try:
+        manifest.check(contract)
+        checks = [
+            Check("manifest", True, "the declarations agree with each other and the contract")
+        ]
+    except InvalidContract as exc:
+        checks = [Check("manifest", False, str(exc))]
+    not_run: Sequence[NotRun] = ()
+    if checks[0].passed:
+        _, not_run = plan(contract, manifest)
+        checks += _row_checks(path, contract, manifest)
+    passed = all(check.passed for check in checks)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "file": str(path),
+                    "manifest": manifest_path,
+                    "passed": passed,
+                    "checks": [check.to_dict() for check in checks],
+                    "not_run": [{"name": str(n.name), "reason": n.reason} for n in not_run],
+                },
+                indent=2,
+            )
+        )
+        return OK if passed else REFUSED
+    print(
+        f"{path} against {manifest_path} "
+        f"(contract {args.contract}: table {contract.table}, shape {manifest.shape})"
+    )
+    width = max(len(c.name) for c in [*checks, *(Check(str(n.name), True) for n in not_run)])
+    for check in checks:
+        print(f"  {'pass' if check.passed else 'FAIL'}  {check.name:<{width}}  {check.detail}")
+    for skipped in not_run:
+        print(f"  skip  {skipped.name:<{width}}  {skipped.reason}")
+    failed = [check.name for check in checks if not check.passed]
+    if failed:
+        if not checks[0].passed:
+            print("refused: the manifest does not fit the contract, so no row was read")
+        else:
+            print(f"refused: {len(failed)} of {len(checks)} checks failed: {', '.join(failed)}")
+        return REFUSED
+    print(f"ok: the file matches its manifest ({len(checks)} checks passed)")
+    return OK
+
+
+def _row_checks(path: Path, contract: Contract, manifest: Manifest) -> list[Check]:
+    """Stage the contract's columns in a temporary SQLite file and run every row check."""
+    with tempfile.TemporaryDirectory(prefix="dogana-check-") as scratch:
+        connection = sqlite3.connect(Path(scratch) / "staging.sqlite")
+        try:
+            # A scratch database: losing it in a crash costs nothing, so skip the journal.
+            connection.execute("PRAGMA journal_mode = OFF")
+            connection.execute("PRAGMA synchronous = OFF")
+            staged = stage_file(
+                connection, SQLITE, "staged", path, contract, columns=bound_columns(contract)
+            )
+            return verify(connection, SQLITE, staged, contract, manifest)
+        finally:
+            connection.close()
+
+
+# dogana claims ----------------------------------------------------------------------------------
+
+
+def cmd_claims(args: argparse.Namespace) -> int:
+    ledger = read_wire(Ledger, args.ledger, "the ledger")
+    now = parse_datetime(args.now, "--now")
+    limit = parse_duration(args.limit, "--limit")
+    window = None
+    if args.window is not None:
+        window_type = ledger.contract.window_type
+        if window_type is None:
+            raise Refused(
+                f"{args.ledger}: --window: table {ledger.contract.table} has no window column"
+            )
+        low, high = (parse_value(v, window_type, "--window") for v in args.window)
+        window = (low, high)
+    try:
+        claims = ledger.claims(now, limit=limit, window=window)
+    except InvalidContract as exc:
+        raise Refused(f"{args.ledger}: {exc}") from None
+    if args.json:
+        print(claims.to_json())
+        return OK
+    print(_claims_table(ledger, claims))
+    return OK
+
+
+def _claims_table(ledger: Ledger, claims: Claims) -> str:
+    limit = "none" if claims.limit == NO_LIMIT else _spell_duration(claims.limit)
+    exact = claims.exact_as_of
+    lines = [
+        f"table {ledger.contract.table} at {_when(claims.now)}, limit {limit}: {claims.state}",
+        f"  complete_as_of  {_when(claims.complete_as_of)}",
+        f"  deletions_as_of {_when(claims.deletions_as_of)}",
+        f"  exact_as_of     {_when(exact)}",
+        "",
+    ]
+    rows = [
+        (_span(r.region), _when(r.complete_as_of), _when(r.deletions_as_of), str(r.state))
+        for r in claims.regions
+    ]
+    lines += _table(("region", "complete_as_of", "deletions_as_of", "state"), rows)
+    return "\n".join(lines)
+
+
+# dogana fold ------------------------------------------------------------------------------------
+
+
+def cmd_fold(args: argparse.Namespace) -> int:
+    contract = read_wire(Contract, args.contract, "the contract")
+    receipts: list[Receipt] = []
+    origins: list[str] = []  # the file (and index in it) each receipt came from
+    for path in args.receipts:
+        read = read_receipts(path)
+        receipts += read
+        origins += [path] if len(read) == 1 else [f"{path}[{i}]" for i in range(len(read))]
+    try:
+        ledger = Ledger.from_receipts(contract, receipts)
+    except DoganaError as exc:
+        # from_receipts names receipts by their index in the fold; name the file instead.
+        message = re.sub(r"^receipts\[(\d+)\]", lambda m: origins[int(m[1])], str(exc))
+        raise Refused(message if message != str(exc) else f"{args.contract}: {exc}") from None
+    if args.json:
+        print(ledger.to_json())
+        return OK
+    accepted = sum(1 for r in receipts if r.accepted)
+    lines = [
+        f"table {contract.table}: {len(receipts)} receipts, {accepted} accepted, "
+        f"{len(receipts) - accepted} rejected",
+        f"  publication_id {ledger.publication_id or 'none (nothing accepted)'}",
+        f"  generation     {ledger.generation if ledger.generation is not None else 'none'}",
+        f"  identity       {ledger.identity}",
+        "",
+    ]
+    rows = [
+        (_span(region), _when(region.complete_as_of), _when(region.deletions_as_of))
+        for region in ledger.regions
+    ]
+    lines += _table(("region", "complete_as_of", "deletions_as_of"), rows)
+    print("\n".join(lines))
+    return OK
+
+
+# Printing ---------------------------------------------------------------------------------------
+
+
+def _when(value: datetime | None) -> str:
+    if value is None:
+        return "-"
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def _span(region: Region) -> str:
+    """A region as the half-open interval it is: [low, high), unbounded ends as -inf and +inf."""
+
+    def end(value: Any, unbounded: str) -> str:
+        if value is None:
+            return unbounded
+        if isinstance(value, datetime):
+            return _when(value)
+        return repr(value) if isinstance(value, str) else str(value)
+
+    opening = "(" if region.low is None else "["
+    return f"{opening}{end(region.low, '-inf')}, {end(region.high, '+inf')})"
+
+
+def _spell_duration(value: timedelta) -> str:
+    seconds = value.total_seconds()
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
+    return [
+        "  "
+        + "  ".join(
+            str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)
+        ).rstrip()
+        for row in [header, *rows]
+    ]
+
+
+# The parser -------------------------------------------------------------------------------------
+
+MANIFEST_EXAMPLES = """
+examples:
+  # a nightly complete read of the whole table, produced at 02:00 UTC
+  dogana manifest orders.parquet --contract orders.contract.json --shape nightly \\
+      --produced-at 2026-10-19T02:00:00Z
+
+  # one month of the window column, as CSV, the manifest written elsewhere
+  dogana manifest orders-2026-09.csv --contract orders.contract.json --shape month \\
+      --produced-at 2026-10-19T02:00:00Z --window 2026-09-01 2026-09-30 \\
+      -o orders-2026-09.manifest.json
+
+  # rows changed since the last read, with tombstones; overwrite an earlier sidecar
+  dogana manifest orders-changes.parquet --contract orders.contract.json --shape changes \\
+      --produced-at 2026-10-19T02:00:00Z --since 2026-10-18T02:00:00Z --force
+"""
+
+CHECK_EXAMPLES = """
+examples:
+  # verify a file against its sidecar manifest (orders.parquet.json)
+  dogana check orders.parquet --contract orders.contract.json
+
+  # a manifest kept elsewhere; machine-readable output
+  dogana check orders-2026-09.csv --contract orders.contract.json \\
+      --manifest orders-2026-09.manifest.json --json
+"""
+
+CLAIMS_EXAMPLES = """
+examples:
+  # what the ledger claims now, for a reader who accepts data up to 36 hours old
+  dogana claims orders.ledger.json --now now --limit 36h
+
+  # one month, at a given instant, for machines
+  dogana claims orders.ledger.json --now 2026-10-19T06:00:00Z --limit 7d \\
+      --window 2026-09-01 2026-09-30 --json
+"""
+
+FOLD_EXAMPLES = """
+examples:
+  # the ledger the receipts fold into, in publication order
+  dogana fold orders.contract.json receipt-1.json receipt-2.json
+
+  # save it, then ask what it claims
+  dogana fold orders.contract.json receipt-1.json receipt-2.json --json > orders.ledger.json
+  dogana claims orders.ledger.json --now now --limit 36h
+"""
+
+EXIT_STATUS = "exit status: 0 success, 1 dogana refuses, 2 usage error"
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE, f"{self.prog}: usage error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="dogana",
+        description="Manifests, checks and claims for dogana deliveries (wire format version 4).",
+        epilog=EXIT_STATUS,
+    )
+    commands = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
+
+    def command(name: str, help_: str, description: str, examples: str) -> argparse.ArgumentParser:
+        return commands.add_parser(
+            name,
+            help=help_,
+            description=textwrap.dedent(description).strip(),
+            epilog=examples.strip() + "\n\n" + EXIT_STATUS,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+
+    manifest = command(
+        "manifest",
+        "count a delivered file and write its manifest",
+        """
+        Count a delivered Parquet or CSV file and write its manifest, the sidecar FILE.json.
+        Rows and tombstones are counted from the file (the contract's deleted column; a null
+        deleted value is refused) and the SHA-256 of its bytes is computed while reading them:
+        nothing the file can show is taken from the command line. The manifest is checked
+        against the contract before it is written. Run `dogana check` on the pair before
+        sending it.
+        """,
+        MANIFEST_EXAMPLES,
+    )
+    manifest.add_argument("file", metavar="FILE", help="the delivered file (.parquet or .csv)")
+    manifest.add_argument(
+        "--contract", required=True, metavar="C.json", help="the table's contract"
+    )
+    manifest.add_argument(
+        "--shape", required=True, metavar="NAME", help="the contract's shape this read has"
+    )
+    manifest.add_argument(
+        "--produced-at",
+        required=True,
+        metavar="T",
+        help="the instant of the source the read shows, RFC 3339 with an offset",
+    )
+    manifest.add_argument(
+        "--window", nargs=2, metavar=("LOW", "HIGH"), help="the closed window a window shape covers"
+    )
+    manifest.add_argument(
+        "--since",
+        metavar="V",
+        help="where a changes read starts: a datetime, generation or sequence",
+    )
+    manifest.add_argument("--generation", metavar="V", help="the position the read issues")
+    manifest.add_argument(
+        "-o", "--output", metavar="PATH", help="where to write (default FILE.json)"
+    )
+    manifest.add_argument("--force", action="store_true", help="overwrite an existing manifest")
+    manifest.set_defaults(run=cmd_manifest)
+
+    check = command(
+        "check",
+        "verify a file against its manifest and contract",
+        """
+        Verify a delivered file as the receiver does before deciding: the manifest against the
+        contract, then the file against the manifest, one named check per fact the manifest
+        implies (row and tombstone counts, deleted values, column and content hashes, keys,
+        window and cursor values). Each check prints pass or FAIL and why; checks that do not
+        apply print skip. The rows are staged in a temporary SQLite file, so memory stays flat.
+        """,
+        CHECK_EXAMPLES,
+    )
+    check.add_argument("file", metavar="FILE", help="the delivered file (.parquet or .csv)")
+    check.add_argument("--contract", required=True, metavar="C.json", help="the table's contract")
+    check.add_argument("--manifest", metavar="M.json", help="the manifest (default FILE.json)")
+    check.add_argument("--json", action="store_true", help="print the checks as JSON")
+    check.set_defaults(run=cmd_check)
+
+    claims = command(
+        "claims",
+        "what a ledger claims at a time, with a freshness limit",
+        """
+        State every region of a ledger at the reader's time NOW: unknown, expired (complete_as_of
+        older than LIMIT), patched (deletions_as_of earlier than complete_as_of) or complete,
+        with the table's worst state and its two dates. LIMIT is a duration: 36h, 7d, 90m,
+        1d12h, PT36H, seconds, or none.
+        """,
+        CLAIMS_EXAMPLES,
+    )
+    claims.add_argument(
+        "ledger", metavar="LEDGER.json", help="a Ledger (for instance from dogana fold --json)"
+    )
+    claims.add_argument(
+        "--now", required=True, metavar="T", help="the reader's time, RFC 3339, or now"
+    )
+    claims.add_argument("--limit", required=True, metavar="D", help="how old is too old")
+    claims.add_argument(
+        "--window", nargs=2, metavar=("LOW", "HIGH"), help="only this closed window"
+    )
+    claims.add_argument("--json", action="store_true", help="print the Claims as JSON")
+    claims.set_defaults(run=cmd_claims)
+
+    fold = command(
+        "fold",
+        "fold receipts into the ledger they prove",
+        """
+        Rebuild a table's ledger from its receipts, in publication order (Ledger.from_receipts):
+        rejections are skipped, and a missing, reordered or foreign receipt is refused. Each
+        RECEIPTS file holds one Receipt or a JSON array of them.
+        """,
+        FOLD_EXAMPLES,
+    )
+    fold.add_argument("contract", metavar="CONTRACT.json", help="the contract now in force")
+    fold.add_argument("receipts", nargs="+", metavar="RECEIPTS.json", help="receipts, oldest first")
+    fold.add_argument("--json", action="store_true", help="print the Ledger as JSON")
+    fold.set_defaults(run=cmd_fold)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    prog = f"dogana {args.command}"
+    try:
+        return int(args.run(args))
+    except UsageError as exc:
+        print(f"{prog}: usage error: {exc}", file=sys.stderr)
+        return USAGE
+    except Refused as exc:
+        print(f"{prog}: refused: {exc}", file=sys.stderr)
+        return REFUSED
+    except BrokenPipeError:
+        return OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
