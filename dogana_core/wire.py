@@ -81,8 +81,21 @@ def _type_name(data: JSON) -> str:
     return type(data).__name__
 
 
+def _show(data: JSON, limit: int = 80) -> str:
+    """repr(data) cut to limit characters, for an error message.
+
+    A value too deep (RecursionError) or an integer too long (ValueError) for repr is named by
+    its type, so that reporting bad input never raises anything but the SerializationError.
+    """
+    try:
+        text = repr(data)
+    except (ValueError, RecursionError):
+        return f"<{_type_name(data)} too large to show>"
+    return text[:limit]
+
+
 def _wrong(path: str, expected: str, data: JSON) -> SerializationError:
-    return SerializationError(path, f"expected {expected}, got {_type_name(data)} {data!r:.80}")
+    return SerializationError(path, f"expected {expected}, got {_type_name(data)} {_show(data)}")
 
 
 def read_integer(data: JSON, path: str) -> int:
@@ -263,9 +276,9 @@ def decode_duration(data: JSON, path: str) -> timedelta:
     if isinstance(seconds, bool) or not isinstance(seconds, int | float):
         raise _wrong(path, "a number of seconds", seconds)
     if isinstance(seconds, float) and not math.isfinite(seconds):
-        raise SerializationError(path, f"$seconds {seconds} is not finite")
+        raise SerializationError(path, f"$seconds {_show(seconds)} is not finite")
     if seconds < 0:
-        raise SerializationError(path, f"$seconds {seconds} is negative")
+        raise SerializationError(path, f"$seconds {_show(seconds)} is negative")
     if isinstance(seconds, int):
         micro = seconds * 1_000_000
     else:
@@ -277,7 +290,7 @@ def decode_duration(data: JSON, path: str) -> timedelta:
     try:
         return timedelta(microseconds=micro)
     except OverflowError:
-        raise SerializationError(path, f"$seconds {seconds} overflows a duration") from None
+        raise SerializationError(path, f"$seconds {_show(seconds)} overflows a duration") from None
 
 
 class DateTag(Codec[date]):
@@ -632,7 +645,7 @@ def _check_envelope(kind: str, data: dict[str, JSON], path: str) -> None:
     try:
         number = read_integer(version, f"{path}.version")
     except SerializationError:
-        raise SerializationError(f"{path}.version", f"unknown version {version!r}") from None
+        raise SerializationError(f"{path}.version", f"unknown version {_show(version)}") from None
     if number in _EARLIER_VERSIONS:
         raise SerializationError(
             f"{path}.version",
@@ -640,11 +653,11 @@ def _check_envelope(kind: str, data: dict[str, JSON], path: str) -> None:
             f"this is version {WIRE_VERSION}",
         )
     if number != WIRE_VERSION:
-        raise SerializationError(f"{path}.version", f"unknown version {number}")
+        raise SerializationError(f"{path}.version", f"unknown version {_show(number)}")
     if "kind" not in data:
         raise SerializationError(path, "missing field kind")
     if data["kind"] != kind:
-        raise SerializationError(f"{path}.kind", f"expected kind {kind}, got {data['kind']!r:.80}")
+        raise SerializationError(f"{path}.kind", f"expected kind {kind}, got {_show(data['kind'])}")
 
 
 def parse_json(text: str | bytes) -> JSON:
