@@ -1,0 +1,160 @@
+"""An accepted plan executed on the published table, in set-based SQL from the staging table.
+
+Each Action (Plans, checks and receipts) becomes one or two statements over whole sets of rows,
+never a loop over rows in Python:
+
+    replace_all      DELETE every published row; INSERT the live staged rows
+    replace_window   DELETE the published rows whose window value is in [low, high], and (keyed)
+                     those sharing a key with a live staged row; INSERT the live staged rows
+    upsert           DELETE the published rows sharing a key with a live staged row; INSERT those
+    tombstone        DELETE the published rows sharing a key with a staged tombstone
+    append           INSERT the live staged rows
+
+A keyless action matches no keys. The deleted column is never published: the published table is
+created without it, and only live rows (deleted false, or no deleted column in the file) are
+inserted. Nothing here commits; the caller runs it inside the publication's transaction.
+
+The published table's columns are the file's columns (the deleted one left out), created on the
+first delivery; a later file with a column the table lacks adds it (nullable), and a column the
+file lacks is NULL in the rows it inserts. Types come from the staged columns' logical types.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.plan import Action, ActionKind, ApplyPlan
+from dogana_provider.sql import Dialect
+from dogana_provider.staging import Staged
+
+
+def published_columns(staged: Staged, contract: Contract) -> list[tuple[str, str]]:
+    """The staged columns that are published: all but the deleted column."""
+    return [(name, kind) for name, kind in staged.columns if name != contract.deleted_column]
+
+
+def create_published(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+    """Create the published table from a staged delivery's columns, when it does not exist.
+
+    Harmless before a decision: an empty table publishes nothing, and the row checks need it to
+    look for keys already published outside a window.
+    """
+    columns = ", ".join(
+        f"{dialect.quote(name)} {dialect.column_type(kind)}"
+        for name, kind in published_columns(staged, contract)
+    )
+    _execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
+
+
+def existing_columns(connection: Any, dialect: Dialect, table: str) -> list[str]:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(f"SELECT * FROM {dialect.quote(table)} WHERE 1 = 0")
+        return [str(column[0]) for column in cursor.description]
+    finally:
+        cursor.close()
+
+
+def execute_plan(
+    connection: Any, dialect: Dialect, plan: ApplyPlan, staged: Staged, contract: Contract
+) -> None:
+    """Run every action of an accepted plan, in order, on the published table."""
+    published = _Published(connection, dialect, staged, contract)
+    published.add_missing_columns()
+    for action in plan.actions:
+        published.run(action)
+
+
+class _Published:
+    def __init__(self, connection: Any, dialect: Dialect, staged: Staged, contract: Contract):
+        self.connection = connection
+        self.dialect = dialect
+        self.contract = contract
+        self.p = dialect.placeholder
+        self.target = dialect.quote(contract.table)
+        self.source = dialect.quote(staged.table)
+        self.columns = published_columns(staged, contract)
+        deleted = contract.deleted_column
+        # A file may omit the deleted column: then every row is live.
+        self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
+
+    def add_missing_columns(self) -> None:
+        have = set(existing_columns(self.connection, self.dialect, self.contract.table))
+        for name, kind in self.columns:
+            if name not in have:
+                _execute(
+                    self.connection,
+                    f"ALTER TABLE {self.target} ADD COLUMN "
+                    f"{self.dialect.quote(name)} {self.dialect.column_type(kind)}",
+                )
+
+    def staged_where(self, live: bool) -> tuple[str, tuple[Any, ...]]:
+        """Live staged rows, or tombstones; a file without the deleted column has only live."""
+        if self.deleted is None:
+            return ("1 = 1", ()) if live else ("1 = 0", ())
+        return f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
+
+    def run(self, action: Action) -> None:
+        kind = action.operation
+        if kind is ActionKind.REPLACE_ALL:
+            _execute(self.connection, f"DELETE FROM {self.target}")
+            self.insert_live()
+        elif kind is ActionKind.REPLACE_WINDOW:
+            self.delete_window(action)
+            if action.key:
+                self.delete_matching(action.key, live=True)
+            self.insert_live()
+        elif kind is ActionKind.UPSERT:
+            self.delete_matching(action.key, live=True)
+            self.insert_live()
+        elif kind is ActionKind.TOMBSTONE:
+            self.delete_matching(action.key, live=False)
+        elif kind is ActionKind.APPEND:
+            self.insert_live()
+        else:  # pragma: no cover - ActionKind is closed
+            raise ValueError(f"unknown action {kind}")
+
+    def insert_live(self) -> None:
+        names = ", ".join(self.dialect.quote(name) for name, _ in self.columns)
+        selected = ", ".join(f"s.{self.dialect.quote(name)}" for name, _ in self.columns)
+        where, params = self.staged_where(live=True)
+        _execute(
+            self.connection,
+            f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
+            f"WHERE {where}",
+            params,
+        )
+
+    def delete_window(self, action: Action) -> None:
+        window = self.contract.window_column
+        assert window is not None and action.window is not None
+        logical = str(self.contract.type_of(window))
+        column = self.dialect.ordered(f"{self.target}.{self.dialect.quote(window)}", logical)
+        low, high = (self.dialect.bind(logical, bound) for bound in action.window)
+        _execute(
+            self.connection,
+            f"DELETE FROM {self.target} WHERE {column} >= {self.p} AND {column} <= {self.p}",
+            (low, high),
+        )
+
+    def delete_matching(self, key: tuple[str, ...], *, live: bool) -> None:
+        """Delete published rows sharing a key with a staged live row (or tombstone)."""
+        same = " AND ".join(
+            f"s.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
+        )
+        where, params = self.staged_where(live=live)
+        _execute(
+            self.connection,
+            f"DELETE FROM {self.target} WHERE EXISTS "
+            f"(SELECT 1 FROM {self.source} s WHERE {same} AND {where})",
+            params,
+        )
+
+
+def _execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+    finally:
+        cursor.close()

@@ -1,0 +1,332 @@
+"""The reference receiver: the spec's four steps, in order, on one SQL database.
+
+    decide   1. replay lookup by manifest identity (a replay never reads the rows again)
+             2. Gate.preflight; a failure is recorded with Gate.reject and nothing else happens
+             3. stage the file beside the published table, run every named row check on it
+                (checks.py) and pass them to Gate.evaluate
+    publish  4. in ONE transaction: lock the table's head, compare it with the receipt's base,
+                run the plan on the published table, save ledger.follow(receipt) and the receipt,
+                drop the staging table
+
+decide returns a Decision; an accepted one keeps its staging table for publish, so the two can
+run as separate tasks (GateOperator, PublishOperator). A rejection is saved by decide and its
+staging table dropped at once.
+
+A stale decision (the head moved, or the contract changed, since decide read the ledger) is made
+again inside publish's transaction, against the locked, current ledger and the same staged rows:
+replay lookup, preflight and row checks again, never a rebased plan. Holding the lock while
+deciding again means the new decision cannot go stale in turn.
+
+Protocol refusals become rejection receipts; operational failures (a lost connection, a failing
+statement) raise, and the transaction they interrupted rolls back.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.errors import InvalidContract
+from dogana_core.gate import Check, Gate, Outcome, Receipt
+from dogana_core.ledger import Ledger
+from dogana_core.manifest import Manifest
+from dogana_provider import checks
+from dogana_provider.checks import CheckName
+from dogana_provider.receiver.actions import create_published, execute_plan
+from dogana_provider.receiver.store import Store, TableState, Verified
+from dogana_provider.receiver.transactions import Connect, transaction
+from dogana_provider.sql import SQLITE, Dialect
+from dogana_provider.staging import Staged, drop, stage_file
+
+STAGING_PREFIX = "dogana_stage_"
+
+
+class UnknownTable(LookupError):
+    """A delivery or a read for a table no contract was registered for."""
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of steps 1 to 3. staged is kept only for an acceptance still to publish."""
+
+    receipt: Receipt
+    staged: Staged | None = None
+
+    @property
+    def to_publish(self) -> bool:
+        return self.receipt.outcome is Outcome.ACCEPTED and self.staged is not None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """A table's ledger and rows read in one transaction: one committed state."""
+
+    ledger: Ledger
+    columns: tuple[str, ...]
+    rows: Iterator[tuple[Any, ...]]
+
+
+class Receiver:
+    """Decides and publishes deliveries into one database, reached through connect()."""
+
+    def __init__(
+        self,
+        connect: Connect,
+        dialect: Dialect,
+        *,
+        prefix: str = "dogana",
+        clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        source: str | None = None,
+    ) -> None:
+        self.connect = connect
+        self.dialect = dialect
+        self.store = Store(dialect, prefix)
+        self.clock = clock
+        self.source = source
+
+    @classmethod
+    def from_hook(cls, hook: Any, **options: Any) -> Receiver:
+        """A receiver over a common-sql DbApiHook: its connection id selects the database."""
+        return cls(hook.get_conn, dialect_of(hook), **options)
+
+    # Contracts --------------------------------------------------------------------------------
+
+    def register(self, contract: Contract) -> Ledger:
+        """Register a table's contract, or evolve it (Ledger.with_contract) under the lock.
+
+        A contract changing a fixed field of a table with history raises InvalidContract and
+        changes nothing (Contract evolution).
+        """
+        with transaction(self.connect, self.dialect) as connection:
+            self.store.create(connection)
+        with transaction(self.connect, self.dialect) as connection:
+            state = self.store.state(connection, contract.table, lock=True)
+            if state is None:
+                ledger = Ledger.new(contract)
+                self.store.insert_table(connection, ledger)
+            else:
+                ledger = state.ledger.with_contract(contract)
+                self.store.update_table(connection, ledger)
+            return ledger
+
+    def ledger(self, table: str) -> Ledger:
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            return self._state(connection, table).ledger
+
+    # The four steps ---------------------------------------------------------------------------
+
+    def receive(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Receipt:
+        """All four steps: decide, then publish an acceptance."""
+        decision = self.decide(path, manifest, table=table)
+        return self.publish(decision) if decision.to_publish else decision.receipt
+
+    def decide(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Decision:
+        """Steps 1 to 3; table defaults to the one the manifest names."""
+        table = manifest.table if table is None else table
+        path = str(path)
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            state = self._state(connection, table)
+            original = self.store.accepted(connection, table, manifest.identity)
+        now = self.clock()
+        if original is not None:
+            return Decision(self._replay(state, manifest, original, _sha256(path), now))
+        preflight = Gate.preflight(state.ledger, manifest, now=now)
+        if not all(check.passed for check in preflight):
+            return Decision(self._reject(state.ledger, manifest, preflight, now))
+        staged = self._stage(path, manifest, state.contract)
+        receipt = self._evaluate(state, manifest, staged, now)
+        if receipt.outcome is Outcome.REJECTED:
+            with transaction(self.connect, self.dialect) as connection:
+                self._save_rejection(connection, receipt)
+                self._drop(connection, staged)
+            return Decision(receipt)
+        return Decision(receipt, staged)
+
+    def publish(self, decision: Decision) -> Receipt:
+        """Step 4 for an accepted decision; any other decision is returned as it is."""
+        if not decision.to_publish:
+            return decision.receipt
+        staged = decision.staged
+        assert staged is not None
+        receipt = decision.receipt
+        with transaction(self.connect, self.dialect) as connection:
+            state = self.store.state(connection, receipt.table, lock=True)
+            if state is None:
+                raise UnknownTable(f"table {receipt.table!r} was unregistered before publishing")
+            if state.head != receipt.base_publication_id or state.contract != receipt.contract:
+                receipt = self._decide_again(connection, state, receipt.manifest, staged)
+                if receipt.outcome is not Outcome.ACCEPTED:
+                    if receipt.outcome is Outcome.REJECTED:
+                        self.store.save(connection, receipt)
+                    self._drop(connection, staged)
+                    return receipt
+            ledger = state.ledger.follow(receipt)
+            plan = receipt.transition.plan if receipt.transition else None
+            assert plan is not None
+            execute_plan(connection, self.dialect, plan, staged, state.contract)
+            self.store.update_table(connection, ledger)
+            self.store.save(connection, receipt)
+            self._drop(connection, staged)
+        return receipt
+
+    def discard(self, decision: Decision) -> None:
+        """Drop an accepted decision's staging table without publishing (nothing is recorded)."""
+        if decision.staged is not None:
+            with transaction(self.connect, self.dialect) as connection:
+                self._drop(connection, decision.staged)
+
+    # Reading ----------------------------------------------------------------------------------
+
+    def verify(self, table: str) -> Verified:
+        """The stored ledger is Ledger.from_receipts over the stored receipts, head included."""
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            return self.store.verify(connection, table)
+
+    def receipts(self, table: str) -> list[Receipt]:
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            return list(self.store.receipts_of(connection, table))
+
+    @contextmanager
+    def read(self, table: str) -> Iterator[Snapshot]:
+        """The ledger and the published rows, from one committed state; rows are streamed."""
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            state = self._state(connection, table)
+            cursor = connection.cursor()
+            try:
+                cursor.execute(f"SELECT * FROM {self.dialect.quote(table)}")
+                columns = tuple(str(column[0]) for column in cursor.description)
+                yield Snapshot(state.ledger, columns, _stream(cursor))
+            finally:
+                cursor.close()
+
+    # Steps' parts -----------------------------------------------------------------------------
+
+    def _state(self, connection: Any, table: str) -> TableState:
+        state = self.store.state(connection, table)
+        if state is None:
+            raise UnknownTable(f"no contract is registered for table {table!r}")
+        return state
+
+    def _replay(
+        self,
+        state: TableState,
+        manifest: Manifest,
+        original: Receipt,
+        sha256: str | None,
+        now: datetime,
+    ) -> Receipt:
+        """Step 1: the original acceptance replayed, unless the declared bytes differ."""
+        if manifest.content_hash is None or manifest.content_hash == sha256:
+            return original.replay()
+        refused = Check(
+            str(CheckName.CONTENT_HASH),
+            False,
+            f"manifest {manifest.identity} was accepted for other bytes: the file's bytes hash to "
+            f"{sha256}, the manifest declares {manifest.content_hash}",
+        )
+        return self._reject(state.ledger, manifest, (refused,), now)
+
+    def _reject(
+        self, ledger: Ledger, manifest: Manifest, found: tuple[Check, ...], now: datetime
+    ) -> Receipt:
+        receipt = Gate.reject(ledger, manifest, found, now=now, source=self.source)
+        with transaction(self.connect, self.dialect) as connection:
+            self._save_rejection(connection, receipt)
+        return receipt
+
+    def _save_rejection(self, connection: Any, receipt: Receipt) -> None:
+        # The lock numbers receipts without gaps or duplicates under concurrent writers.
+        self.store.state(connection, receipt.table, lock=True)
+        self.store.save(connection, receipt)
+
+    def _stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
+        """Step 3's load: the file's rows in a new staging table, committed for publish."""
+        name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
+        with transaction(self.connect, self.dialect) as connection:
+            staged = stage_file(connection, self.dialect, name, path, contract)
+            if staged.unreadable is None:
+                create_published(connection, self.dialect, staged, contract)
+        return staged
+
+    def _evaluate(
+        self, state: TableState, manifest: Manifest, staged: Staged, now: datetime
+    ) -> Receipt:
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            return self._evaluate_on(connection, state, manifest, staged, now)
+
+    def _evaluate_on(
+        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged, now: datetime
+    ) -> Receipt:
+        try:
+            found = checks.verify(
+                connection,
+                self.dialect,
+                staged,
+                state.contract,
+                manifest,
+                published=state.contract.table,
+            )
+        except InvalidContract as exc:
+            # checks.verify plans from the shape; a manifest naming no shape of the contract is
+            # refused by preflight first, so this is a contract that changed under us.
+            found = [Check(str(CheckName.ROWS), False, f"cannot check the rows: {exc}")]
+        return Gate.evaluate(state.ledger, manifest, found, now=now, source=self.source)
+
+    def _decide_again(
+        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
+    ) -> Receipt:
+        """A stale decision made again under the lock: replay, preflight, checks, evaluate."""
+        now = self.clock()
+        original = self.store.accepted(connection, state.table, manifest.identity)
+        if original is not None:
+            if manifest.content_hash is None or manifest.content_hash == staged.sha256:
+                return original.replay()
+            refused = Check(
+                str(CheckName.CONTENT_HASH),
+                False,
+                f"manifest {manifest.identity} was accepted for other bytes: the file's bytes "
+                f"hash to {staged.sha256}, the manifest declares {manifest.content_hash}",
+            )
+            return Gate.reject(state.ledger, manifest, (refused,), now=now, source=self.source)
+        preflight = Gate.preflight(state.ledger, manifest, now=now)
+        if not all(check.passed for check in preflight):
+            return Gate.reject(state.ledger, manifest, preflight, now=now, source=self.source)
+        return self._evaluate_on(connection, state, manifest, staged, now)
+
+    def _drop(self, connection: Any, staged: Staged) -> None:
+        if staged.unreadable is None:  # stage_file already dropped an unreadable file's table
+            drop(connection, self.dialect, staged.table)
+
+
+def dialect_of(hook: Any) -> Dialect:
+    """The Dialect of a DbApiHook's database, from its SQLAlchemy dialect name."""
+    from dogana_provider import sql
+
+    name = str(hook.dialect_name)
+    known = {"sqlite": SQLITE, "postgresql": getattr(sql, "POSTGRES", None)}
+    dialect = known.get(name)
+    if dialect is None:
+        raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql)")
+    return dialect
+
+
+def _sha256(path: str) -> str | None:
+    """The file's bytes hashed, streamed; None when they cannot be read (never matches)."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+
+
+def _stream(cursor: Any, size: int = 1000) -> Iterator[tuple[Any, ...]]:
+    while rows := cursor.fetchmany(size):
+        for row in rows:
+            yield tuple(row)

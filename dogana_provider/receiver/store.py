@@ -1,0 +1,252 @@
+"""The receiver's storage: each table's contract, ledger and head, and every receipt.
+
+It lives in the target database beside the published tables, so that rows, ledger and receipt
+change in one transaction (The receiver, what it owes 1). Two tables, named from a prefix so
+that several stores (or test runs) can share one database:
+
+    {prefix}_tables     one row per table: contract, ledger (wire JSON) and publication head.
+                        Its row is the table's lock: a publisher locks it before comparing the
+                        head with the receipt's base, so exactly one publisher wins each head.
+    {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
+                        they were recorded; accepted ones also carry their publication order.
+                        A replay is an answer, not a decision, and is never stored.
+
+Receipts are indexed by manifest identity for the replay lookup. accepted_identity repeats the
+manifest identity for acceptances only (NULL otherwise), under a unique constraint: the database
+itself refuses a second publication of one manifest identity (NULLs never collide, on every
+supported database, so rejections may repeat).
+
+Nothing here commits: the caller owns the transaction (transactions.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from dogana_core.contract import Contract, check_identifier
+from dogana_core.errors import InconsistentPublication
+from dogana_core.gate import Outcome, Receipt
+from dogana_core.ledger import Ledger
+from dogana_provider.sql import Dialect
+
+FETCH = 500  # receipts read per round trip when folding; never the whole history at once
+
+# Documents are wire JSON of unbounded length: MariaDB's TEXT stops at 64 KiB.
+_DOCUMENT = {"mysql": "LONGTEXT", "mariadb": "LONGTEXT"}
+
+
+@dataclass(frozen=True)
+class TableState:
+    """A table's row in the store: its contract and its ledger, whose head is the chain's."""
+
+    table: str
+    ledger: Ledger
+
+    @property
+    def contract(self) -> Contract:
+        return self.ledger.contract
+
+    @property
+    def head(self) -> str:
+        return self.ledger.head
+
+
+@dataclass(frozen=True)
+class Verified:
+    """What verify proved: the stored ledger is the fold of this many stored receipts."""
+
+    table: str
+    receipts: int
+    publications: int
+    head: str
+
+
+class Store:
+    """Statements on the two storage tables, for one dialect and prefix."""
+
+    def __init__(self, dialect: Dialect, prefix: str = "dogana") -> None:
+        check_identifier(f"{prefix}_receipts", "store prefix")
+        self.dialect = dialect
+        self.tables = dialect.quote(f"{prefix}_tables")
+        self.receipts = dialect.quote(f"{prefix}_receipts")
+        self._index = dialect.quote(f"{prefix}_receipts_manifest")
+        self.p = dialect.placeholder
+
+    # Schema ---------------------------------------------------------------------------------
+
+    def create(self, connection: Any) -> None:
+        """Create both tables and the replay index when missing; safe to repeat."""
+        document = _DOCUMENT.get(self.dialect.name, "TEXT")
+        statements = [
+            f"CREATE TABLE IF NOT EXISTS {self.tables} ("
+            "table_name VARCHAR(64) NOT NULL PRIMARY KEY, "
+            f"contract {document} NOT NULL, "
+            f"ledger {document} NOT NULL, "
+            "publication_id VARCHAR(64) NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS {self.receipts} ("
+            "table_name VARCHAR(64) NOT NULL, "
+            "seq BIGINT NOT NULL, "
+            "publication BIGINT, "
+            "manifest_identity VARCHAR(64) NOT NULL, "
+            "accepted_identity VARCHAR(64), "
+            "outcome VARCHAR(16) NOT NULL, "
+            f"receipt {document} NOT NULL, "
+            "PRIMARY KEY (table_name, seq), "
+            "UNIQUE (table_name, publication), "
+            "UNIQUE (table_name, accepted_identity))",
+            f"CREATE INDEX IF NOT EXISTS {self._index} "
+            f"ON {self.receipts} (table_name, manifest_identity)",
+        ]
+        _execute_all(connection, statements)
+
+    # Table rows -----------------------------------------------------------------------------
+
+    def state(self, connection: Any, table: str, *, lock: bool = False) -> TableState | None:
+        """The table's row, or None when it is not registered.
+
+        lock=True takes the row lock (SELECT ... FOR UPDATE) where the database has one; on
+        SQLite the caller's BEGIN IMMEDIATE already holds the database's write lock.
+        """
+        suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
+        row = _one(
+            connection,
+            f"SELECT ledger FROM {self.tables} WHERE table_name = {self.p}{suffix}",
+            (table,),
+        )
+        if row is None:
+            return None
+        return TableState(table, Ledger.from_json(row[0]))
+
+    def insert_table(self, connection: Any, ledger: Ledger) -> None:
+        _execute(
+            connection,
+            f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
+            f"VALUES ({self.p}, {self.p}, {self.p}, {self.p})",
+            (ledger.contract.table, ledger.contract.to_json(), ledger.to_json(), ledger.head),
+        )
+
+    def update_table(self, connection: Any, ledger: Ledger) -> None:
+        _execute(
+            connection,
+            f"UPDATE {self.tables} SET contract = {self.p}, ledger = {self.p}, "
+            f"publication_id = {self.p} WHERE table_name = {self.p}",
+            (ledger.contract.to_json(), ledger.to_json(), ledger.head, ledger.contract.table),
+        )
+
+    # Receipts -------------------------------------------------------------------------------
+
+    def save(self, connection: Any, receipt: Receipt) -> None:
+        """Record an acceptance or a rejection; the caller holds the table's row lock."""
+        if receipt.replayed:
+            raise ValueError("a replay repeats a stored acceptance; it is not stored again")
+        table = receipt.table
+        seq, publications = _one(
+            connection,
+            f"SELECT COALESCE(MAX(seq), 0), COUNT(publication) FROM {self.receipts} "
+            f"WHERE table_name = {self.p}",
+            (table,),
+        ) or (0, 0)
+        accepted = receipt.outcome is Outcome.ACCEPTED
+        identity = receipt.manifest.identity
+        _execute(
+            connection,
+            f"INSERT INTO {self.receipts} (table_name, seq, publication, manifest_identity, "
+            f"accepted_identity, outcome, receipt) VALUES "
+            f"({', '.join(self.p for _ in range(7))})",
+            (
+                table,
+                int(seq) + 1,
+                int(publications) + 1 if accepted else None,
+                identity,
+                identity if accepted else None,
+                str(receipt.outcome),
+                receipt.to_json(),
+            ),
+        )
+
+    def accepted(self, connection: Any, table: str, manifest_identity: str) -> Receipt | None:
+        """The acceptance of this manifest identity on this table, if any (the replay lookup)."""
+        row = _one(
+            connection,
+            f"SELECT receipt FROM {self.receipts} "
+            f"WHERE table_name = {self.p} AND manifest_identity = {self.p} "
+            f"AND accepted_identity IS NOT NULL",
+            (table, manifest_identity),
+        )
+        return None if row is None else Receipt.from_json(row[0])
+
+    def receipts_of(self, connection: Any, table: str) -> Iterator[Receipt]:
+        """Every stored receipt of a table in the order recorded, read a batch at a time."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} ORDER BY seq",
+                (table,),
+            )
+            while rows := cursor.fetchmany(FETCH):
+                for (text,) in rows:
+                    yield Receipt.from_json(text)
+        finally:
+            cursor.close()
+
+    # Verification ---------------------------------------------------------------------------
+
+    def verify(self, connection: Any, table: str) -> Verified:
+        """Prove the stored ledger is Ledger.from_receipts over the stored receipts.
+
+        Raises InconsistentPublication naming what differs: an unregistered table, a head that
+        is not the stored ledger's, a fold that fails, or a fold that differs from the ledger.
+        """
+        row = _one(
+            connection,
+            f"SELECT ledger, publication_id FROM {self.tables} WHERE table_name = {self.p}",
+            (table,),
+        )
+        if row is None:
+            raise InconsistentPublication(f"table {table!r} is not registered in this store")
+        stored, head = Ledger.from_json(row[0]), row[1]
+        if stored.head != head:
+            raise InconsistentPublication(
+                f"table {table!r}: the stored head {head} is not the stored ledger's {stored.head}"
+            )
+        counted = {"receipts": 0, "publications": 0}
+
+        def counting() -> Iterator[Receipt]:
+            for receipt in self.receipts_of(connection, table):
+                counted["receipts"] += 1
+                counted["publications"] += receipt.accepted
+                yield receipt
+
+        folded = Ledger.from_receipts(stored.contract, counting())
+        if folded != stored or folded.identity != stored.identity:
+            raise InconsistentPublication(
+                f"table {table!r}: the stored ledger {stored.identity} (head {stored.head}) is not "
+                f"the fold of its {counted['receipts']} receipts, {folded.identity} "
+                f"(head {folded.head})"
+            )
+        return Verified(table, counted["receipts"], counted["publications"], head)
+
+
+def _execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+    finally:
+        cursor.close()
+
+
+def _execute_all(connection: Any, statements: list[str]) -> None:
+    for sql in statements:
+        _execute(connection, sql)
+
+
+def _one(connection: Any, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        return None if row is None else tuple(row)
+    finally:
+        cursor.close()

@@ -1,0 +1,57 @@
+"""One transaction per step, on a fresh connection, with each database's way to take the lock.
+
+A publication must lock the table's head before it compares it with the receipt's base
+(The receiver, what it owes 2). PostgreSQL and MariaDB lock the store's row with SELECT ... FOR
+UPDATE inside an ordinary transaction (store.py). SQLite has no row locks: BEGIN IMMEDIATE takes
+the database's write lock at the start, so no other writer can commit between the comparison
+and the commit. Readers use REPEATABLE READ where "read committed" is the default, so the
+ledger and the rows they read come from one committed state.
+
+Any exception rolls the transaction back and propagates: an operational failure leaves nothing
+half-written, and no receipt is saved for what did not happen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from dogana_provider.sql import Dialect
+
+Connect = Callable[[], Any]
+"""A DB-API connection factory: each call returns a new connection (hook.get_conn, say)."""
+
+
+@contextmanager
+def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> Iterator[Any]:
+    """A connection inside one transaction, committed on success and rolled back on error."""
+    connection = connect()
+    try:
+        _begin(connection, dialect, write=write)
+        try:
+            yield connection
+        except BaseException:
+            connection.rollback()
+            raise
+        connection.commit()
+    finally:
+        connection.close()
+
+
+def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
+    if dialect.name == "sqlite":
+        # sqlite3 would open a deferred transaction at the first write, too late for a lock.
+        statement = "BEGIN IMMEDIATE" if write else "BEGIN"
+    elif dialect.name == "postgresql":
+        # psycopg opens the transaction at the first statement; fix its isolation first.
+        statement = "SET TRANSACTION ISOLATION LEVEL " + (
+            "READ COMMITTED" if write else "REPEATABLE READ"
+        )
+    else:
+        statement = "START TRANSACTION" + ("" if write else " WITH CONSISTENT SNAPSHOT")
+    cursor = connection.cursor()
+    try:
+        cursor.execute(statement)
+    finally:
+        cursor.close()

@@ -1,0 +1,495 @@
+"""The receiver's conformance suite: one test class every database's test module inherits.
+
+A subclass sets ``dialect`` and provides a ``connect`` fixture (a factory of new DB-API
+connections to its real database). Nothing here skips: a store that cannot honestly pass a check
+fails it. Every test uses its own store prefix and table names, so runs never collide.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from receiver_deliveries import (
+    NOW,
+    Source,
+    at,
+    day,
+    events_contract,
+    orders_contract,
+    sequence_contract,
+    sha256,
+    write,
+)
+
+from dogana_core.errors import InvalidContract
+from dogana_core.gate import Outcome, Receipt
+from dogana_core.plan import ActionKind
+from dogana_provider.receiver import Receiver
+from dogana_provider.sql import Dialect
+
+Connect = Callable[[], Any]
+THREADS_TIMEOUT = 60  # seconds two concurrent publishers may take; a hang fails the test
+
+
+class FaultyConnection:
+    """A real connection whose cursor raises right after a statement containing ``needle`` ran.
+
+    It injects an operational failure in the middle of a publication: the statement has already
+    changed rows inside the transaction when the failure comes.
+    """
+
+    def __init__(self, connection: Any, needle: str) -> None:
+        self._connection = connection
+        self._needle = needle
+
+    def cursor(self) -> Any:
+        return _FaultyCursor(self._connection.cursor(), self._needle)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+class _FaultyCursor:
+    def __init__(self, cursor: Any, needle: str) -> None:
+        self._cursor = cursor
+        self._needle = needle
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        result = self._cursor.execute(sql, params)
+        if self._needle in sql:
+            raise ConnectionError(f"injected fault after: {sql[:60]}")
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cursor, name)
+
+
+class ReceiverConformance:
+    dialect: Dialect
+
+    # Fixtures --------------------------------------------------------------------------------
+
+    @pytest.fixture
+    def connect(self) -> Connect:  # pragma: no cover - every subclass overrides it
+        raise NotImplementedError("a database's test module provides connect")
+
+    @pytest.fixture
+    def uid(self) -> str:
+        return uuid.uuid4().hex[:10]
+
+    @pytest.fixture
+    def receiver(self, connect: Connect, uid: str) -> Receiver:
+        return self.make(connect, uid)
+
+    @pytest.fixture
+    def source(self, receiver: Receiver, uid: str, tmp_path: Path) -> Source:
+        source = Source(f"orders_{uid}", tmp_path)
+        receiver.register(source.contract)
+        return source
+
+    def make(self, connect: Connect, uid: str) -> Receiver:
+        return Receiver(connect, self.dialect, prefix=f"s{uid}", clock=lambda: NOW)
+
+    # Helpers ---------------------------------------------------------------------------------
+
+    def published(self, receiver: Receiver, table: str) -> dict[Any, tuple[str, str]]:
+        with receiver.read(table) as snapshot:
+            names = snapshot.columns
+            rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+        return {row["id"]: (row["name"], str(row["day"])[:10]) for row in rows}
+
+    def state(self, receiver: Receiver, table: str) -> tuple[Any, ...]:
+        """Everything a rejection must leave unchanged: rows, ledger, receipts before it."""
+        with receiver.read(table) as snapshot:
+            rows = sorted(tuple(map(str, row)) for row in snapshot.rows)
+            ledger = snapshot.ledger
+        return rows, ledger.identity, [r.identity for r in receiver.receipts(table)]
+
+    def publish_checked(
+        self, receiver: Receiver, source: Source, delivery: tuple[Path, Any]
+    ) -> Receipt:
+        receipt = receiver.receive(*delivery)
+        assert receipt.outcome is Outcome.ACCEPTED, [c for c in receipt.checks if not c.passed]
+        verified = receiver.verify(source.table)
+        assert verified.head == receipt.publication_id
+        assert self.published(receiver, source.table) == source.expected()
+        return receipt
+
+    # Every action kind -----------------------------------------------------------------------
+
+    def test_replace_all_publishes_the_full_read(self, receiver: Receiver, source: Source) -> None:
+        for id_ in range(1, 6):
+            source.put(id_, id_, f"n{id_}", at(1))
+        receipt = self.publish_checked(receiver, source, source.full(at(2)))
+        assert [a.operation for a in receipt.transition.plan.actions] == [ActionKind.REPLACE_ALL]
+        source.delete(3)
+        source.put(2, 2, "changed", at(3))
+        self.publish_checked(receiver, source, source.full(at(4)))
+        assert receiver.verify(source.table).publications == 2
+
+    def test_replace_window_replaces_its_window_only(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        for id_ in range(1, 9):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.delete(4)
+        source.put(5, 5, "changed", at(3))
+        source.put(20, 4, "new", at(3))
+        receipt = self.publish_checked(receiver, source, source.window(3, 5, at(4)))
+        action = receipt.transition.plan.actions[0]
+        assert action.operation is ActionKind.REPLACE_WINDOW
+
+    def test_a_window_carrying_a_key_published_outside_it_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 5):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        # Key 1 is published on day 1; this file moves it into the window [3, 4].
+        rows = [
+            {"id": 1, "day": day(3), "name": "moved", "updated_at": at(3), "deleted": False},
+            {"id": 3, "day": day(3), "name": "n3", "updated_at": at(1), "deleted": False},
+            {"id": 4, "day": day(4), "name": "n4", "updated_at": at(1), "deleted": False},
+        ]
+        path = write(tmp_path, rows)
+        manifest = source.contract.manifest("window", at(4), window=(day(3), day(4)), rows=3)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.REJECTED
+        assert [c.name for c in receipt.failed] == ["key_not_published_outside_window"]
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        receiver.verify(source.table)
+
+    def test_changes_upsert_and_tombstone(self, receiver: Receiver, source: Source) -> None:
+        for id_ in range(1, 6):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(2, 2, "changed", at(3))
+        source.put(9, 9, "new", at(3))
+        source.delete(4)
+        receipt = self.publish_checked(receiver, source, source.changes(at(2), at(4), (4,)))
+        kinds = [a.operation for a in receipt.transition.plan.actions]
+        assert kinds == [ActionKind.UPSERT, ActionKind.TOMBSTONE]
+        # The deleted column is never published.
+        with receiver.read(source.table) as snapshot:
+            assert "deleted" not in snapshot.columns
+            list(snapshot.rows)
+
+    def test_keyless_append_and_window_replacement(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        contract = events_contract(f"events_{uid}")
+        receiver.register(contract)
+        schema = pa.schema([("day", pa.date32()), ("what", pa.string())])
+        first = [
+            {"day": day(1), "what": "a"},
+            {"day": day(1), "what": "a"},
+            {"day": day(2), "what": "b"},
+        ]
+        path = write(tmp_path, first, schema)
+        manifest = contract.manifest("append", at(2), since=contract.start_at, rows=3)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        assert [a.operation for a in receipt.transition.plan.actions] == [ActionKind.APPEND]
+        second = [{"day": day(2), "what": "c"}]
+        path = write(tmp_path, second, schema)
+        receipt = receiver.receive(path, contract.manifest("append", at(3), since=at(2), rows=1))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        # Keyless replacement matches no keys: the window [2, 2] is replaced, day 1 kept twice.
+        third = [{"day": day(2), "what": "d"}, {"day": day(2), "what": "d"}]
+        path = write(tmp_path, third, schema)
+        manifest = contract.manifest("window", at(4), window=(day(2), day(2)), rows=2)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        with receiver.read(contract.table) as snapshot:
+            rows = sorted((str(row[0])[:10], row[1]) for row in snapshot.rows)
+        assert rows == [
+            ("2026-01-02", "a"),
+            ("2026-01-02", "a"),
+            ("2026-01-03", "d"),
+            ("2026-01-03", "d"),
+        ]
+        assert receiver.verify(contract.table).publications == 3
+
+    def test_sequence_deliveries(self, receiver: Receiver, uid: str, tmp_path: Path) -> None:
+
+        schema = pa.schema(
+            [("id", pa.int64()), ("lsn", pa.int64()), ("v", pa.string()), ("deleted", pa.bool_())]
+        )
+        contract = sequence_contract(f"seq_{uid}")
+        receiver.register(contract)
+        rows = [{"id": i, "lsn": i, "v": f"v{i}", "deleted": False} for i in (1, 2, 3)]
+        path = write(tmp_path, rows, schema)
+        receipt = receiver.receive(path, contract.manifest("full", at(1), rows=3, generation=3))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        log = [{"id": 2, "lsn": 4, "v": "v2b", "deleted": False}, {"id": 3, "deleted": True}]
+        path = write(tmp_path, log, schema)
+        manifest = contract.manifest(
+            "log", at(2), since=3, generation=5, rows=1, tombstones=1, content_hash=sha256(path)
+        )
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        with receiver.read(contract.table) as snapshot:
+            names = snapshot.columns
+            got = sorted((row[names.index("id")], row[names.index("v")]) for row in snapshot.rows)
+        assert got == [(1, "v1"), (2, "v2b")]
+        assert receiver.ledger(contract.table).generation == 5
+        receiver.verify(contract.table)
+
+    # Replay ----------------------------------------------------------------------------------
+
+    def test_replay_without_content_hash_never_reads_the_rows(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        path, manifest = source.full(at(2))
+        manifest = manifest.replace(content_hash=None)
+        first = receiver.receive(path, manifest)
+        assert first.outcome is Outcome.ACCEPTED
+        before = self.state(receiver, source.table)
+        # Other bytes under the same manifest: without content_hash it is the same delivery.
+        other = write(tmp_path, [{"id": 99, "day": day(1), "name": "x", "deleted": False}])
+        again = receiver.receive(other, manifest)
+        assert again.outcome is Outcome.REPLAYED
+        assert again.identity == first.identity
+        assert self.state(receiver, source.table) == before
+
+    def test_replay_with_content_hash_checks_the_bytes(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        path, manifest = source.full(at(2))
+        first = receiver.receive(path, manifest)
+        before = self.state(receiver, source.table)
+        again = receiver.receive(path, manifest)
+        assert again.outcome is Outcome.REPLAYED and again.identity == first.identity
+        assert self.state(receiver, source.table) == before
+        other = write(tmp_path, [{"id": 99, "day": day(1), "name": "x", "deleted": False}])
+        refused = receiver.receive(other, manifest)
+        assert refused.outcome is Outcome.REJECTED
+        assert [c.name for c in refused.failed] == ["content_hash"]
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        assert receiver.verify(source.table).receipts == 2
+
+    # Rejections ------------------------------------------------------------------------------
+
+    def test_a_rejected_delivery_leaves_everything_unchanged(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        duplicated = [
+            {"id": 1, "day": day(1), "name": "a", "updated_at": at(3), "deleted": False},
+            {"id": 1, "day": day(1), "name": "b", "updated_at": at(3), "deleted": False},
+        ]
+        path = write(tmp_path, duplicated)
+        manifest = source.contract.manifest("changes", at(4), since=at(2), rows=3)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.REJECTED
+        assert {c.name for c in receipt.failed} == {"rows", "key_unique"}
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        assert receiver.receipts(source.table)[-1] == receipt
+        assert receiver.verify(source.table).receipts == 2
+
+    def test_a_failed_preflight_is_recorded_and_nothing_else_happens(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "never-read.parquet"  # does not exist: preflight fails first
+        manifest = source.contract.manifest("full", NOW.replace(year=NOW.year + 1), rows=1)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.REJECTED
+        assert [c.name for c in receipt.failed] == ["receiver_time"]
+        assert receiver.receipts(source.table) == [receipt]
+        assert receiver.verify(source.table).publications == 0
+
+    def test_a_malformed_file_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        path = tmp_path / "broken.parquet"
+        path.write_bytes(b"not parquet at all")
+        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=1))
+        assert receipt.outcome is Outcome.REJECTED
+        assert "rows" in {c.name for c in receipt.failed}
+        receiver.verify(source.table)
+
+    # Faults, staleness, concurrency ----------------------------------------------------------
+
+    def test_a_fault_after_the_first_published_rows_changes_nothing(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        source.put(7, 7, "new", at(3))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        needle = f"INSERT INTO {self.dialect.quote(source.table)}"
+        faulty = self.make(lambda: FaultyConnection(connect(), needle), uid)
+        with pytest.raises(ConnectionError):
+            faulty.publish(decision)
+        assert self.state(receiver, source.table) == before
+        receiver.verify(source.table)
+        # The staged rows survive the failure: publishing again succeeds.
+        receipt = receiver.publish(decision)
+        assert receipt.outcome is Outcome.ACCEPTED
+        assert self.published(receiver, source.table) == source.expected()
+        receiver.verify(source.table)
+
+    def test_a_stale_decision_is_made_again_never_rebased(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(5, 5, "five", at(3))
+        early = receiver.decide(*source.changes(at(2), at(4)))
+        source.put(6, 6, "six", at(5))
+        late = receiver.decide(*source.changes(at(2), at(6)))
+        assert early.receipt.base_publication_id == late.receipt.base_publication_id
+        first = receiver.publish(early)
+        assert first.outcome is Outcome.ACCEPTED
+        second = receiver.publish(late)
+        # Decided again against the new head: accepted on top of it, a different receipt.
+        assert second.outcome is Outcome.ACCEPTED
+        assert second.base_publication_id == first.publication_id != late.receipt.publication_id
+        assert self.published(receiver, source.table) == source.expected()
+        assert receiver.verify(source.table).publications == 3
+
+    def test_a_stale_decision_the_new_ledger_refuses_is_rejected(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(5, 5, "five", at(3))
+        early = receiver.decide(*source.changes(at(2), at(4)))
+        late = receiver.decide(*source.changes(at(2), at(6)))
+        assert receiver.publish(late).outcome is Outcome.ACCEPTED
+        before = self.state(receiver, source.table)
+        refused = receiver.publish(early)
+        assert refused.outcome is Outcome.REJECTED
+        assert [c.name for c in refused.failed] == ["transition"]
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        receiver.verify(source.table)
+
+    def _concurrently(self, *calls: Callable[[], Receipt]) -> list[Receipt | BaseException]:
+        barrier = threading.Barrier(len(calls))
+        results: list[Receipt | BaseException] = [RuntimeError("did not finish")] * len(calls)
+
+        def run(index: int, call: Callable[[], Receipt]) -> None:
+            try:
+                barrier.wait(timeout=THREADS_TIMEOUT)
+                results[index] = call()
+            except BaseException as exc:
+                results[index] = exc
+
+        threads = [
+            threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(calls)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(THREADS_TIMEOUT)
+            assert not thread.is_alive(), "a publisher hung"
+        return results
+
+    def test_two_concurrent_publishers_one_wins_each_head(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(5, 5, "five", at(3))
+        one = receiver.decide(*source.changes(at(2), at(4)))
+        source.put(6, 6, "six", at(5))
+        two = receiver.decide(*source.changes(at(2), at(6)))
+        other = self.make(connect, uid)
+        results = self._concurrently(lambda: receiver.publish(one), lambda: other.publish(two))
+        assert all(isinstance(r, Receipt) for r in results), results
+        receipts = [r for r in results if isinstance(r, Receipt)]
+        accepted = [r for r in receipts if r.outcome is Outcome.ACCEPTED]
+        assert accepted, receipts
+        # Each accepted one built on a distinct head: no lost update.
+        assert len({r.base_publication_id for r in accepted}) == len(accepted)
+        verified = receiver.verify(source.table)
+        assert verified.publications == 1 + len(accepted)
+        if len(accepted) == 2:
+            assert self.published(receiver, source.table) == source.expected()
+
+    def test_one_manifest_published_twice_at_once_is_published_once(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        delivery = source.full(at(2))
+        one = receiver.decide(*delivery)
+        two = receiver.decide(*delivery)
+        other = self.make(connect, uid)
+        results = self._concurrently(lambda: receiver.publish(one), lambda: other.publish(two))
+        outcomes = sorted(str(r.outcome) for r in results if isinstance(r, Receipt))
+        assert outcomes == ["accepted", "replayed"], results
+        assert receiver.verify(source.table).publications == 1
+        assert self.published(receiver, source.table) == source.expected()
+
+    # Contracts -------------------------------------------------------------------------------
+
+    def test_contract_evolution_keeps_history_and_refuses_fixed_changes(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        source.put(1, 1, "n1", at(1))
+        first = self.publish_checked(receiver, source, source.full(at(2)))
+        cheaper = orders_contract(
+            source.table, cursor_column=None, types={"id": "int", "day": "date", "deleted": "bool"}
+        )
+        ledger = receiver.register(cheaper)
+        assert ledger.head == first.publication_id and ledger.contract == cheaper
+        receiver.verify(source.table)
+        with pytest.raises(InvalidContract):
+            receiver.register(
+                orders_contract(
+                    source.table,
+                    deleted_column=None,
+                    types={"id": "int", "day": "date", "updated_at": "datetime"},
+                )
+            )
+        assert receiver.ledger(source.table).contract == cheaper
+        source.put(2, 2, "n2", at(3))
+        self.publish_checked(receiver, source, source.full(at(4)))
+
+    # A scripted history -----------------------------------------------------------------------
+
+    def test_scripted_history_publishes_what_the_source_held(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        for id_ in range(1, 21):
+            source.put(id_, id_ % 10, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(3, 3, "three", at(3))
+        source.delete(8)
+        source.put(30, 5, "thirty", at(3))
+        self.publish_checked(receiver, source, source.changes(at(2), at(4), (8,)))
+        source.delete(13)  # day 3
+        source.put(33, 3, "new on day 3", at(5))
+        self.publish_checked(receiver, source, source.window(3, 3, at(6)))
+        source.put(1, 1, "again", at(7))
+        source.delete(2)
+        self.publish_checked(receiver, source, source.changes(at(4), at(8), (2,)))
+        source.delete(30)
+        source.put(40, 9, "forty", at(9))
+        self.publish_checked(receiver, source, source.full(at(10)))
+        assert receiver.verify(source.table).publications == 5
