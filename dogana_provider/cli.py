@@ -212,7 +212,8 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     deleted = contract.deleted_column
     if counts.null_deleted:
         raise Refused(
-            f"{path}: column {deleted}: {counts.null_deleted} rows have a null deleted value; "
+            f"{path}: column {deleted}: {counts.null_deleted} "
+            f"{'row has' if counts.null_deleted == 1 else 'rows have'} a null deleted value; "
             "a row is live (false) or a tombstone (true), never null"
         )
     if contract.schema_hash is not None:

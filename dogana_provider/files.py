@@ -483,17 +483,23 @@ class RowCounts:
 
 
 def count_rows(delivered: DeliveredFile) -> RowCounts:
-    """Count live rows and tombstones from the deleted column, streaming; every row is live
-    when the contract has no deleted column or the file omits it."""
-    deleted = delivered.contract.deleted_column
-    if deleted is None or delivered.column(deleted) is None:
-        total = sum(batch.num_rows for batch in delivered.batches([]))
-        return RowCounts(total, 0, 0)
+    """Count live rows and tombstones from the deleted column, streaming.
+
+    Every column the contract types is read and converted, as staging reads it, so a file the
+    receiver could not read is refused here too rather than counted. Every row is live when the
+    contract has no deleted column or the file omits it.
+    """
+    contract = delivered.contract
+    names = [c for c, _ in contract.types if delivered.column(c) is not None]
+    deleted = contract.deleted_column if contract.deleted_column in names else None
     live = tombstones = nulls = 0
-    for batch in delivered.batches([deleted]):
-        values = batch.column(0)
-        nulls += values.null_count
+    for batch in delivered.batches(names):
+        if deleted is None:
+            live += batch.num_rows
+            continue
+        values = batch.column(names.index(deleted))
         true = pc.sum(values.cast(pa.int64())).as_py() or 0
+        nulls += values.null_count
         tombstones += true
         live += len(values) - values.null_count - true
     return RowCounts(live, tombstones, nulls)
