@@ -1,0 +1,259 @@
+"""Claims ("Claims and planning" 1 to 3, "Tables together": Exact): one test per rule.
+
+Ledger.claims(now, *, limit, window=None) cuts the regions to window and states each at the
+reader's time now: unknown, expired, patched or complete, worst first. The table's state is its
+worst region's; its two dates are separate minima, absent if any region is unknown.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from ledger_fixtures import FEED, HOUR, MONDAY, ORDERS, SUNDAY, day, make
+
+from dogana_core import InvalidContract, SerializationError
+from dogana_core.claims import NO_LIMIT, Claims, RegionClaim, State
+from dogana_core.ledger import Ledger, Region
+
+DAY = timedelta(days=1)
+WEEK = timedelta(days=7)
+
+
+def orders(*steps: tuple[str, dict[str, object]]) -> Ledger:
+    ledger = Ledger.new(ORDERS)
+    for shape, fields in steps:
+        produced_at = fields.pop("at")
+        ledger = ledger.apply(make(ORDERS, shape, produced_at, **fields))  # type: ignore[arg-type]
+    return ledger
+
+
+def full_on(t: object) -> tuple[str, dict[str, object]]:
+    return ("full", {"at": t})
+
+
+# Region states -----------------------------------------------------------------------------------
+
+
+def test_a_region_nothing_proved_is_unknown() -> None:
+    claims = Ledger.new(ORDERS).claims(MONDAY, limit=WEEK)
+    assert [region.state for region in claims.regions] == [State.UNKNOWN]
+    assert claims.state is State.UNKNOWN
+
+
+def test_a_region_older_than_limit_at_now_is_expired() -> None:
+    claims = orders(full_on(SUNDAY)).claims(MONDAY + timedelta(microseconds=1), limit=DAY)
+    assert claims.state is State.EXPIRED
+
+
+def test_a_region_exactly_limit_old_is_not_expired() -> None:
+    assert orders(full_on(SUNDAY)).claims(MONDAY, limit=DAY).state is State.COMPLETE
+    assert orders(full_on(SUNDAY)).claims(SUNDAY, limit=timedelta(0)).state is State.COMPLETE
+
+
+def test_timedelta_max_expires_no_region() -> None:
+    far = SUNDAY.replace(year=9999)
+    claims = orders(full_on(SUNDAY)).claims(far, limit=timedelta.max)
+    assert claims.state is State.COMPLETE
+    assert claims.limit == NO_LIMIT
+
+
+def test_a_region_with_deletions_before_completeness_is_patched() -> None:
+    ledger = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    assert ledger.claims(MONDAY, limit=WEEK).state is State.PATCHED
+
+
+def test_a_region_with_equal_dates_is_complete() -> None:
+    claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
+    assert [region.state for region in claims.regions] == [State.COMPLETE]
+
+
+def test_an_expired_region_that_is_also_patched_is_expired() -> None:
+    ledger = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    assert ledger.claims(MONDAY + 2 * DAY, limit=DAY).state is State.EXPIRED
+
+
+def test_the_limit_is_a_nonnegative_duration() -> None:
+    with pytest.raises(InvalidContract, match="nonnegative"):
+        Ledger.new(ORDERS).claims(MONDAY, limit=timedelta(seconds=-1))
+
+
+# The table ---------------------------------------------------------------------------------------
+
+
+def test_the_tables_state_is_its_worst_regions() -> None:
+    base = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    exact_day = base.apply(make(ORDERS, "day", MONDAY + HOUR, window=(day(3), day(3))))
+    claims = exact_day.claims(MONDAY + HOUR, limit=WEEK)
+    assert {region.state for region in claims.regions} == {State.PATCHED, State.COMPLETE}
+    assert claims.state is State.PATCHED
+    partly_unknown = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(1))))
+    assert partly_unknown.claims(SUNDAY, limit=WEEK).state is State.UNKNOWN
+    expired_part = exact_day.claims(MONDAY + HOUR + DAY, limit=timedelta(hours=24, minutes=30))
+    assert [r.state for r in expired_part.regions] == [State.EXPIRED, State.COMPLETE, State.EXPIRED]
+    assert expired_part.state is State.EXPIRED
+
+
+def test_the_tables_two_dates_are_separate_minima() -> None:
+    ledger = orders(full_on(SUNDAY))
+    ledger = ledger.apply(make(ORDERS, "day", MONDAY, window=(day(2), day(2))))
+    ledger = ledger.apply(
+        make(ORDERS, "recent", MONDAY + HOUR, window=(day(1), day(9)), since=SUNDAY)
+    )
+    claims = ledger.claims(MONDAY + HOUR, limit=WEEK)
+    # Day 2 is (Monday+1h, Monday), the rest of days 1 to 9 (Monday+1h, Sunday), the rest of
+    # the table (Sunday, Sunday).
+    assert claims.complete_as_of == SUNDAY
+    assert claims.deletions_as_of == SUNDAY
+    inside = ledger.claims(MONDAY + HOUR, limit=WEEK, window=(day(2), day(3)))
+    assert inside.complete_as_of == MONDAY + HOUR
+    assert inside.deletions_as_of == SUNDAY
+
+
+def test_the_tables_dates_are_absent_if_any_region_is_unknown() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(5))))
+    claims = ledger.claims(SUNDAY, limit=WEEK)
+    assert (claims.complete_as_of, claims.deletions_as_of) == (None, None)
+    known = ledger.claims(SUNDAY, limit=WEEK, window=(day(1), day(5)))
+    assert (known.complete_as_of, known.deletions_as_of) == (SUNDAY, SUNDAY)
+
+
+def test_the_deletions_date_stays_visible_when_changes_raised_every_completeness_date() -> None:
+    ledger = orders(full_on(SUNDAY))
+    for n in range(1, 4):
+        ledger = ledger.apply(
+            make(ORDERS, "changes", SUNDAY + n * DAY, since=SUNDAY + (n - 1) * DAY)
+        )
+    claims = ledger.claims(SUNDAY + 3 * DAY, limit=WEEK)
+    assert claims.complete_as_of == SUNDAY + 3 * DAY
+    assert claims.deletions_as_of == SUNDAY
+
+
+def test_claims_cut_the_regions_to_the_window() -> None:
+    ledger = orders(full_on(SUNDAY)).apply(make(ORDERS, "day", MONDAY, window=(day(5), day(6))))
+    claims = ledger.claims(MONDAY, limit=WEEK, window=(day(6), day(8)))
+    assert [(r.low, r.high) for r in claims.regions] == [(day(6), day(7)), (day(7), day(9))]
+    assert [r.table for r in claims.regions] == ["orders", "orders"]
+
+
+def test_claims_state_the_ledger_as_it_is_never_a_past_state() -> None:
+    ledger = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    earlier = ledger.claims(SUNDAY, limit=WEEK)
+    assert (earlier.complete_as_of, earlier.deletions_as_of) == (MONDAY, SUNDAY)
+    assert earlier.now == SUNDAY
+
+
+# Exact -------------------------------------------------------------------------------------------
+
+
+def test_claims_are_exact_at_p_when_every_region_is() -> None:
+    claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
+    assert claims.exact_as_of == SUNDAY
+
+
+def test_equal_minima_do_not_make_every_region_exact() -> None:
+    # A window proven later than the rest of its table: minima (Sunday, Sunday), no instant.
+    ledger = orders(full_on(SUNDAY)).apply(make(ORDERS, "day", MONDAY, window=(day(3), day(3))))
+    claims = ledger.claims(MONDAY, limit=WEEK)
+    assert claims.complete_as_of == claims.deletions_as_of == SUNDAY
+    assert claims.exact_as_of is None
+    assert Ledger.new(ORDERS).claims(MONDAY, limit=WEEK).exact_as_of is None
+
+
+def test_freshness_does_not_affect_exact_as_of() -> None:
+    claims = orders(full_on(SUNDAY)).claims(SUNDAY + 30 * DAY, limit=DAY)
+    assert claims.state is State.EXPIRED
+    assert claims.exact_as_of == SUNDAY
+
+
+# The spec's worked cases -------------------------------------------------------------------------
+
+
+def test_a_full_on_sunday_then_changes_on_monday_is_patched() -> None:
+    ledger = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    claims = ledger.claims(MONDAY, limit=WEEK)
+    assert claims.state is State.PATCHED
+    assert claims.complete_as_of == MONDAY
+    assert claims.deletions_as_of == SUNDAY
+    assert claims.exact_as_of is None
+
+
+def test_negation_needs_the_deletions_date_of_the_negated_input() -> None:
+    # "items with no movement": items exact at p, movements complete as of p but patched.
+    p = MONDAY
+    items = Ledger.new(FEED).apply(make(FEED, "full", p))
+    movements = orders(full_on(SUNDAY), ("changes", {"at": p, "since": SUNDAY}))
+    together = Claims.at(
+        p,
+        WEEK,
+        [*(("items", r) for r in items.regions), *(("orders", r) for r in movements.regions)],
+    )
+    items_claims = items.claims(p, limit=WEEK)
+    movement_claims = movements.claims(p, limit=WEEK)
+    assert items_claims.exact_as_of == p
+    assert (movement_claims.complete_as_of, movement_claims.deletions_as_of) == (p, SUNDAY)
+    assert movement_claims.state is State.PATCHED
+    # The positive side needs items complete as of p: it is. The negated side swaps the
+    # requirements: movements must have deletions as of p, and they stop at Sunday, so a
+    # deleted movement still present can hide its item: the answer lists only right answers,
+    # but may miss some.
+    assert movement_claims.deletions_as_of is not None and movement_claims.deletions_as_of < p
+    # Taken together the minima are lower bounds across tables, not one instant.
+    assert together.state is State.PATCHED
+    assert (together.complete_as_of, together.deletions_as_of) == (p, SUNDAY)
+    assert together.exact_as_of is None
+
+
+def test_claims_of_several_tables_take_the_minima_across_tables() -> None:
+    a = orders(full_on(SUNDAY)).regions[0]
+    b = Region(complete_as_of=MONDAY, deletions_as_of=MONDAY)
+    claims = Claims.at(MONDAY, WEEK, [("orders", a), ("items", b)])
+    assert claims.complete_as_of == SUNDAY
+    assert claims.of_table("items")[0].complete_as_of == MONDAY
+    assert claims.exact_as_of is None
+
+
+# The wire ----------------------------------------------------------------------------------------
+
+
+def test_claims_round_trip_through_json_and_no_limit_is_null() -> None:
+    ledger = orders(full_on(SUNDAY), ("changes", {"at": MONDAY, "since": SUNDAY}))
+    for limit in (WEEK, timedelta(0), timedelta.max, timedelta(microseconds=1)):
+        claims = ledger.claims(MONDAY, limit=limit, window=(day(1), day(2)))
+        again = Claims.from_json(claims.to_json())
+        assert again == claims
+        assert again.limit == limit
+    document = json.loads(ledger.claims(MONDAY, limit=timedelta.max).to_json())
+    assert document["limit"] is None
+    assert json.loads(ledger.claims(MONDAY, limit=WEEK).to_json())["limit"] == {"$seconds": 604800}
+    claim = ledger.claims(MONDAY, limit=WEEK).regions[0]
+    assert RegionClaim.from_json(claim.to_json()) == claim
+
+
+def test_claims_refuse_a_limit_written_as_timedelta_max_seconds() -> None:
+    document = json.loads(orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK).to_json())
+    document["limit"] = {"$seconds": -1}
+    with pytest.raises(SerializationError, match="negative"):
+        Claims.from_dict(document)
+
+
+def test_claims_cannot_hold_an_inconsistent_statement() -> None:
+    claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
+    with pytest.raises(InvalidContract, match="worst region"):
+        claims.replace(state=State.PATCHED)
+    with pytest.raises(InvalidContract, match="minimum"):
+        claims.replace(complete_as_of=MONDAY)
+    with pytest.raises(InvalidContract, match="at now with this limit"):
+        claims.replace(limit=timedelta(hours=1))
+    with pytest.raises(InvalidContract, match="does not fit dates"):
+        RegionClaim("orders", state=State.COMPLETE)
+    with pytest.raises(InvalidContract, match="at least one"):
+        claims.replace(regions=())
+
+
+def test_claims_json_schema_describes_its_wire_form() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    for limit in (WEEK, timedelta.max):
+        claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=limit)
+        jsonschema.validate(json.loads(claims.to_json()), Claims.json_schema())

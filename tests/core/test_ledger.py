@@ -1,0 +1,320 @@
+"""Ledger and Region ("Ledger" and "Domains"): one test per rule.
+
+A ledger carries its contract, regions partitioning the window column's domain, the table's
+position and publication_id, and no history. It starts as one unbounded unknown region, stores
+only the points where evidence changes, merges equal neighbours and keeps untouched values
+unknown. A Region's dates are both absent or d <= c, and a region has one canonical form.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import UTC, date, datetime, timedelta, timezone
+
+import pytest
+from ledger_fixtures import FEED, HOUR, LOG, MONDAY, NAMED, ORDERS, STAMPED, SUNDAY, day, make
+
+from dogana_core import Contract, InvalidContract, SerializationError, Shape
+from dogana_core.jcs import canonicalize
+from dogana_core.ledger import Ledger, Region
+from dogana_core.region import CHUNK
+from dogana_core.values import DATETIME_MAX, DATETIME_MIN
+
+
+def evidence(ledger: Ledger) -> list[tuple[object, object, object, object]]:
+    return [(r.low, r.high, r.complete_as_of, r.deletions_as_of) for r in ledger.regions]
+
+
+# Region ------------------------------------------------------------------------------------------
+
+
+def test_region_dates_are_both_absent_or_both_present() -> None:
+    with pytest.raises(InvalidContract, match="both absent"):
+        Region(complete_as_of=SUNDAY)
+    with pytest.raises(InvalidContract, match="both absent"):
+        Region(deletions_as_of=SUNDAY)
+    assert not Region().known
+
+
+def test_region_deletions_as_of_is_never_after_complete_as_of() -> None:
+    with pytest.raises(InvalidContract, match="d <= c"):
+        Region(complete_as_of=SUNDAY, deletions_as_of=MONDAY)
+    assert Region(complete_as_of=MONDAY, deletions_as_of=SUNDAY).known
+
+
+def test_region_dates_are_normalised_to_utc_and_naive_ones_refused() -> None:
+    rome = timezone(timedelta(hours=2))
+    region = Region(complete_as_of=SUNDAY.astimezone(rome), deletions_as_of=SUNDAY)
+    assert region.complete_as_of is not None and region.complete_as_of.tzinfo is UTC
+    with pytest.raises(InvalidContract, match="naive"):
+        Region(complete_as_of=datetime(2026, 1, 1), deletions_as_of=datetime(2026, 1, 1))
+
+
+def test_region_has_one_canonical_form() -> None:
+    with pytest.raises(InvalidContract, match="low_open"):
+        Region(day(1), day(2), low_open=True)
+    with pytest.raises(InvalidContract, match="low_open"):
+        Region(None, day(2), low_open=False)
+    with pytest.raises(InvalidContract, match="high_open"):
+        Region(day(1), day(2), False, high_open=False)
+    with pytest.raises(InvalidContract, match="high_open"):
+        Region(day(1), None, False, high_open=False)
+    assert Region(day(1), day(2), False, True).to_dict()["low_open"] is False
+
+
+def test_region_low_at_a_domain_minimum_is_written_unbounded() -> None:
+    for minimum in (date.min, "", DATETIME_MIN):
+        with pytest.raises(InvalidContract, match="domain's minimum"):
+            Region(minimum, None, False)
+    assert Region.span(date.min, day(2)) == Region(None, day(2))
+    assert Region.span("", "b") == Region(None, "b")
+
+
+def test_region_is_never_empty() -> None:
+    with pytest.raises(InvalidContract, match="never empty"):
+        Region(day(2), day(2), False)
+    with pytest.raises(InvalidContract, match="never empty"):
+        Region(day(3), day(2), False)
+    with pytest.raises(InvalidContract, match="would be empty"):
+        Region(None, "")
+
+
+def test_region_ends_share_one_ordered_domain() -> None:
+    with pytest.raises(InvalidContract, match="other end's type"):
+        Region(1, day(2), False)
+    with pytest.raises(InvalidContract, match="not an ordered domain"):
+        Region(True, None, False)
+    with pytest.raises(InvalidContract, match="not an ordered domain"):
+        Region(1.5, None, False)
+
+
+def test_closed_window_is_half_open_up_to_its_successor() -> None:
+    assert Region.closed(day(1), day(7)) == Region(day(1), day(8), False, True)
+    assert Region.closed(3, 3) == Region(3, 4, False)
+    assert Region.closed("a", "b") == Region("a", "b\x00", False)
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
+    assert Region.closed(moment, moment).high == moment + timedelta(microseconds=1)
+
+
+def test_closed_window_reaching_a_domain_end_is_unbounded_above() -> None:
+    assert Region.closed(day(1), date.max) == Region(day(1), None, False)
+    assert Region.closed(DATETIME_MIN, DATETIME_MAX) == Region()
+
+
+def test_region_and_ledger_round_trip_through_json() -> None:
+    ledger = Ledger.new(FEED).apply(make(FEED, "full", SUNDAY, generation="g1"))
+    ledger = ledger.apply(make(FEED, "day", MONDAY, window=(day(3), day(9))))
+    for region in ledger.regions:
+        assert Region.from_json(region.to_json()) == region
+    again = Ledger.from_json(ledger.to_json())
+    assert again == ledger
+    assert again.identity == ledger.identity
+    assert Ledger.from_json(Ledger.new(ORDERS).to_json()) == Ledger.new(ORDERS)
+
+
+def test_region_json_refuses_a_non_canonical_form() -> None:
+    document = Region.closed(day(1), day(2)).to_dict()
+    document["high_open"] = False
+    with pytest.raises(InvalidContract, match="high_open"):
+        Region.from_dict(document)
+    document = Region().to_dict()
+    document["low"] = {"$date": "0001-01-01"}
+    document["low_open"] = False
+    with pytest.raises(InvalidContract, match="minimum"):
+        Region.from_dict(document)
+    with pytest.raises(SerializationError, match="naive"):
+        Region.from_dict(
+            {**Region().to_dict(), "complete_as_of": {"$datetime": "2026-10-18T00:00:00"}}
+        )
+
+
+# Ledger ------------------------------------------------------------------------------------------
+
+
+def test_a_ledger_starts_as_one_unbounded_unknown_region() -> None:
+    ledger = Ledger.new(ORDERS)
+    assert tuple(ledger.regions) == (Region(),)
+    assert ledger.generation is None and ledger.publication_id is None
+
+
+def test_a_ledger_carries_no_history() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
+    for n in range(1, 20):
+        ledger = ledger.apply(make(ORDERS, "full", SUNDAY + n * HOUR))
+    assert set(ledger.to_dict()) == {
+        "version",
+        "kind",
+        "contract",
+        "regions",
+        "generation",
+        "publication_id",
+    }
+    assert len(ledger.regions) == 1
+
+
+def test_regions_partition_the_whole_domain() -> None:
+    a, b = (
+        Region(None, day(5)),
+        Region(day(5), None, False, complete_as_of=SUNDAY, deletions_as_of=SUNDAY),
+    )
+    pid = "0" * 64
+    assert len(Ledger(ORDERS, (a, b), publication_id=pid).regions) == 2
+    with pytest.raises(InvalidContract, match="first region starts unbounded"):
+        Ledger(ORDERS, (b,), publication_id=pid)
+    with pytest.raises(InvalidContract, match="last region ends unbounded"):
+        Ledger(ORDERS, (a,), publication_id=pid)
+    gap = Region(day(6), None, False, complete_as_of=SUNDAY, deletions_as_of=SUNDAY)
+    with pytest.raises(InvalidContract, match="neither overlap nor leave gaps"):
+        Ledger(ORDERS, (a, gap), publication_id=pid)
+    overlapping = Region(day(4), None, False, complete_as_of=SUNDAY, deletions_as_of=SUNDAY)
+    with pytest.raises(InvalidContract, match="neither overlap nor leave gaps"):
+        Ledger(ORDERS, (a, overlapping), publication_id=pid)
+    with pytest.raises(InvalidContract, match="at least one region"):
+        Ledger(ORDERS, (), publication_id=pid)
+
+
+def test_neighbouring_regions_with_equal_dates_merge() -> None:
+    pid = "0" * 64
+    twin = Region(day(5), None, False)
+    with pytest.raises(InvalidContract, match="equal neighbours merge"):
+        Ledger(ORDERS, (Region(None, day(5)), twin), publication_id=pid)
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(3))))
+    ledger = ledger.apply(make(ORDERS, "day", MONDAY, window=(day(4), day(6))))
+    ledger = ledger.apply(make(ORDERS, "day", MONDAY + HOUR, window=(day(4), day(6))))
+    merged = ledger.apply(make(ORDERS, "day", MONDAY + HOUR, window=(day(1), day(3))))
+    assert evidence(merged) == [
+        (None, day(1), None, None),
+        (day(1), day(7), MONDAY + HOUR, MONDAY + HOUR),
+        (day(7), None, None, None),
+    ]
+
+
+def test_the_ledger_stores_only_the_points_where_evidence_changes() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
+    inside = ledger.apply(make(ORDERS, "day", MONDAY, window=(day(5), day(5))))
+    assert [r.low for r in inside.regions] == [None, day(5), day(6)]
+    covering = inside.apply(make(ORDERS, "full", MONDAY + HOUR))
+    assert [r.low for r in covering.regions] == [None]
+
+
+def test_values_no_delivery_touched_stay_unknown() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(10), day(12))))
+    assert evidence(ledger) == [
+        (None, day(10), None, None),
+        (day(10), day(13), SUNDAY, SUNDAY),
+        (day(13), None, None, None),
+    ]
+
+
+def test_delivering_partitions_never_proves_values_no_partition_covers() -> None:
+    ledger = Ledger.new(NAMED)
+    for plant in ("bari", "milano", "torino"):
+        ledger = ledger.apply(make(NAMED, "part", SUNDAY, window=(plant, plant)))
+    known = [(r.low, r.high) for r in ledger.regions if r.known]
+    assert known == [("bari", "bari\x00"), ("milano", "milano\x00"), ("torino", "torino\x00")]
+    assert not ledger.regions[0].known and not ledger.regions[-1].known
+
+
+def test_a_window_with_equal_ends_is_one_partition() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(4), day(4))))
+    assert [r for r in ledger.regions if r.known] == [Region.closed(day(4), day(4), SUNDAY, SUNDAY)]
+
+
+def test_a_window_at_a_domain_end_creates_no_empty_region_beyond_it() -> None:
+    to_the_end = make(ORDERS, "day", SUNDAY, window=(day(1), date.max))
+    assert evidence(Ledger.new(ORDERS).apply(to_the_end)) == [
+        (None, day(1), None, None),
+        (day(1), None, SUNDAY, SUNDAY),
+    ]
+    from_the_start = make(ORDERS, "day", SUNDAY, window=(date.min, day(1)))
+    assert evidence(Ledger.new(ORDERS).apply(from_the_start)) == [
+        (None, day(2), SUNDAY, SUNDAY),
+        (day(2), None, None, None),
+    ]
+    everything = make(STAMPED, "slot", SUNDAY, window=(DATETIME_MIN, DATETIME_MAX))
+    assert evidence(Ledger.new(STAMPED).apply(everything)) == [(None, None, SUNDAY, SUNDAY)]
+
+
+def test_a_ledger_holds_the_tables_generation_string_or_integer() -> None:
+    assert Ledger.new(FEED).apply(make(FEED, "full", SUNDAY, generation="g7")).generation == "g7"
+    assert Ledger.new(LOG).apply(make(LOG, "full", SUNDAY, generation=41)).generation == 41
+    with pytest.raises(InvalidContract, match="generation"):
+        Ledger(LOG, (Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY),), "", "0" * 64)
+    with pytest.raises(InvalidContract, match="generation"):
+        Ledger(LOG, (Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY),), True, "0" * 64)
+
+
+def test_a_ledger_without_a_publication_has_accepted_nothing() -> None:
+    known = Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY)
+    with pytest.raises(InvalidContract, match="accepted nothing"):
+        Ledger(ORDERS, (known,))
+    with pytest.raises(InvalidContract, match="accepted nothing"):
+        Ledger(FEED, (Region(),), generation="g1")
+    with pytest.raises(InvalidContract, match="chain head"):
+        Ledger(ORDERS, (known,), publication_id="head")
+
+
+def test_region_endpoints_are_of_the_window_columns_type() -> None:
+    pid = "0" * 64
+    ints = (Region(None, 5), Region(5, None, False, complete_as_of=SUNDAY, deletions_as_of=SUNDAY))
+    with pytest.raises(InvalidContract, match="is not date"):
+        Ledger(ORDERS, ints, publication_id=pid)
+    with pytest.raises(InvalidContract, match="no window column"):
+        Ledger(LOG, ints, publication_id=pid)
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(1))))
+    with pytest.raises(InvalidContract, match="expected int"):
+        Ledger(
+            ORDERS.replace(types=(*ORDERS.types[:2], ("order_date", "int"), ORDERS.types[3])),
+            ledger.regions,
+            publication_id=pid,
+        )
+
+
+def test_a_table_without_a_window_column_has_one_region() -> None:
+    ledger = Ledger.new(LOG).apply(make(LOG, "full", SUNDAY, generation=1))
+    assert tuple(ledger.regions) == (Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY),)
+    with pytest.raises(InvalidContract, match="no window column"):
+        ledger.claims(SUNDAY, limit=timedelta(0), window=(1, 2))
+
+
+def test_ledger_identity_is_sha256_of_its_canonical_form() -> None:
+    ledger = Ledger.new(LOG).apply(make(LOG, "full", SUNDAY, generation=12))
+    generic = hashlib.sha256(canonicalize(ledger.identity_dict())).hexdigest()
+    assert ledger.identity == generic
+    assert json.loads(ledger.identity_json())["generation"] == 12
+
+
+def test_many_regions_span_several_chunks_and_stay_a_partition() -> None:
+    ledger = Ledger.new(ORDERS)
+    count = 5 * CHUNK
+    for n in range(count):
+        # Every other day, each at its own instant, so no two known neighbours merge.
+        low = date(2020, 1, 1) + timedelta(days=2 * n)
+        ledger = ledger.apply(make(ORDERS, "day", SUNDAY + n * HOUR, window=(low, low)))
+    assert len(ledger.regions) == 2 * count + 1
+    assert Ledger(ORDERS, tuple(ledger.regions), publication_id=ledger.publication_id) == ledger
+    assert ledger.identity == hashlib.sha256(canonicalize(ledger.identity_dict())).hexdigest()
+    # Covering everything collapses the ledger to one region again.
+    assert len(ledger.apply(make(ORDERS, "full", SUNDAY + timedelta(days=60))).regions) == 1
+
+
+def test_regions_over_cuts_regions_to_the_bounds() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
+    ledger = ledger.apply(make(ORDERS, "day", MONDAY, window=(day(5), day(6))))
+    assert ledger.regions_over(day(4), day(6)) == (
+        Region(day(4), day(5), False, True, SUNDAY, SUNDAY),
+        Region(day(5), day(6), False, True, MONDAY, MONDAY),
+    )
+
+
+def test_ledger_json_schema_describes_its_wire_form() -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    ledger = Ledger.new(FEED).apply(make(FEED, "full", SUNDAY, generation="g1"))
+    jsonschema.validate(json.loads(ledger.to_json()), Ledger.json_schema())
+    jsonschema.validate(json.loads(Region().to_json()), Region.json_schema())
+
+
+def test_shapes_unused_here_do_not_matter() -> None:
+    contract = Contract("t", ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    assert Ledger.new(contract).apply(make(contract, "full", SUNDAY)).regions[0].known

@@ -1,0 +1,286 @@
+"""Algebraic guarantees, as properties over generated histories.
+
+Every history is checked against EvidenceModel, an independent reading of Transitions 1 to 6
+and of the dates each shape proves: the ledger admits exactly what the model admits, and holds
+the same dates everywhere. Then the guarantees of "Algebraic guarantees": the same history gives
+the same ledger; disjoint windows commute on evidence, never on the chain; no date is later than
+the latest produced_at that proved it; from_receipts equals folding apply; regions always
+partition the domain with no equal neighbours.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ledger_fixtures import HOUR, SUNDAY, EvidenceModel
+
+from dogana_core import Contract, InvalidContract, Manifest, RejectedDelivery, Shape
+from dogana_core.gate import Check, Gate, Receipt
+from dogana_core.jcs import canonicalize
+from dogana_core.ledger import Ledger
+from dogana_core.region import RegionMap
+from dogana_core.values import successor
+
+CONTRACT = Contract(
+    "stock",
+    ("sku",),
+    {
+        "full": Shape.complete(),
+        "day": Shape.complete(window=True),
+        "recent": Shape.changes(window=True),
+        "recent_tombstones": Shape.changes(window=True, tombstones=True),
+        "changes": Shape.changes(),
+        "tombstones": Shape.changes(tombstones=True),
+        "feed": Shape.changes(checkpoint="generation", tombstones=True),
+        "feed_plain": Shape.changes(checkpoint="generation"),
+    },
+    window_column="received_on",
+    deleted_column="gone",
+    types={"sku": "str", "received_on": "date", "gone": "bool"},
+)
+FIRST = date(2026, 10, 1)
+DAYS = 12
+LAST = FIRST + timedelta(days=DAYS - 1)
+SHAPES = [name for name, _ in CONTRACT.shapes]
+LABELS = ["g0", "g1", "g2", "g3"]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One drawn delivery, relative to the history so far."""
+
+    shape: str
+    hours: int  # produced_at, in hours after the latest accepted boundary (may be negative)
+    low: int
+    width: int
+    since_back: int  # since, in hours before produced_at
+    held: bool  # a generation read names the held generation, else a drawn label
+    label: int
+
+
+steps = st.builds(
+    Step,
+    shape=st.sampled_from(SHAPES),
+    hours=st.integers(-3, 6),
+    low=st.integers(0, DAYS - 1),
+    width=st.integers(0, 3),
+    since_back=st.integers(0, 12),
+    held=st.booleans(),
+    label=st.integers(0, len(LABELS) - 1),
+)
+histories = st.lists(steps, max_size=25)
+
+
+def manifest_for(step: Step, clock: datetime, held: Any, serial: int) -> Manifest | None:
+    """The manifest a step describes, or None when no such manifest can be built."""
+    shape = CONTRACT.shape(step.shape)
+    t = clock + step.hours * HOUR
+    fields: dict[str, Any] = {"rows": 1}
+    if shape.is_window:
+        low = FIRST + timedelta(days=step.low)
+        fields["window"] = (low, min(low + timedelta(days=step.width), LAST))
+    if shape.checkpoint == "timestamp":
+        fields["since"] = t - step.since_back * HOUR
+    elif shape.checkpoint == "generation":
+        fields["since"] = held if step.held and isinstance(held, str) else LABELS[step.label]
+        fields["generation"] = f"n{serial}"
+    elif not shape.is_window and step.held:
+        fields["generation"] = f"n{serial}"
+    try:
+        return CONTRACT.manifest(step.shape, t, **fields)
+    except InvalidContract:
+        return None
+
+
+def run(history: list[Step]) -> tuple[Ledger, EvidenceModel, list[Manifest]]:
+    """Play a history on the ledger and on the model, checking they agree at every step."""
+    ledger = Ledger.new(CONTRACT)
+    model = EvidenceModel(CONTRACT, FIRST, LAST)
+    clock = SUNDAY
+    accepted: list[Manifest] = []
+    for serial, step in enumerate(history):
+        manifest = manifest_for(step, clock, ledger.generation, serial)
+        if manifest is None:
+            continue
+        admitted = model.admits(manifest)
+        try:
+            after = ledger.apply(manifest)
+        except RejectedDelivery:
+            assert not admitted, f"ledger refused what the spec admits: {manifest}"
+            continue
+        assert admitted, f"ledger admitted what the spec refuses: {manifest}"
+        model.apply(manifest)
+        ledger = after
+        accepted.append(manifest)
+        clock = max(clock, manifest.produced_at)
+        assert_agrees(ledger, model)
+    return ledger, model, accepted
+
+
+def assert_agrees(ledger: Ledger, model: EvidenceModel) -> None:
+    for bucket, probe in model.probes().items():
+        (region,) = ledger.regions_over(probe, successor(probe))
+        expected = model.buckets[bucket] or (None, None)
+        assert region.evidence == expected, f"at {bucket}: {region.evidence} != {expected}"
+    assert ledger.generation == model.position
+    assert ledger.head == model.head
+
+
+def assert_partition(ledger: Ledger) -> None:
+    RegionMap.of(tuple(ledger.regions), CONTRACT.window_type)
+    assert Ledger.from_json(ledger.to_json()) == ledger
+
+
+# The properties ----------------------------------------------------------------------------------
+
+
+@given(histories)
+def test_the_ledger_admits_and_proves_exactly_what_the_spec_does(history: list[Step]) -> None:
+    run(history)
+
+
+@given(histories)
+def test_regions_always_partition_the_domain_with_no_equal_neighbours(history: list[Step]) -> None:
+    ledger = Ledger.new(CONTRACT)
+    clock = SUNDAY
+    for serial, step in enumerate(history):
+        manifest = manifest_for(step, clock, ledger.generation, serial)
+        if manifest is None:
+            continue
+        try:
+            ledger = ledger.apply(manifest)
+        except RejectedDelivery:
+            continue
+        clock = max(clock, manifest.produced_at)
+        assert_partition(ledger)
+
+
+@given(histories)
+def test_the_same_initial_ledger_and_accepted_history_give_the_same_ledger(
+    history: list[Step],
+) -> None:
+    ledger, _, accepted = run(history)
+    for start in (Ledger.new(CONTRACT), Ledger.from_json(Ledger.new(CONTRACT).to_json())):
+        again = start
+        for manifest in accepted:
+            again = again.apply(manifest)
+        assert again == ledger
+        assert again.identity == ledger.identity
+
+
+@given(histories)
+def test_no_date_is_later_than_the_latest_produced_at_that_proved_it(history: list[Step]) -> None:
+    ledger, model, accepted = run(history)
+    for bucket, probe in model.probes().items():
+        covering = [m.produced_at for m in accepted if bucket in model.covered(m)]
+        (region,) = ledger.regions_over(probe, successor(probe))
+        c, d = region.evidence
+        if not covering:
+            assert (c, d) == (None, None)
+            continue
+        assert c is not None and d is not None
+        assert d <= c <= max(covering)
+        assert c in covering and d in covering
+
+
+@given(histories, steps, steps)
+def test_disjoint_windows_commute_on_evidence_never_on_the_chain(
+    history: list[Step], first: Step, second: Step
+) -> None:
+    ledger, _, _ = run(history)
+    clock = max([SUNDAY, *(r.complete_as_of for r in ledger.regions if r.complete_as_of)])
+    windowed = ["day", "recent", "recent_tombstones"]
+    a = manifest_for(Step(windowed[first.label % 3], *_rest(first)), clock, None, 1000)
+    b = manifest_for(Step(windowed[second.label % 3], *_rest(second)), clock, None, 1001)
+    if a is None or b is None or a.window is None or b.window is None:
+        return
+    if not (a.window[1] < b.window[0] or b.window[1] < a.window[0]):
+        return
+    try:
+        ab = ledger.apply(a).apply(b)
+        ba = ledger.apply(b).apply(a)
+    except RejectedDelivery:
+        return
+    assert ab.regions == ba.regions
+    assert ab.generation == ba.generation
+    assert ab.publication_id != ba.publication_id
+
+
+def _rest(step: Step) -> tuple[int, int, int, int, bool, int]:
+    return (abs(step.hours) + 1, step.low, step.width, step.since_back, step.held, step.label)
+
+
+@given(histories, st.lists(st.booleans(), max_size=25))
+def test_from_receipts_over_a_history_equals_folding_apply(
+    history: list[Step], failures: list[bool]
+) -> None:
+    ledger = Ledger.new(CONTRACT)
+    receipts: list[Receipt] = []
+    clock = SUNDAY
+    for serial, step in enumerate(history):
+        manifest = manifest_for(step, clock, ledger.generation, serial)
+        if manifest is None:
+            continue
+        failed = serial < len(failures) and failures[serial]
+        outcomes = (Check("rows", not failed),)
+        receipt = Gate.evaluate(ledger, manifest, outcomes, now=manifest.produced_at + HOUR)
+        receipts.append(receipt)
+        if receipt.accepted:
+            ledger = ledger.apply(manifest)
+            clock = max(clock, manifest.produced_at)
+    rebuilt = Ledger.from_receipts(CONTRACT, receipts)
+    assert rebuilt == ledger
+    assert rebuilt.identity == ledger.identity
+
+
+@given(histories)
+def test_the_ledgers_identity_is_the_generic_identity_of_its_wire_form(history: list[Step]) -> None:
+    ledger, _, _ = run(history)
+    assert ledger.identity == hashlib.sha256(canonicalize(ledger.identity_dict())).hexdigest()
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_long_histories_across_many_chunks_agree_with_the_spec(seed: int) -> None:
+    """Hundreds of regions, so splices cross chunk boundaries, borrow and split chunks."""
+    rng = random.Random(seed)
+    days = 400
+    ledger = Ledger.new(CONTRACT)
+    model = EvidenceModel(CONTRACT, FIRST, FIRST + timedelta(days=days - 1))
+    clock = SUNDAY
+    for serial in range(1500):
+        shape = rng.choice(["day"] * 6 + ["recent", "recent_tombstones", "full", "changes"])
+        t = clock + rng.randint(-1, 3) * HOUR
+        fields: dict[str, Any] = {}
+        if CONTRACT.shape(shape).is_window:
+            low = FIRST + timedelta(days=rng.randrange(days))
+            fields["window"] = (low, low + timedelta(days=rng.choice([0, 0, 1, 5, 40])))
+        if CONTRACT.shape(shape).checkpoint == "timestamp":
+            fields["since"] = t - rng.randint(0, 30) * HOUR
+        if shape == "full" and rng.random() < 0.7:
+            continue  # keep most histories fragmented
+        manifest = CONTRACT.manifest(shape, t, **fields)
+        in_domain = manifest.window is None or manifest.window[1] <= model.last
+        admitted = model.admits(manifest) if in_domain else None
+        try:
+            after = ledger.apply(manifest)
+        except RejectedDelivery:
+            assert admitted is not True
+            continue
+        if admitted is None:
+            continue  # a window beyond the model's days; not comparable, not applied
+        assert admitted
+        ledger = after
+        model.apply(manifest)
+        clock = max(clock, t)
+        if serial % 250 == 0:
+            assert_agrees(ledger, model)
+    assert_agrees(ledger, model)
+    assert_partition(ledger)
+    assert ledger.identity == hashlib.sha256(canonicalize(ledger.identity_dict())).hexdigest()
