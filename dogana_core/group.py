@@ -426,22 +426,20 @@ def plan_together(
     exact = group.claims(by_table, DATETIME_MAX, limit=NO_LIMIT, windows=cut).exact_as_of
     if exact is not None and exact >= at_least:
         return None
-    # First each table's cheapest exact read at its own earliest boundary; exactness is kept at
-    # any later boundary, so the group reads at the latest of them.
-    chosen: dict[str, ExtractionRequest] = {}
-    for table, ledger in by_table.items():
-        requirement = Requirement.exact(table, at_least, window=cut.get(table))
-        try:
-            chosen[table] = cheapest_read(ledger, requirement, exact=True)
-        except PlanningError as exc:
-            raise PlanningError(f"plan_together: table {table}: {exc}") from None
-    until = max(request.until for request in chosen.values())
-    return tuple(
-        cheapest_read(
-            by_table[table],
-            Requirement.exact(table, until, window=cut.get(table)),
-            exact=True,
-            only=request.shape,
-        )
-        for table, request in chosen.items()
-    )
+    # Each table's cheapest exact read no earlier than until, at its own earliest boundary. A read
+    # that covers later evidence moves until later for every table; at a later until a cheaper
+    # read may become admissible, so choose again until every table reads at the same until.
+    # until only grows, through the finitely many boundaries the ledgers hold, so this ends.
+    until = at_least
+    while True:
+        chosen: list[ExtractionRequest] = []
+        for table, ledger in by_table.items():
+            requirement = Requirement.exact(table, until, window=cut.get(table))
+            try:
+                chosen.append(cheapest_read(ledger, requirement, exact=True))
+            except PlanningError as exc:
+                raise PlanningError(f"plan_together: table {table}: {exc}") from None
+        latest = max(request.until for request in chosen)
+        if latest == until:
+            return tuple(chosen)
+        until = latest

@@ -352,14 +352,13 @@ def cheapest_read(
     requirement: Requirement,
     *,
     exact: bool = False,
-    only: str | None = None,
 ) -> ExtractionRequest:
     """The cheapest read establishing requirement, ties broken by name (see plan_delivery).
 
     Each candidate reads at its earliest admissible boundary no earlier than
     requirement.complete_as_of. With exact, a candidate must instead reach (until, until) over
-    the requirement's window at its own boundary until, as plan_together needs. only restricts
-    the candidates to one shape. PlanningError lists why each candidate fits not.
+    the requirement's window at its own boundary until, as plan_together needs. PlanningError
+    lists why each candidate fits not.
     """
     contract = ledger.contract
     requirement = _requirement_for(contract, requirement)
@@ -367,8 +366,6 @@ def cheapest_read(
     reasons: list[str] = []
     candidates = sorted(contract.shapes, key=lambda item: (item[1].cost, item[0]))
     for name, shape in candidates:
-        if only is not None and name != only:
-            continue
         window = requirement.window if shape.is_window else None
         try:
             until = max(floor, _boundary(ledger, shape, window))
@@ -397,7 +394,7 @@ def cheapest_read(
             needs += f" with deletions as of {requirement.deletions_as_of.isoformat()}"
     raise PlanningError(
         f"no shape of table {contract.table!r} establishes {needs} over {where}: "
-        + ("; ".join(reasons) if reasons else f"the contract has no shape {only!r}")
+        + "; ".join(reasons)
     )
 
 

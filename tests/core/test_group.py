@@ -471,6 +471,24 @@ def test_each_table_gets_the_cheapest_read_reaching_until_until() -> None:
     ]
 
 
+def test_each_read_is_the_cheapest_at_the_common_until() -> None:
+    """At at_least the untouched events table can only be read whole (its history starts at
+    start_at, later than at_least); invoices must read after its evidence at 8, and at that
+    common until the cheap first append from start_at is admissible: it is the one planned."""
+    events = EVENTS.replace(start_at=at(6))
+    group = Group([events, INVOICES])
+    ledgers = {
+        "events": Ledger.new(events),
+        "invoices": Ledger.new(INVOICES).apply(full(INVOICES, at(8))),
+    }
+    requests = plan_together(group, ledgers, at(5))
+    assert requests is not None
+    assert [(r.shape, r.since, r.until) for r in requests] == [
+        ("append", at(6), at(8) + MICROSECOND),
+        ("changes", at(8), at(8) + MICROSECOND),
+    ]
+
+
 def test_plan_together_starts_tombstones_no_later_than_the_deletions_date() -> None:
     group = Group([INVOICES])
     patched = (
