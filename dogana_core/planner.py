@@ -238,9 +238,6 @@ class ExtractionRequest(Wire):
 
 # Planning ---------------------------------------------------------------------------------------
 
-_PLANNED_GENERATION = "dogana:planned"
-"""The generation a planning rehearsal issues: feeds' dates do not depend on its value."""
-
 
 def plan_delivery(ledger: Ledger, requirement: Requirement) -> ExtractionRequest | None:
     """The cheapest read that establishes requirement, or None when the claims already suffice.
@@ -257,7 +254,9 @@ def plan_delivery(ledger: Ledger, requirement: Requirement) -> ExtractionRequest
     - each candidate's boundary is the earliest admissible one: the required complete_as_of, or
       one microsecond after the latest complete_as_of the read covers when that is later, since
       a read must be later than every covered complete_as_of (Transitions 2). So the boundary
-      may be later than required, and the extractor must then read at that boundary;
+      may be later than required, and the extractor must then read at or after that boundary.
+      A boundary still in the future is read once the source has passed it: the gate refuses a
+      produced_at later than the receiver's now;
     - changed-only candidates (feeds) are excluded over unknown regions, and where the
       requirement needs a deletions date they cannot reach: a generation or sequence feed starts
       from the held position and repairs deletions only where both dates are equal; a timestamp
@@ -315,38 +314,6 @@ def next_extraction(
     return request
 
 
-# The parts --------------------------------------------------------------------------------------
-
-
-def _requirement_for(contract: Contract, requirement: Requirement) -> Requirement:
-    if not isinstance(requirement, Requirement):
-        raise InvalidContract(
-            f"plan_delivery: expected a Requirement, got {type(requirement).__name__}"
-        )
-    if requirement.table != contract.table:
-        raise InvalidContract(
-            f"Requirement.table: {requirement.table!r} is not the ledger's table {contract.table!r}"
-        )
-    if requirement.window is not None:
-        window_for(contract, requirement.window, "Requirement.window")
-    return requirement
-
-
-def _claims(ledger: Ledger, window: Window | None) -> Claims:
-    # A requirement names instants, not an age: with no limit nothing expires and now is moot.
-    return ledger.claims(DATETIME_MAX, limit=NO_LIMIT, window=window)
-
-
-def _meets(ledger: Ledger, requirement: Requirement) -> bool:
-    claims = _claims(ledger, requirement.window)
-    if claims.complete_as_of is None or claims.complete_as_of < requirement.complete_as_of:
-        return False
-    required = requirement.deletions_as_of
-    return required is None or (
-        claims.deletions_as_of is not None and claims.deletions_as_of >= required
-    )
-
-
 def cheapest_read(
     ledger: Ledger,
     requirement: Requirement,
@@ -395,6 +362,38 @@ def cheapest_read(
     raise PlanningError(
         f"no shape of table {contract.table!r} establishes {needs} over {where}: "
         + "; ".join(reasons)
+    )
+
+
+# The parts --------------------------------------------------------------------------------------
+
+
+def _requirement_for(contract: Contract, requirement: Requirement) -> Requirement:
+    if not isinstance(requirement, Requirement):
+        raise InvalidContract(
+            f"plan_delivery: expected a Requirement, got {type(requirement).__name__}"
+        )
+    if requirement.table != contract.table:
+        raise InvalidContract(
+            f"Requirement.table: {requirement.table!r} is not the ledger's table {contract.table!r}"
+        )
+    if requirement.window is not None:
+        window_for(contract, requirement.window, "Requirement.window")
+    return requirement
+
+
+def _claims(ledger: Ledger, window: Window | None) -> Claims:
+    # A requirement names instants, not an age: with no limit nothing expires and now is moot.
+    return ledger.claims(DATETIME_MAX, limit=NO_LIMIT, window=window)
+
+
+def _meets(ledger: Ledger, requirement: Requirement) -> bool:
+    claims = _claims(ledger, requirement.window)
+    if claims.complete_as_of is None or claims.complete_as_of < requirement.complete_as_of:
+        return False
+    required = requirement.deletions_as_of
+    return required is None or (
+        claims.deletions_as_of is not None and claims.deletions_as_of >= required
     )
 
 
@@ -584,6 +583,10 @@ def _bounds(window: Window | None) -> tuple[Scalar | None, Scalar | None]:
         return (None, None)
     low, high = window
     return (None if is_domain_minimum(low) else low, successor(high))
+
+
+_PLANNED_GENERATION = "dogana:planned"
+"""The generation a planning rehearsal issues: feeds' dates do not depend on its value."""
 
 
 def _rehearse(ledger: Ledger, request: ExtractionRequest) -> Ledger:
