@@ -14,7 +14,7 @@ half-written, and no receipt is saved for what did not happen.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
 from dogana_provider.sql import Dialect
@@ -32,7 +32,9 @@ def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> It
         try:
             yield connection
         except BaseException:
-            connection.rollback()
+            # A lost connection cannot roll back (its server already has): keep the real error.
+            with suppress(Exception):
+                connection.rollback()
             raise
         connection.commit()
     finally:

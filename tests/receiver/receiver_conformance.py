@@ -31,6 +31,7 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.plan import ActionKind
 from dogana_provider.receiver import Receiver
+from dogana_provider.receiver.receiver import STAGING_PREFIX
 from dogana_provider.sql import Dialect
 
 Connect = Callable[[], Any]
@@ -44,25 +45,28 @@ class FaultyConnection:
     changed rows inside the transaction when the failure comes.
     """
 
-    def __init__(self, connection: Any, needle: str) -> None:
+    def __init__(self, connection: Any, needle: str, *, lose: bool = False) -> None:
         self._connection = connection
         self._needle = needle
+        self._lose = lose
 
     def cursor(self) -> Any:
-        return _FaultyCursor(self._connection.cursor(), self._needle)
+        return _FaultyCursor(self, self._connection.cursor())
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._connection, name)
 
 
 class _FaultyCursor:
-    def __init__(self, cursor: Any, needle: str) -> None:
+    def __init__(self, connection: FaultyConnection, cursor: Any) -> None:
+        self._owner = connection
         self._cursor = cursor
-        self._needle = needle
 
     def execute(self, sql: str, params: Any = ()) -> Any:
         result = self._cursor.execute(sql, params)
-        if self._needle in sql:
+        if self._owner._needle in sql:
+            if self._owner._lose:  # the connection is lost mid-transaction
+                self._owner._connection.close()
             raise ConnectionError(f"injected fault after: {sql[:60]}")
         return result
 
@@ -72,6 +76,8 @@ class _FaultyCursor:
 
 class ReceiverConformance:
     dialect: Dialect
+    driver_error: type[Exception]
+    """The DB-API driver's base error: a lost connection may surface as one."""
 
     # Fixtures --------------------------------------------------------------------------------
 
@@ -110,6 +116,22 @@ class ReceiverConformance:
             rows = sorted(tuple(map(str, row)) for row in snapshot.rows)
             ledger = snapshot.ledger
         return rows, ledger.identity, [r.identity for r in receiver.receipts(table)]
+
+    def staging_left(self, receiver: Receiver, *manifests: Any) -> list[str]:
+        """Staging tables still present for these manifests (named from their identities)."""
+        if self.dialect.name == "sqlite":
+            sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
+        else:
+            sql = "SELECT table_name FROM information_schema.tables"
+        connection = receiver.connect()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            names = [str(row[0]) for row in cursor.fetchall()]
+        finally:
+            connection.close()
+        prefixes = tuple(STAGING_PREFIX + m.identity[:16] for m in manifests)
+        return [name for name in names if name.startswith(prefixes)]
 
     def publish_checked(
         self, receiver: Receiver, source: Source, delivery: tuple[Path, Any]
@@ -304,6 +326,7 @@ class ReceiverConformance:
         assert after[:2] == before[:2] and after[2][:-1] == before[2]
         assert receiver.receipts(source.table)[-1] == receipt
         assert receiver.verify(source.table).receipts == 2
+        assert self.staging_left(receiver, manifest) == []
 
     def test_a_failed_preflight_is_recorded_and_nothing_else_happens(
         self, receiver: Receiver, source: Source, tmp_path: Path
@@ -328,8 +351,9 @@ class ReceiverConformance:
 
     # Faults, staleness, concurrency ----------------------------------------------------------
 
+    @pytest.mark.parametrize("lose", [False, True], ids=["statement fails", "connection lost"])
     def test_a_fault_after_the_first_published_rows_changes_nothing(
-        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str, lose: bool
     ) -> None:
         for id_ in range(1, 4):
             source.put(id_, id_, f"n{id_}", at(1))
@@ -338,16 +362,18 @@ class ReceiverConformance:
         source.put(7, 7, "new", at(3))
         decision = receiver.decide(*source.changes(at(2), at(4)))
         needle = f"INSERT INTO {self.dialect.quote(source.table)}"
-        faulty = self.make(lambda: FaultyConnection(connect(), needle), uid)
-        with pytest.raises(ConnectionError):
+        faulty = self.make(lambda: FaultyConnection(connect(), needle, lose=lose), uid)
+        with pytest.raises((ConnectionError, self.driver_error)):
             faulty.publish(decision)
         assert self.state(receiver, source.table) == before
         receiver.verify(source.table)
         # The staged rows survive the failure: publishing again succeeds.
+        assert len(self.staging_left(receiver, decision.receipt.manifest)) == 1
         receipt = receiver.publish(decision)
         assert receipt.outcome is Outcome.ACCEPTED
         assert self.published(receiver, source.table) == source.expected()
         receiver.verify(source.table)
+        assert self.staging_left(receiver, decision.receipt.manifest) == []
 
     def test_a_stale_decision_is_made_again_never_rebased(
         self, receiver: Receiver, source: Source
@@ -368,6 +394,7 @@ class ReceiverConformance:
         assert second.base_publication_id == first.publication_id != late.receipt.publication_id
         assert self.published(receiver, source.table) == source.expected()
         assert receiver.verify(source.table).publications == 3
+        assert self.staging_left(receiver, early.receipt.manifest, late.receipt.manifest) == []
 
     def test_a_stale_decision_the_new_ledger_refuses_is_rejected(
         self, receiver: Receiver, source: Source
@@ -443,6 +470,7 @@ class ReceiverConformance:
         results = self._concurrently(lambda: receiver.publish(one), lambda: other.publish(two))
         outcomes = sorted(str(r.outcome) for r in results if isinstance(r, Receipt))
         assert outcomes == ["accepted", "replayed"], results
+        assert self.staging_left(receiver, delivery[1]) == []
         assert receiver.verify(source.table).publications == 1
         assert self.published(receiver, source.table) == source.expected()
 

@@ -12,6 +12,7 @@ from dogana_provider.sql import SQLITE
 
 
 class TestSQLite(ReceiverConformance):
+    driver_error = sqlite3.Error
     dialect = SQLITE
 
     @pytest.fixture
