@@ -30,7 +30,7 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from dogana_core.claims import Claims
@@ -139,17 +139,18 @@ class Ledger(Wire):
     def identity(self) -> str:
         """SHA-256 of the RFC 8785 bytes of identity_dict(), as for every wire kind.
 
-        "regions" sorts after every other key, so the bytes are the rest of the identity form
-        followed by the regions' array, whose chunks cache their bytes: a step re-encodes only
-        the chunks it changed (tests compare this with the generic computation).
+        Written out key by key in RFC 8785 order (contract, generation, kind, publication_id,
+        regions) so that the contract's bytes are encoded once per contract and each chunk of
+        regions once per chunk: a step re-encodes only what it changed. Tests compare this with
+        the generic computation.
         """
-        rest: dict[str, object] = {"kind": "Ledger", "contract": self.contract.identity_dict()}
+        digest = hashlib.sha256(b'{"contract":')
+        digest.update(_contract_bytes(self.contract))
         if self.generation is not None:
-            rest["generation"] = self.generation
+            digest.update(b',"generation":' + canonicalize(self.generation))
+        digest.update(b',"kind":"Ledger"')
         if self.publication_id is not None:
-            rest["publication_id"] = self.publication_id
-        head = canonicalize(rest)
-        digest = hashlib.sha256(head[:-1])
+            digest.update(b',"publication_id":' + canonicalize(self.publication_id))
         digest.update(b',"regions":')
         self._map.feed(digest)
         digest.update(b"}")
@@ -451,6 +452,11 @@ class Ledger(Wire):
                     f"{self.contract.table} has history (Contract evolution)"
                 )
         return Ledger(contract, self._map, self.generation, self.publication_id)
+
+
+@lru_cache(maxsize=64)
+def _contract_bytes(contract: Contract) -> bytes:
+    return canonicalize(contract.identity_dict())
 
 
 def _feed(evidence: Evidence, t: datetime, shape: Shape) -> Evidence:
