@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from dogana_core import Contract, Manifest, Shape
+from dogana_core.gate import Check, Gate, Receipt
+from dogana_core.ledger import Ledger
 
 DOGANA = Path(sys.executable).parent / "dogana"
 
@@ -129,3 +131,22 @@ def write_contract(directory: Path, contract: Contract = ORDERS) -> Path:
 def write_manifest(path: Path, manifest: Manifest) -> Path:
     path.write_text(manifest.to_json())
     return path
+
+
+NIGHT = datetime(2026, 10, 18, 2, 0, tzinfo=UTC)
+
+
+def history() -> list[Receipt]:
+    """A full read, a September window, then a rejected redelivery of September."""
+    ledger = Ledger.new(ORDERS)
+    full = ORDERS.manifest("nightly", NIGHT, rows=3)
+    first = Gate.evaluate(ledger, full, [Check("rows", True, "3")], now=NIGHT + timedelta(hours=1))
+    ledger = ledger.follow(first)
+    month = ORDERS.manifest("month", PRODUCED, window=SEPTEMBER, rows=3)
+    second = Gate.evaluate(ledger, month, [Check("rows", True, "3")], now=PRODUCED)
+    ledger = ledger.follow(second)
+    again = ORDERS.manifest("month", PRODUCED + timedelta(hours=2), window=SEPTEMBER, rows=3)
+    third = Gate.evaluate(
+        ledger, again, [Check("key_unique", False, "id=2 twice")], now=PRODUCED + timedelta(hours=3)
+    )
+    return [first, second, third]
