@@ -6,6 +6,7 @@ declarations prove. This package decides from declarations and the ledger alone;
 rows or bytes. The public names are re-exported here.
 """
 
+from dogana_core.claims import Claims, RegionClaim, State
 from dogana_core.contract import Contract, column_hash, odcs_column_hash
 from dogana_core.errors import (
     DoganaError,
@@ -15,27 +16,52 @@ from dogana_core.errors import (
     RejectedDelivery,
     SerializationError,
 )
+from dogana_core.gate import Check, Gate, Outcome, Receipt, Transition
+from dogana_core.group import Group, plan_together
+from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
+from dogana_core.plan import Action, ActionKind, ApplyPlan
+from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
+from dogana_core.region import Region
 from dogana_core.shape import Checkpoint, Coverage, Deletions, Shape
 from dogana_core.values import LogicalType
 from dogana_core.wire import WIRE_VERSION, Wire
 
 __all__ = [
     "WIRE_VERSION",
+    "Action",
+    "ActionKind",
+    "ApplyPlan",
+    "Check",
     "Checkpoint",
+    "Claims",
     "Contract",
     "Coverage",
     "Deletions",
     "DoganaError",
+    "ExtractionRequest",
+    "Gate",
+    "Group",
     "InconsistentPublication",
     "InvalidContract",
+    "Ledger",
     "LogicalType",
     "Manifest",
+    "Outcome",
     "PlanningError",
+    "Receipt",
+    "Region",
+    "RegionClaim",
     "RejectedDelivery",
+    "Requirement",
     "SerializationError",
     "Shape",
+    "State",
+    "Transition",
     "Wire",
     "column_hash",
+    "next_extraction",
     "odcs_column_hash",
+    "plan_delivery",
+    "plan_together",
 ]
