@@ -140,11 +140,13 @@ def assert_partition(ledger: Ledger) -> None:
 # The properties ----------------------------------------------------------------------------------
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_the_ledger_admits_and_proves_exactly_what_the_spec_does(history: list[Step]) -> None:
     run(history)
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_regions_always_partition_the_domain_with_no_equal_neighbours(history: list[Step]) -> None:
     ledger = Ledger.new(CONTRACT)
@@ -161,6 +163,7 @@ def test_regions_always_partition_the_domain_with_no_equal_neighbours(history: l
         assert_partition(ledger)
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_the_same_initial_ledger_and_accepted_history_give_the_same_ledger(
     history: list[Step],
@@ -174,6 +177,7 @@ def test_the_same_initial_ledger_and_accepted_history_give_the_same_ledger(
         assert again.identity == ledger.identity
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_no_date_is_later_than_the_latest_produced_at_that_proved_it(history: list[Step]) -> None:
     ledger, model, accepted = run(history)
@@ -189,6 +193,7 @@ def test_no_date_is_later_than_the_latest_produced_at_that_proved_it(history: li
         assert c in covering and d in covering
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories, steps, steps)
 def test_disjoint_windows_commute_on_evidence_never_on_the_chain(
     history: list[Step], first: Step, second: Step
@@ -216,6 +221,7 @@ def _rest(step: Step) -> tuple[int, int, int, int, bool, int]:
     return (abs(step.hours) + 1, step.low, step.width, step.since_back, step.held, step.label)
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories, st.lists(st.booleans(), max_size=25))
 def test_from_receipts_over_a_history_equals_folding_apply(
     history: list[Step], failures: list[bool]
@@ -239,6 +245,7 @@ def test_from_receipts_over_a_history_equals_folding_apply(
     assert rebuilt.identity == ledger.identity
 
 
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_the_ledgers_identity_is_the_generic_identity_of_its_wire_form(history: list[Step]) -> None:
     ledger, _, _ = run(history)
