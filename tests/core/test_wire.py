@@ -36,6 +36,7 @@ from dogana_core.wire import (
     Optional,
     Text,
     decode_duration,
+    encode_datetime,
     encode_duration,
     parse_json,
     wire_field,
@@ -389,6 +390,11 @@ def test_datetimes_are_emitted_in_utc_without_a_fraction_when_zero() -> None:
     )
     assert made.to_dict()["produced_at"] == {"$datetime": "2026-10-18T12:00:00+00:00"}
     assert made.identity_dict()["produced_at"] == {"$datetime": "2026-10-18T12:00:00+00:00"}
+
+
+def test_the_datetime_tag_writes_any_aware_datetime_in_utc() -> None:
+    local = datetime(2026, 10, 18, 14, 0, 0, 5, tzinfo=timezone(timedelta(hours=2)))
+    assert encode_datetime(local) == {"$datetime": "2026-10-18T12:00:00.000005+00:00"}
 
 
 def test_datetimes_are_emitted_with_six_fractional_digits_otherwise() -> None:
