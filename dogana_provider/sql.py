@@ -37,7 +37,7 @@ DECIMAL_PREFIX = "decimal("
 
 @dataclass(frozen=True)
 class Dialect:
-    """What one database needs to stage and check rows; instances are SQLITE and POSTGRES."""
+    """What one database needs to stage and check rows: SQLITE, POSTGRES and MARIADB."""
 
     name: str
     placeholder: str
@@ -181,6 +181,43 @@ POSTGRES = Dialect(
     decimal_array=_pylist,
     # "C" compares the bytes of UTF-8, which is code-point order, whatever the database's locale.
     text_collation='"C"',
+)
+
+
+# MySQL / MariaDB ---------------------------------------------------------------------------------
+
+
+def _naive_utc(value: datetime) -> datetime:
+    # DATETIME holds no offset: dogana stores UTC, so every value is converted to it first.
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _naive_utc_array(array: pa.Array) -> list[Any]:
+    # files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
+    return array.cast(pa.timestamp("us")).to_pylist()  # type: ignore[no-any-return]
+
+
+MARIADB = Dialect(
+    name="mysql",
+    placeholder="%s",
+    quote_char="`",
+    types=(
+        ("int", "BIGINT"),
+        ("float", "DOUBLE"),
+        # The default collations ignore case and trailing spaces; nopad_bin compares the UTF-8
+        # bytes, which is code-point order, and keeps "a" and "a " apart.
+        ("str", "TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"),
+        ("bool", "BOOLEAN"),
+        ("date", "DATE"),
+        ("datetime", "DATETIME(6)"),
+    ),
+    decimal_type=lambda precision, scale: f"DECIMAL({precision},{scale})",
+    bind_datetime=_naive_utc,
+    bind_date=_identity,
+    datetime_array=_naive_utc_array,
+    date_array=_pylist,
+    decimal_array=_pylist,
+    text_collation=None,
 )
 
 
