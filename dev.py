@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -85,6 +86,7 @@ def ensure_environment() -> None:
     if not fresh and installed == wanted:
         return
     why = "new .venv" if fresh else "pyproject.toml changed" if installed else "no finished install"
+    ensure_mysqlclient_headers()
     say(f"installing -e .[test] into .venv ({why}; the first install takes a few minutes)")
     started = time.monotonic()
     STAMP.unlink(missing_ok=True)
@@ -94,6 +96,41 @@ def ensure_environment() -> None:
         sys.exit(code)
     STAMP.write_text(wanted + "\n")
     say(f"installed in {time.monotonic() - started:.0f} s")
+
+
+def ensure_mysqlclient_headers() -> None:
+    """mysqlclient (MariaDB's driver, via apache-airflow-providers-mysql) builds from source.
+
+    Its build finds the MariaDB client library through pkg-config. When either is missing, root
+    on a Debian-like machine (CI's fresh clone) installs them; anyone else is told the command.
+    """
+    if sys.platform == "win32" or has_mariadb_headers():
+        return
+    if hasattr(os, "geteuid") and os.geteuid() == 0 and shutil.which("apt-get"):
+        say("installing libmariadb-dev and pkg-config (mysqlclient builds against them)")
+        env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+        for command in (
+            ["apt-get", "update", "-qq"],
+            ["apt-get", "install", "-y", "-qq", "libmariadb-dev", "pkg-config"],
+        ):
+            if subprocess.run(command, env=env).returncode != 0:
+                say(f"{' '.join(command)} failed")
+                sys.exit(1)
+        return
+    say(
+        "mysqlclient needs the MariaDB client headers and pkg-config to build: run\n"
+        "    sudo apt-get install libmariadb-dev pkg-config    (Debian/Ubuntu)\n"
+        "    brew install mariadb-connector-c pkg-config       (macOS)\n"
+        "then run this command again"
+    )
+    sys.exit(2)
+
+
+def has_mariadb_headers() -> bool:
+    if not shutil.which("pkg-config"):
+        return False
+    found = subprocess.run(["pkg-config", "--exists", "mariadb"], capture_output=True)
+    return found.returncode == 0
 
 
 def step(name: str, command: list[str]) -> None:
