@@ -15,8 +15,9 @@ created without it, and only live rows (deleted false, or no deleted column in t
 inserted. Nothing here commits; the caller runs it inside the publication's transaction.
 
 The published table's columns are the file's columns (the deleted one left out), created on the
-first delivery; a later file with a column the table lacks adds it (nullable), and a column the
-file lacks is NULL in the rows it inserts. Types come from the staged columns' logical types.
+first delivery; a later file with a column the table lacks adds it (nullable, before the
+publication's transaction, since MariaDB commits at every DDL statement), and a column the file
+lacks is NULL in the rows it inserts. Types come from the staged columns' logical types.
 """
 
 from __future__ import annotations
@@ -47,6 +48,20 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
     _execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
 
 
+def add_missing_columns(
+    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+) -> None:
+    """Add the staged columns the published table lacks, nullable: no existing row changes."""
+    have = set(existing_columns(connection, dialect, contract.table))
+    for name, kind in published_columns(staged, contract):
+        if name not in have:
+            _execute(
+                connection,
+                f"ALTER TABLE {dialect.quote(contract.table)} ADD COLUMN "
+                f"{dialect.quote(name)} {dialect.column_type(kind)}",
+            )
+
+
 def existing_columns(connection: Any, dialect: Dialect, table: str) -> list[str]:
     cursor = connection.cursor()
     try:
@@ -61,7 +76,6 @@ def execute_plan(
 ) -> None:
     """Run every action of an accepted plan, in order, on the published table."""
     published = _Published(connection, dialect, staged, contract)
-    published.add_missing_columns()
     for action in plan.actions:
         published.run(action)
 
@@ -78,16 +92,6 @@ class _Published:
         deleted = contract.deleted_column
         # A file may omit the deleted column: then every row is live.
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
-
-    def add_missing_columns(self) -> None:
-        have = set(existing_columns(self.connection, self.dialect, self.contract.table))
-        for name, kind in self.columns:
-            if name not in have:
-                _execute(
-                    self.connection,
-                    f"ALTER TABLE {self.target} ADD COLUMN "
-                    f"{self.dialect.quote(name)} {self.dialect.column_type(kind)}",
-                )
 
     def staged_where(self, live: bool) -> tuple[str, tuple[Any, ...]]:
         """Live staged rows, or tombstones; a file without the deleted column has only live."""

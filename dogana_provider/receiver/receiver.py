@@ -39,10 +39,10 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.checks import CheckName
-from dogana_provider.receiver.actions import create_published, execute_plan
+from dogana_provider.receiver.actions import add_missing_columns, create_published, execute_plan
 from dogana_provider.receiver.store import Store, TableState, Verified
-from dogana_provider.receiver.transactions import Connect, transaction
-from dogana_provider.sql import SQLITE, Dialect
+from dogana_provider.receiver.transactions import Connect, transaction, transactional_ddl
+from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop, stage_file
 
 STAGING_PREFIX = "dogana_stage_"
@@ -145,7 +145,7 @@ class Receiver:
         if receipt.outcome is Outcome.REJECTED:
             with transaction(self.connect, self.dialect) as connection:
                 self._save_rejection(connection, receipt)
-                self._drop(connection, staged)
+            self.discard(Decision(receipt, staged))
             return Decision(receipt)
         return Decision(receipt, staged)
 
@@ -155,29 +155,38 @@ class Receiver:
             return decision.receipt
         staged = decision.staged
         assert staged is not None
-        receipt = decision.receipt
         with transaction(self.connect, self.dialect) as connection:
-            state = self.store.state(connection, receipt.table, lock=True)
-            if state is None:
-                raise UnknownTable(f"table {receipt.table!r} was unregistered before publishing")
-            if state.head != receipt.base_publication_id or state.contract != receipt.contract:
-                receipt = self._decide_again(connection, state, receipt.manifest, staged)
-                if receipt.outcome is not Outcome.ACCEPTED:
-                    if receipt.outcome is Outcome.REJECTED:
-                        self.store.save(connection, receipt)
-                    self._drop(connection, staged)
-                    return receipt
-            ledger = state.ledger.follow(receipt)
-            plan = receipt.transition.plan if receipt.transition else None
-            assert plan is not None
-            execute_plan(connection, self.dialect, plan, staged, state.contract)
-            self.store.update_table(connection, ledger)
-            self.store.save(connection, receipt)
-            self._drop(connection, staged)
+            add_missing_columns(connection, self.dialect, staged, decision.receipt.contract)
+        ddl_joins = transactional_ddl(self.dialect)
+        with transaction(self.connect, self.dialect) as connection:
+            receipt = self._publish_locked(connection, decision.receipt, staged)
+            if ddl_joins:
+                self._drop(connection, staged)
+        if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
+            self.discard(decision)
+        return receipt
+
+    def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:
+        """Lock the head, decide again if stale, then plan, ledger and receipt; no commit."""
+        state = self.store.state(connection, receipt.table, lock=True)
+        if state is None:
+            raise UnknownTable(f"table {receipt.table!r} was unregistered before publishing")
+        if state.head != receipt.base_publication_id or state.contract != receipt.contract:
+            receipt = self._decide_again(connection, state, receipt.manifest, staged)
+            if receipt.outcome is Outcome.REJECTED:
+                self.store.save(connection, receipt)
+            if receipt.outcome is not Outcome.ACCEPTED:
+                return receipt
+        ledger = state.ledger.follow(receipt)
+        assert receipt.transition is not None
+        execute_plan(connection, self.dialect, receipt.transition.plan, staged, state.contract)
+        self.store.update_table(connection, ledger)
+        self.store.save(connection, receipt)
         return receipt
 
     def discard(self, decision: Decision) -> None:
-        """Drop an accepted decision's staging table without publishing (nothing is recorded)."""
+        """Drop a decision's staging table (nothing is recorded): after a rejection, or to give
+        up an acceptance without publishing it."""
         if decision.staged is not None:
             with transaction(self.connect, self.dialect) as connection:
                 self._drop(connection, decision.staged)
@@ -307,13 +316,11 @@ class Receiver:
 
 def dialect_of(hook: Any) -> Dialect:
     """The Dialect of a DbApiHook's database, from its SQLAlchemy dialect name."""
-    from dogana_provider import sql
-
     name = str(hook.dialect_name)
-    known = {"sqlite": SQLITE, "postgresql": getattr(sql, "POSTGRES", None)}
+    known = {"sqlite": SQLITE, "postgresql": POSTGRES, "mysql": MARIADB}
     dialect = known.get(name)
     if dialect is None:
-        raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql)")
+        raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql, mysql)")
     return dialect
 
 

@@ -2,10 +2,11 @@
 
 A publication must lock the table's head before it compares it with the receipt's base
 (The receiver, what it owes 2). PostgreSQL and MariaDB lock the store's row with SELECT ... FOR
-UPDATE inside an ordinary transaction (store.py). SQLite has no row locks: BEGIN IMMEDIATE takes
-the database's write lock at the start, so no other writer can commit between the comparison
-and the commit. Readers use REPEATABLE READ where "read committed" is the default, so the
-ledger and the rows they read come from one committed state.
+UPDATE inside an ordinary transaction (store.py), whose writers read committed data, so a
+publisher that waited for the lock sees what the winner committed. SQLite has no row locks:
+BEGIN IMMEDIATE takes the database's write lock at the start, so no other writer can commit
+between the comparison and the commit. Readers use REPEATABLE READ (SQLite: a read transaction),
+so the ledger and the rows they read come from one committed state.
 
 Any exception rolls the transaction back and propagates: an operational failure leaves nothing
 half-written, and no receipt is saved for what did not happen.
@@ -51,9 +52,18 @@ def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
             "READ COMMITTED" if write else "REPEATABLE READ"
         )
     else:
-        statement = "START TRANSACTION" + ("" if write else " WITH CONSISTENT SNAPSHOT")
+        # MySQL/MariaDB: SET TRANSACTION applies to the next transaction, started explicitly.
+        level = "READ COMMITTED" if write else "REPEATABLE READ"
+        snapshot = "" if write else " WITH CONSISTENT SNAPSHOT"
+        statement = f"SET TRANSACTION ISOLATION LEVEL {level}; START TRANSACTION{snapshot}"
     cursor = connection.cursor()
     try:
-        cursor.execute(statement)
+        for part in statement.split("; "):
+            cursor.execute(part)
     finally:
         cursor.close()
+
+
+def transactional_ddl(dialect: Dialect) -> bool:
+    """Whether DDL (CREATE, ALTER, DROP) joins the transaction; MySQL/MariaDB commit at each."""
+    return dialect.name in ("sqlite", "postgresql")
