@@ -169,6 +169,8 @@ class Ledger(Wire):
         self, low: Scalar | None = None, high: Scalar | None = None
     ) -> tuple[Region, ...]:
         """The regions meeting [low, high), cut to it; costs what it returns."""
+        if low is not None and high is not None and not before(low, high):
+            raise InvalidContract(f"Ledger.regions_over: [{low!r}, {high!r}) is empty")
         return tuple(self._map.over(low, high))
 
     def claims(

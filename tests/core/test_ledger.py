@@ -318,3 +318,8 @@ def test_ledger_json_schema_describes_its_wire_form() -> None:
 def test_shapes_unused_here_do_not_matter() -> None:
     contract = Contract("t", ("id",), {"full": Shape.complete()}, types={"id": "int"})
     assert Ledger.new(contract).apply(make(contract, "full", SUNDAY)).regions[0].known
+
+
+def test_regions_over_refuses_empty_bounds() -> None:
+    with pytest.raises(InvalidContract, match="is empty"):
+        Ledger.new(ORDERS).regions_over(day(2), day(2))
