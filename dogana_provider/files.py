@@ -26,11 +26,15 @@ for every column the contract does not type: a data contract that types other co
 Parquet. An unquoted empty field is null; a quoted empty field ("") is the empty string.
 Datetimes in CSV carry an offset (2024-01-31T23:59:59Z, or +02:00); booleans are true/false/1/0.
 
+DeliveryWriter writes a delivery the other way round, for an extractor: Parquet in row groups,
+rows and tombstones counted and the bytes hashed while they are written.
+
 Errors name the file, the column when there is one, and the rule: UnreadableFile.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
@@ -38,6 +42,7 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +52,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
 from dogana_core.contract import Contract, column_hash
+from dogana_core.manifest import Manifest
 
 BATCH_ROWS = 65_536
 CHUNK = 1 << 20  # bytes hashed per read when the parser skips a range
@@ -148,6 +154,35 @@ def file_column_hash(
 ) -> str:
     """The column hash of the columns a file carries (Contract and shapes, Column hash)."""
     return column_hash(column_pairs(path, columns, deleted_column))
+
+
+def check_columns(path: str | Path, columns: Sequence[Column], contract: Contract) -> None:
+    """Refuse columns no delivery of the contract can have (UnreadableFile naming the rule).
+
+    A name twice; a naive timestamp anywhere; a column the contract types missing (the deleted
+    column may be: every row is then live) or of another logical type.
+    """
+    seen: set[str] = set()
+    for column in columns:
+        if column.name in seen:
+            raise UnreadableFile(path, "appears twice in the file", column=column.name)
+        seen.add(column.name)
+        if column.problem and pa.types.is_timestamp(column.arrow_type):
+            raise UnreadableFile(path, column.problem, column=column.name)
+    for name, kind in contract.types:
+        bound = next((c for c in columns if c.name == name), None)
+        role = _role(contract, name)
+        if bound is None:
+            if name == contract.deleted_column:
+                continue  # a read may omit the deleted column: every row is live
+            raise UnreadableFile(path, f"the {role} column is missing from the file", column=name)
+        if bound.logical != kind:
+            found = bound.logical or str(bound.arrow_type)
+            raise UnreadableFile(
+                path,
+                f"the {role} column is {found} in the file; the contract types it {kind}",
+                column=name,
+            )
 
 
 # Hashing while reading --------------------------------------------------------------------------
@@ -319,7 +354,7 @@ class DeliveredFile:
         """The file's columns; the first use reads the schema and checks it (UnreadableFile)."""
         if self._columns is None:
             columns = self._open()
-            self._check_columns(columns)
+            check_columns(self.path, columns, self.contract)
             self._columns = columns
         return self._columns
 
@@ -360,31 +395,6 @@ class DeliveredFile:
         if not header:
             raise UnreadableFile(self.path, "an empty CSV file has no header line")
         return header
-
-    def _check_columns(self, columns: tuple[Column, ...]) -> None:
-        seen: set[str] = set()
-        for column in columns:
-            if column.name in seen:
-                raise UnreadableFile(self.path, "appears twice in the file", column=column.name)
-            seen.add(column.name)
-            if column.problem and pa.types.is_timestamp(column.arrow_type):
-                raise UnreadableFile(self.path, column.problem, column=column.name)
-        for name, kind in self._bound_types().items():
-            bound = next((c for c in columns if c.name == name), None)
-            role = _role(self.contract, name)
-            if bound is None:
-                if name == self.contract.deleted_column:
-                    continue  # a read may omit the deleted column: every row is live
-                raise UnreadableFile(
-                    self.path, f"the {role} column is missing from the file", column=name
-                )
-            if bound.logical != kind:
-                found = bound.logical or str(bound.arrow_type)
-                raise UnreadableFile(
-                    self.path,
-                    f"the {role} column is {found} in the file; the contract types it {kind}",
-                    column=name,
-                )
 
     # Reading ------------------------------------------------------------------------------------
 
@@ -503,3 +513,169 @@ def count_rows(delivered: DeliveredFile) -> RowCounts:
         tombstones += true
         live += len(values) - values.null_count - true
     return RowCounts(live, tombstones, nulls)
+
+
+# Writing ----------------------------------------------------------------------------------------
+
+
+class HashingWriter(io.RawIOBase):
+    """A new file whose SHA-256 is computed from the bytes as they are written, in order."""
+
+    def __init__(self, path: str | Path, *, overwrite: bool = False) -> None:
+        super().__init__()
+        self._file = open(path, "wb" if overwrite else "xb")  # noqa: SIM115 - closed in close()
+        self._sha = hashlib.sha256()
+        self._size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        written = self._file.write(view) or 0
+        self._sha.update(view[:written])
+        self._size += written
+        return written
+
+    def tell(self) -> int:
+        return self._size
+
+    def flush(self) -> None:
+        if not self._file.closed:
+            self._file.flush()
+
+    def close(self) -> None:
+        super().close()  # flushes first
+        self._file.close()
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+@dataclass(frozen=True)
+class Written:
+    """A delivery as written: what the manifest declares, counted and hashed while writing."""
+
+    path: str
+    rows: int
+    tombstones: int
+    sha256: str
+    columns: tuple[Column, ...]
+
+    def manifest(
+        self, contract: Contract, shape: str, produced_at: datetime, **fields: Any
+    ) -> Manifest:
+        """The manifest of this file: rows, tombstones and content_hash as counted, checked."""
+        return contract.manifest(
+            shape,
+            produced_at,
+            rows=self.rows,
+            tombstones=self.tombstones,
+            content_hash=self.sha256,
+            **fields,
+        )
+
+
+class DeliveryWriter:
+    """Write a delivery as Parquet, counting rows and tombstones and hashing bytes as it goes.
+
+    For an extractor streaming rows from a source: ``write`` takes record batches, buffers at
+    most ``row_group_rows`` rows and writes each full buffer as one row group, so memory stays
+    flat; ``close`` returns what the manifest declares (Written). The schema is checked against
+    the contract first (check_columns), datetimes are written at microseconds (a value that
+    would lose digits is refused), and a row whose deleted value is null is refused: it is
+    neither live nor a tombstone. On an error inside ``with``, the partial file is removed.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        contract: Contract,
+        schema: pa.Schema,
+        *,
+        row_group_rows: int = 131_072,
+        overwrite: bool = False,
+    ) -> None:
+        self.path = str(path)
+        self.contract = contract
+        self.schema = schema
+        self.columns = tuple(Column.of(field) for field in schema)
+        check_columns(self.path, self.columns, contract)
+        deleted = contract.deleted_column
+        self._deleted = deleted if deleted in schema.names else None
+        self._row_group_rows = row_group_rows
+        self._sink = HashingWriter(path, overwrite=overwrite)
+        self._writer = pq.ParquetWriter(
+            self._sink, schema, coerce_timestamps="us", allow_truncated_timestamps=False
+        )
+        self._buffer: list[pa.RecordBatch] = []
+        self._buffered = 0
+        self._rows = 0
+        self._tombstones = 0
+
+    def __enter__(self) -> DeliveryWriter:
+        return self
+
+    def __exit__(self, kind: object, error: object, trace: object) -> None:
+        if error is not None:
+            self.abort()
+
+    def write(self, rows: pa.RecordBatch | pa.Table) -> None:
+        if not rows.schema.equals(self.schema):
+            raise UnreadableFile(
+                self.path,
+                f"rows of schema {rows.schema} do not fit the file's schema {self.schema}",
+            )
+        batches = rows.to_batches() if isinstance(rows, pa.Table) else [rows]
+        for batch in batches:
+            self._count(batch)
+            self._buffer.append(batch)
+            self._buffered += batch.num_rows
+            if self._buffered >= self._row_group_rows:
+                self._flush()
+
+    def close(self) -> Written:
+        self._flush()
+        try:
+            self._writer.close()
+        finally:
+            self._sink.close()
+        return Written(
+            self.path, self._rows, self._tombstones, self._sink.hexdigest(), self.columns
+        )
+
+    def abort(self) -> None:
+        """Stop writing and remove the partial file."""
+        # The partial file goes whatever closing it says.
+        with contextlib.suppress(pa.ArrowException, OSError, ValueError):
+            self._writer.close()
+        self._sink.close()
+        Path(self.path).unlink(missing_ok=True)
+
+    def _count(self, batch: pa.RecordBatch) -> None:
+        if self._deleted is None:
+            self._rows += batch.num_rows
+            return
+        values = batch.column(self._deleted)
+        if values.null_count:
+            raise UnreadableFile(
+                self.path,
+                f"{values.null_count} rows have a null deleted value; a row is live (false) or "
+                "a tombstone (true), never null",
+                column=self._deleted,
+            )
+        true = pc.sum(values.cast(pa.int64())).as_py() or 0
+        self._tombstones += true
+        self._rows += batch.num_rows - true
+
+    def _flush(self) -> None:
+        if not self._buffer:
+            return
+        table = pa.Table.from_batches(self._buffer, schema=self.schema)
+        try:
+            self._writer.write_table(
+                table, row_group_size=max(self._row_group_rows, table.num_rows)
+            )
+        except pa.ArrowException as exc:
+            raise UnreadableFile(self.path, str(exc).split("\n")[0]) from None
+        self._buffer, self._buffered = [], 0

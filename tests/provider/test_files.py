@@ -9,10 +9,11 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from row_check_fixtures import ORDERS, ORDERS_SCHEMA, honest_orders, order, write
+from row_check_fixtures import ORDERS, ORDERS_SCHEMA, T0, T1, honest_orders, order, write
 
 from dogana_provider.files import (
     DeliveredFile,
+    DeliveryWriter,
     NoLogicalType,
     UnreadableFile,
     count_rows,
@@ -168,3 +169,56 @@ def test_csv_an_unquoted_empty_field_is_null_a_quoted_one_the_empty_string(tmp_p
         (batch,) = list(delivered.batches(["note", "updated_at"]))
     assert batch.column(0).to_pylist() == [None, ""]
     assert batch.column(1).to_pylist()[1] == datetime(2026, 10, 17, 23, 0, tzinfo=UTC)
+
+
+# Writing ----------------------------------------------------------------------------------------
+
+
+def test_a_written_delivery_is_counted_and_hashed_while_written(tmp_path: Path) -> None:
+    path = tmp_path / "orders.parquet"
+    rows = [order(i, 1 + i % 30, deleted=i % 7 == 0) for i in range(10_000)]
+    table = pa.Table.from_pylist(rows, schema=ORDERS_SCHEMA)
+    with DeliveryWriter(path, ORDERS, ORDERS_SCHEMA, row_group_rows=3000) as writer:
+        for batch in table.to_batches(max_chunksize=700):
+            writer.write(batch)
+        written = writer.close()
+    tombstones = sum(1 for i in range(10_000) if i % 7 == 0)
+    assert (written.rows, written.tombstones) == (10_000 - tombstones, tombstones)
+    assert written.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    # Memory flat: a row group holds at most row_group_rows plus one batch.
+    metadata = pq.ParquetFile(path).metadata
+    groups = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+    assert len(groups) > 1 and max(groups) <= 3000 + 700
+    manifest = written.manifest(ORDERS, "changes", T1, since=T0)
+    assert manifest.content_hash == written.sha256
+    with DeliveredFile(path, ORDERS) as delivered:
+        counts = count_rows(delivered)
+        assert (counts.live, counts.tombstones) == (written.rows, written.tombstones)
+        assert delivered.sha256() == written.sha256
+
+
+def test_a_writer_refuses_a_null_deleted_value_and_leaves_no_file(tmp_path: Path) -> None:
+    path = tmp_path / "orders.parquet"
+    table = pa.Table.from_pylist([order(1), order(2, deleted=None)], schema=ORDERS_SCHEMA)
+    with (
+        pytest.raises(UnreadableFile) as error,
+        DeliveryWriter(path, ORDERS, ORDERS_SCHEMA) as writer,
+    ):
+        writer.write(table)
+    assert error.value.column == "is_deleted" and "null deleted value" in error.value.rule
+    assert not path.exists()
+
+
+def test_a_writer_refuses_a_schema_its_contract_cannot_read(tmp_path: Path) -> None:
+    schema = ORDERS_SCHEMA.set(2, pa.field("updated_at", pa.timestamp("us")))
+    with pytest.raises(UnreadableFile, match="naive"):
+        DeliveryWriter(tmp_path / "orders.parquet", ORDERS, schema)
+    assert not (tmp_path / "orders.parquet").exists()
+
+
+def test_a_writer_never_overwrites_unless_told(tmp_path: Path) -> None:
+    path = tmp_path / "orders.parquet"
+    path.write_text("an earlier delivery")
+    with pytest.raises(FileExistsError):
+        DeliveryWriter(path, ORDERS, ORDERS_SCHEMA)
+    assert path.read_text() == "an earlier delivery"
