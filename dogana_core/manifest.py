@@ -20,7 +20,16 @@ from typing import TYPE_CHECKING, Any
 
 from dogana_core.errors import InvalidContract
 from dogana_core.shape import Checkpoint
-from dogana_core.values import LogicalType, Position, Scalar, check_scalar, check_text, type_of, utc
+from dogana_core.values import (
+    LogicalType,
+    Position,
+    Scalar,
+    check_scalar,
+    check_text,
+    exact_integer,
+    type_of,
+    utc,
+)
 from dogana_core.wire import (
     Array,
     DateTimeTag,
@@ -78,9 +87,14 @@ class Manifest(Wire):
                 raise InvalidContract("Manifest.generation: an integer or a nonempty string")
             if isinstance(generation, str) and not check_text(generation, "Manifest.generation"):
                 raise InvalidContract("Manifest.generation: a generation is a nonempty string")
+            if isinstance(generation, int):
+                exact_integer(generation, "Manifest.generation")
         for name in ("rows", "tombstones"):
             count = getattr(self, name)
-            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            if isinstance(count, bool) or not isinstance(count, int):
+                raise InvalidContract(f"Manifest.{name}: {count!r} must be a nonnegative integer")
+            exact_integer(count, f"Manifest.{name}")
+            if count < 0:
                 raise InvalidContract(f"Manifest.{name}: {count!r} must be a nonnegative integer")
         if self.schema_hash is not None and not check_text(
             self.schema_hash, "Manifest.schema_hash"
@@ -206,6 +220,8 @@ def _scalar(value: Any, what: str) -> Scalar:
     kind = type_of(value)
     if kind in (LogicalType.BOOL, LogicalType.FLOAT):
         raise InvalidContract(f"{what}: {kind} is not an ordered scalar")
+    if kind is LogicalType.INT:
+        exact_integer(value, what)
     return check_scalar(value, kind, what)
 
 

@@ -23,7 +23,7 @@ from datetime import date, datetime, timedelta
 from enum import StrEnum
 
 from dogana_core.errors import InvalidContract, SerializationError
-from dogana_core.values import DATETIME_MIN, DAY, MICROSECOND, utc
+from dogana_core.values import DATETIME_MIN, DAY, MICROSECOND, exact_integer, utc
 from dogana_core.wire import (
     Choice,
     DurationTag,
@@ -103,6 +103,8 @@ class Shape(Wire):
         ):
             # JSON has no infinity: an infinite cost could not be written.
             raise InvalidContract(f"Shape.cost: {self.cost!r} must be a finite nonnegative number")
+        if isinstance(self.cost, int):
+            exact_integer(self.cost, "Shape.cost")
         object.__setattr__(self, "cost", normalize_number(self.cost))
         if self.window_size is not None:
             if not isinstance(self.window_size, timedelta) or self.window_size <= timedelta(0):

@@ -57,6 +57,26 @@ def utc(value: datetime, what: str = "datetime") -> datetime:
         raise InvalidContract(f"{what}: {value.isoformat()} is outside the UTC range") from exc
 
 
+def exact_integer(value: int, what: str) -> int:
+    """An integer binary64 holds exactly, so an identity never depends on a rounding.
+
+    Versioned JSON 5: integers must be exact binary64, never rounded; a larger key travels as a
+    string. Integers within 2**53 always are; larger ones only when float(value) is value.
+    """
+    if -(2**53) <= value <= 2**53:
+        return value
+    try:
+        exact = int(float(value)) == value
+    except OverflowError:
+        exact = False
+    if not exact:
+        raise InvalidContract(
+            f"{what}: a {value.bit_length()}-bit integer is not exact in binary64, so it could "
+            "have no identity; send it as a string"
+        )
+    return value
+
+
 def is_lone_surrogate_free(text: str) -> bool:
     return not any("\ud800" <= ch <= "\udfff" for ch in text)
 
