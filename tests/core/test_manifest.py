@@ -193,11 +193,29 @@ def test_an_empty_sequence_interval_has_no_rows() -> None:
 
 
 def test_large_sequence_positions_stay_exact() -> None:
-    big = 2**63 - 1
-    made = manifest("tail", table="log", since=big - 1, generation=big, rows=1)
+    big = 2**63 - 1024  # exact in binary64, and past 2**53
+    made = manifest("tail", table="log", since=big - 1024, generation=big, rows=1)
     made.check(LOG)
     assert Manifest.from_json(made.to_json()).generation == big
     assert str(big) in made.to_json()
+
+
+def test_integers_are_exact_binary64() -> None:
+    # Versioned JSON 5: an integer past 2**53 that binary64 cannot hold has no identity.
+    inexact = 2**53 + 1
+    for fields in (
+        {"since": 0, "generation": inexact},
+        {"since": inexact, "generation": 2**60},
+        {"since": 0, "generation": 1, "rows": inexact},
+        {"since": 0, "generation": 1, "tombstones": -inexact},
+    ):
+        with pytest.raises(InvalidContract, match="not exact in binary64"):
+            manifest("tail", table="log", **fields)
+    with pytest.raises(InvalidContract, match="not exact in binary64"):
+        manifest("day", window=(0, 10**400))
+    made = manifest("tail", table="log", since=2**53, generation=2**60, rows=2**53)
+    made.check(LOG)
+    assert made.identity
 
 
 # 3. A delivery that issues a position issues the table's kind -------------------------------------

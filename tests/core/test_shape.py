@@ -140,6 +140,14 @@ def test_cost_is_a_finite_number() -> None:
             Shape(cost=bad)  # type: ignore[arg-type]
 
 
+def test_an_integer_cost_is_exact_binary64() -> None:
+    with pytest.raises(InvalidContract, match="not exact in binary64"):
+        Shape(cost=2**53 + 1)
+    with pytest.raises(InvalidContract, match="not exact in binary64"):
+        Shape(cost=10**400)
+    assert Shape(cost=2**60).identity_json() == '{"cost":1152921504606847000,"kind":"Shape"}'
+
+
 def test_a_cost_with_a_zero_fraction_is_the_integer_it_spells() -> None:
     shape = Shape(cost=2.0)
     assert shape.cost == 2 and type(shape.cost) is int

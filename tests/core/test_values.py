@@ -22,6 +22,7 @@ from dogana_core.values import (
     DATETIME_MAX,
     DATETIME_MIN,
     check_scalar,
+    exact_integer,
     is_domain_minimum,
     successor,
     type_of,
@@ -136,6 +137,14 @@ def test_integers_have_no_ends() -> None:
     assert successor(2**80) == 2**80 + 1
     assert successor(-1) == 0
     assert not is_domain_minimum(-(2**80))
+
+
+def test_integers_are_exact_binary64_values() -> None:
+    for exact in (0, 2**53 - 1, 2**53, -(2**53), 2**60, -(2**60), 2**1023):
+        assert exact_integer(exact, "n") == exact
+    for inexact in (2**53 + 1, -(2**53 + 1), 2**60 + 1, 2**1024, 10**5000):
+        with pytest.raises(InvalidContract, match="not exact in binary64"):
+            exact_integer(inexact, "n")
 
 
 def test_bool_is_not_an_ordered_domain() -> None:

@@ -154,10 +154,17 @@ def read_strictly(kind_name: str, document: Any) -> None:
     written_back(value)
 
 
+PART_ONE = ("Shape", "Contract", "Manifest")
+
+
 def written_back(value: Wire) -> None:
+    """A value that was read writes itself back unchanged and has an identity."""
     kind = type(value)
     assert kind.from_json(value.to_json()) == value
-    with contextlib.suppress(SerializationError):  # an integer binary64 cannot hold has none
+    if kind.__name__ in PART_ONE:
+        assert value.identity
+        return
+    with contextlib.suppress(SerializationError):  # see the report: Region endpoints past 2**53
         value.identity  # noqa: B018
 
 
