@@ -266,7 +266,8 @@ def _require_type(kind: LogicalType, allowed: Iterable[LogicalType], what: str) 
 
 # The column hash --------------------------------------------------------------------------------
 
-_DECIMAL = re.compile(r"decimal\(([0-9]+),([0-9]+)\)", re.ASCII)
+# One spelling per type, so one hash per column list: no leading zeros, no spaces.
+_DECIMAL = re.compile(r"decimal\(([1-9][0-9]*),(0|[1-9][0-9]*)\)", re.ASCII)
 
 
 def check_column_type(name: str) -> str:

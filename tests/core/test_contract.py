@@ -407,7 +407,7 @@ def test_the_column_hash_leaves_the_deleted_column_out() -> None:
     assert column_hash(with_flag) != column_hash(with_flag, deleted_column="is_deleted")
 
 
-def test_column_types_are_the_six_names_or_an_exact_decimal() -> None:
+def test_column_types_are_the_six_names_or_an_exact_decimal_spelled_one_way() -> None:
     for kind in (
         "int",
         "float",
@@ -419,7 +419,16 @@ def test_column_types_are_the_six_names_or_an_exact_decimal() -> None:
         "decimal(38,38)",
     ):
         column_hash([("c", kind)])
-    for kind in ("string", "decimal", "decimal(10, 2)", "decimal(2,3)", "decimal(0,0)", "INT"):
+    for kind in (
+        "string",
+        "decimal",
+        "decimal(10, 2)",
+        "decimal(2,3)",
+        "decimal(0,0)",
+        "INT",
+        "decimal(010,2)",
+        "decimal(10,02)",
+    ):
         with pytest.raises(InvalidContract, match="column type"):
             column_hash([("c", kind)])
 
