@@ -645,6 +645,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return REFUSED
     except BrokenPipeError:
         return OK
+    except OSError as exc:
+        # A file that exists but cannot be read or written, a full disk: the command cannot run.
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"{prog}: error: {where}{exc.strerror or exc}", file=sys.stderr)
+        return USAGE
 
 
 if __name__ == "__main__":
