@@ -8,6 +8,7 @@ example rotted.
 from __future__ import annotations
 
 import re
+import traceback
 from pathlib import Path
 
 import pytest
@@ -51,8 +52,29 @@ def _ids(blocks: list[tuple[str, int, str]]) -> list[str]:
 BLOCKS = _blocks()
 
 
-def test_the_page_has_examples() -> None:
-    assert len(BLOCKS) >= 7, "docs/concepts.md lost its examples"
+# The behaviours issue 4 asks the page to cover, each a section with its own example.
+BEHAVIOURS = (
+    "a_nightly_full_dump",
+    "the_last_30_days_every_night",
+    "rows_changed_since_yesterday",
+    "a_soft_deleting_source",
+    "when_it_may_not_declare_tombstones",
+    "an_outbox_or_change_table_with_commit_ordered_positions",
+    "an_auto_increment_id_is_not_a_commit_ordered_position",
+    "an_append_only_event_log",
+    "tables_read_together_for_exact_as_of",
+    "what_dogana_cannot_see",
+)
+
+
+def test_every_behaviour_has_a_section_and_every_fence_is_run() -> None:
+    text = PAGE.read_text(encoding="utf-8")
+    headings = {_slug(m[1]) for m in _HEADING.finditer(text)}
+    assert set(BEHAVIOURS) <= headings, sorted(set(BEHAVIOURS) - headings)
+    with_examples = {section for section, _, _ in BLOCKS}
+    assert set(BEHAVIOURS) - {"what_dogana_cannot_see"} <= with_examples
+    # A fence this file does not parse would be a block nobody runs.
+    assert text.count("```python\n") == len(BLOCKS)
 
 
 @pytest.mark.parametrize(("section", "line", "code"), BLOCKS, ids=_ids(BLOCKS))
@@ -63,5 +85,14 @@ def test_block_runs_and_its_asserts_hold(
     assert re.search(r"^assert ", code, re.MULTILINE), f"{section}: the block asserts nothing"
     # Padded so that a traceback names the line of docs/concepts.md, not of the block.
     compiled = compile("\n" * (line - 1) + code, str(PAGE), "exec")
-    exec(compiled, {"__name__": f"concepts_{section}"})
+    failure = None
+    try:
+        exec(compiled, {"__name__": f"concepts_{section}"})
+    except Exception as exc:
+        # Name the page's line, not the whole page pytest would print as the module's source.
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == str(PAGE)]
+        where = f"docs/concepts.md:{frames[-1].lineno}: {frames[-1].line}" if frames else ""
+        failure = f"{section}: {where}\n{type(exc).__name__}: {exc}"
+    if failure is not None:
+        pytest.fail(failure, pytrace=False)
     assert capsys.readouterr().out, f"{section}: the block prints nothing for a reader to see"
