@@ -77,7 +77,7 @@ class Manifest(Wire):
             set_(
                 self,
                 "window",
-                tuple(_scalar(v, f"Manifest.window[{i}]") for i, v in enumerate(window)),
+                tuple(_scalar(v, f"Manifest.window[{i}]", key=True) for i, v in enumerate(window)),
             )
         if self.since is not None:
             set_(self, "since", _scalar(self.since, "Manifest.since"))
@@ -216,13 +216,24 @@ class Manifest(Wire):
         return False
 
 
-def _scalar(value: Any, what: str) -> Scalar:
+def _scalar(value: Any, what: str, *, key: bool = False) -> Scalar:
+    """An ordered scalar; a window bound is a value of the window column, so a key value."""
     kind = type_of(value)
     if kind in (LogicalType.BOOL, LogicalType.FLOAT):
         raise InvalidContract(f"{what}: {kind} is not an ordered scalar")
     if kind is LogicalType.INT:
         exact_integer(value, what)
+        if key and not -PORTABLE_INTEGER <= value <= PORTABLE_INTEGER:
+            # Versioned JSON 5: portable keys stay within [-(2**53-1), 2**53-1], larger ones as
+            # strings. Within it, a window's regions end at successor(high), still exact.
+            raise InvalidContract(
+                f"{what}: integer key values stay within [-(2**53-1), 2**53-1]; send larger "
+                "ones as strings"
+            )
     return check_scalar(value, kind, what)
+
+
+PORTABLE_INTEGER = 2**53 - 1
 
 
 def _require_position(value: Position, kind: type[int] | type[str], what: str) -> None:

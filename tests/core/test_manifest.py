@@ -213,6 +213,22 @@ def test_integers_are_exact_binary64() -> None:
             manifest("tail", table="log", **fields)
     with pytest.raises(InvalidContract, match="not exact in binary64"):
         manifest("day", window=(0, 10**400))
+
+
+def test_integer_window_bounds_are_portable_keys() -> None:
+    # Versioned JSON 5: portable keys stay within [-(2**53-1), 2**53-1], larger ones as strings.
+    ids = Contract(
+        "ids",
+        ("id",),
+        {"part": Shape.complete(window=True)},
+        window_column="id",
+        types={"id": "int"},
+    )
+    edge = 2**53 - 1
+    fits(ids, "part", window=(-edge, edge))
+    for window in ((0, 2**53), (-(2**53), 0), (0, 2**60)):
+        with pytest.raises(InvalidContract, match="send larger ones as strings"):
+            manifest("part", table="ids", window=window)
     made = manifest("tail", table="log", since=2**53, generation=2**60, rows=2**53)
     made.check(LOG)
     assert made.identity
