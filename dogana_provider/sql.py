@@ -233,7 +233,8 @@ def display(value: Any, logical: str | None = None) -> str:
         return value
     if isinstance(value, datetime):
         if value.tzinfo is None:
-            return value.isoformat()
+            # A dialect without offsets (MariaDB's DATETIME) stores UTC.
+            value = value.replace(tzinfo=UTC)
         return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
     if isinstance(value, date):
         return value.isoformat()

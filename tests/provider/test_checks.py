@@ -2,8 +2,9 @@
 
 Each test stages an honest file and a file that breaks the check's fact, and fails if the check
 is dropped (it must be in verify's results under its name), if it stops refusing, or if it
-refuses an honest delivery. The same tests run on PostgreSQL when it is reachable (skipped with
-the reason otherwise, failing in CI), since the receiver reuses these functions there.
+refuses an honest delivery. The same tests run on PostgreSQL and MariaDB when they are reachable
+(skipped with the reason otherwise, failing in CI), since the receiver reuses these functions
+there.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import sqlite3
 import uuid
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pytest
@@ -36,7 +38,7 @@ from row_check_fixtures import (
 from dogana_core import Contract, Manifest, Shape, column_hash
 from dogana_core.gate import Check
 from dogana_provider.checks import CheckName, plan, verify
-from dogana_provider.sql import POSTGRES, SQLITE, Dialect, sqlite_datetime
+from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect, sqlite_datetime
 from dogana_provider.staging import ROW_COLUMN, Staged, bound_columns, stage_file
 
 
@@ -44,26 +46,45 @@ from dogana_provider.staging import ROW_COLUMN, Staged, bound_columns, stage_fil
 class Database:
     connection: Any
     dialect: Dialect
+    tables: list[str] = field(default_factory=list)
 
     def stage(self, path: Path, contract: Contract, columns: Sequence[str] | None) -> Staged:
         table = f"staged_{uuid.uuid4().hex[:12]}"
+        self.tables.append(table)
         return stage_file(self.connection, self.dialect, table, path, contract, columns=columns)
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
+@pytest.fixture(params=["sqlite", "postgresql", "mariadb"])
 def database(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Database]:
     if request.param == "sqlite":
         connection = sqlite3.connect(tmp_path / "staging.sqlite")
         yield Database(connection, SQLITE)
         connection.close()
         return
-    psycopg = pytest.importorskip("psycopg")
-    url = request.getfixturevalue("postgres_url")
-    connection = psycopg.connect(url)
+    if request.param == "postgresql":
+        psycopg = pytest.importorskip("psycopg")
+        connection = psycopg.connect(request.getfixturevalue("postgres_url"))
+        try:
+            yield Database(connection, POSTGRES)
+        finally:
+            connection.rollback()  # every staged table goes with the transaction
+            connection.close()
+        return
+    mysqldb = pytest.importorskip("MySQLdb")
+    url = urlsplit(request.getfixturevalue("mariadb_url"))
+    connection = mysqldb.connect(
+        host=url.hostname, port=url.port, user=url.username, password=url.password or "",
+        database=url.path.lstrip("/"), charset="utf8mb4",
+    )  # fmt: skip
+    database = Database(connection, MARIADB)
     try:
-        yield Database(connection, POSTGRES)
+        yield database
     finally:
-        connection.rollback()  # every staged table goes with the transaction
+        # MariaDB commits DDL, so the staged tables are dropped by name.
+        connection.rollback()
+        cursor = connection.cursor()
+        for table in database.tables:
+            cursor.execute(f"DROP TABLE IF EXISTS {MARIADB.quote(table)}")
         connection.close()
 
 
