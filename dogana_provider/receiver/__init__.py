@@ -2,5 +2,6 @@
 
 from dogana_provider.receiver.receiver import Decision, Receiver, Snapshot, UnknownTable
 from dogana_provider.receiver.store import Store, Verified
+from dogana_provider.receiver.together import GroupDecision
 
-__all__ = ["Decision", "Receiver", "Snapshot", "Store", "UnknownTable", "Verified"]
+__all__ = ["Decision", "GroupDecision", "Receiver", "Snapshot", "Store", "UnknownTable", "Verified"]

@@ -23,9 +23,8 @@ statement) raise, and the transaction they interrupted rolls back.
 
 from __future__ import annotations
 
-import hashlib
 import secrets
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -35,12 +34,15 @@ from typing import Any
 from dogana_core.contract import Contract
 from dogana_core.errors import InvalidContract
 from dogana_core.gate import Check, Gate, Outcome, Receipt
+from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.checks import CheckName
 from dogana_provider.receiver.actions import add_missing_columns, create_published, execute_plan
+from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.store import Store, TableState, Verified
+from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import Connect, transaction, transactional_ddl
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop, stage_file
@@ -136,7 +138,7 @@ class Receiver:
             original = self.store.accepted(connection, table, manifest.identity)
         now = self.clock()
         if original is not None:
-            return Decision(self._replay(state, manifest, original, _sha256(path), now))
+            return Decision(self._replay(state, manifest, original, file_sha256(path), now))
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Decision(self._reject(state.ledger, manifest, preflight, now))
@@ -168,9 +170,7 @@ class Receiver:
 
     def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:
         """Lock the head, decide again if stale, then plan, ledger and receipt; no commit."""
-        state = self.store.state(connection, receipt.table, lock=True)
-        if state is None:
-            raise UnknownTable(f"table {receipt.table!r} was unregistered before publishing")
+        state = self._locked_state(connection, receipt.table)
         if state.head != receipt.base_publication_id or state.contract != receipt.contract:
             receipt = self._decide_again(connection, state, receipt.manifest, staged)
             if receipt.outcome is Outcome.REJECTED:
@@ -183,6 +183,20 @@ class Receiver:
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
         return receipt
+
+    def receive_group(
+        self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
+    ) -> tuple[Receipt, ...]:
+        """A group's deliveries (file and manifest by table): decided and published as one."""
+        return self.publish_group(self.decide_group(group, deliveries))
+
+    def decide_group(
+        self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
+    ) -> GroupDecision:
+        return decide_group(self, group, deliveries)
+
+    def publish_group(self, decision: GroupDecision) -> tuple[Receipt, ...]:
+        return publish_group(self, decision)
 
     def discard(self, decision: Decision) -> None:
         """Drop a decision's staging table (nothing is recorded): after a rejection, or to give
@@ -221,6 +235,12 @@ class Receiver:
         state = self.store.state(connection, table)
         if state is None:
             raise UnknownTable(f"no contract is registered for table {table!r}")
+        return state
+
+    def _locked_state(self, connection: Any, table: str) -> TableState:
+        state = self.store.state(connection, table, lock=True)
+        if state is None:
+            raise UnknownTable(f"table {table!r} was unregistered before publishing")
         return state
 
     def _replay(
@@ -322,15 +342,6 @@ def dialect_of(hook: Any) -> Dialect:
     if dialect is None:
         raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql, mysql)")
     return dialect
-
-
-def _sha256(path: str) -> str | None:
-    """The file's bytes hashed, streamed; None when they cannot be read (never matches)."""
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError:
-        return None
 
 
 def _stream(cursor: Any, size: int = 1000) -> Iterator[tuple[Any, ...]]:

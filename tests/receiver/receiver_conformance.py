@@ -29,6 +29,7 @@ from receiver_deliveries import (
 
 from dogana_core.errors import InvalidContract
 from dogana_core.gate import Outcome, Receipt
+from dogana_core.group import Group
 from dogana_core.plan import ActionKind
 from dogana_provider.receiver import Receiver
 from dogana_provider.receiver.receiver import STAGING_PREFIX
@@ -498,6 +499,88 @@ class ReceiverConformance:
         assert receiver.ledger(source.table).contract == cheaper
         source.put(2, 2, "n2", at(3))
         self.publish_checked(receiver, source, source.full(at(4)))
+
+    # Tables together ---------------------------------------------------------------------------
+
+    def pair(self, receiver: Receiver, uid: str, tmp_path: Path) -> tuple[Group, Source, Source]:
+        orders, lines = Source(f"orders_{uid}", tmp_path), Source(f"lines_{uid}", tmp_path)
+        for source in (orders, lines):
+            receiver.register(source.contract)
+            for id_ in range(1, 4):
+                source.put(id_, id_, f"{source.table[:5]}{id_}", at(1))
+        return Group((orders.contract, lines.contract)), orders, lines
+
+    def test_a_group_is_published_in_one_commit_and_replays_whole(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        receipts = receiver.receive_group(group, deliveries)
+        assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+        assert all("together" in {c.name for c in r.checks} for r in receipts)
+        for source in (orders, lines):
+            assert self.published(receiver, source.table) == source.expected()
+            receiver.verify(source.table)
+        before = [self.state(receiver, s.table) for s in (orders, lines)]
+        again = receiver.receive_group(group, deliveries)
+        assert [r.outcome for r in again] == [Outcome.REPLAYED] * 2
+        assert [r.identity for r in again] == [r.identity for r in receipts]
+        assert [self.state(receiver, s.table) for s in (orders, lines)] == before
+
+    def test_a_group_is_all_or_nothing(self, receiver: Receiver, uid: str, tmp_path: Path) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        receiver.receive_group(
+            group, {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        )
+        before = [self.state(receiver, s.table) for s in (orders, lines)]
+        orders.put(9, 9, "new", at(3))
+        lines.put(9, 9, "new", at(3))
+        path, manifest = lines.full(at(4))
+        wrong = manifest.replace(rows=manifest.rows + 1)  # a truncated file, say
+        deliveries = {orders.table: orders.full(at(4)), lines.table: (path, wrong)}
+        receipts = receiver.receive_group(group, deliveries)
+        assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        assert [c.name for c in receipts[0].failed] == ["together"]
+        assert {c.name for c in receipts[1].failed} == {"rows", "together"}
+        after = [self.state(receiver, s.table) for s in (orders, lines)]
+        for old, new in zip(before, after, strict=True):
+            assert new[:2] == old[:2] and new[2][:-1] == old[2]
+        manifests = [d[1] for d in deliveries.values()]
+        assert self.staging_left(receiver, *manifests) == []
+
+    def test_a_fault_in_a_group_publication_changes_no_table(
+        self, connect: Connect, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        decision = receiver.decide_group(group, deliveries)
+        before = [self.state(receiver, s.table) for s in (orders, lines)]
+        # The first table's rows are published when the second table's insert fails.
+        needle = f"INSERT INTO {self.dialect.quote(lines.table)}"
+        faulty = self.make(lambda: FaultyConnection(connect(), needle), uid)
+        with pytest.raises((ConnectionError, self.driver_error)):
+            faulty.publish_group(decision)
+        assert [self.state(receiver, s.table) for s in (orders, lines)] == before
+        receipts = receiver.publish_group(decision)
+        assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2
+        for source in (orders, lines):
+            assert self.published(receiver, source.table) == source.expected()
+            receiver.verify(source.table)
+
+    def test_a_stale_group_is_decided_again(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        decision = receiver.decide_group(
+            group, {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        )
+        # A later read of one table is published alone in between: the group's read is late.
+        self.publish_checked(receiver, orders, orders.full(at(3)))
+        receipts = receiver.publish_group(decision)
+        assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        assert "transition" in {c.name for c in receipts[0].failed}
+        assert receiver.verify(lines.table).publications == 0
+        assert receiver.verify(orders.table).publications == 1
 
     # A scripted history -----------------------------------------------------------------------
 

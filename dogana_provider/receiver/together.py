@@ -1,0 +1,251 @@
+"""Tables together: one delivery per table of a Group, decided as one and published in one commit.
+
+The same four steps as one table's (receiver.py), over every table at once ("Tables together",
+Delivery and Replay):
+
+    1. replay: the group is answered with its recorded receipts when every manifest was accepted
+       together (Group.replay, by the together digest), once every declared content_hash
+       matches the bytes; anything else is a new decision
+    2. preflight every table; one failure rejects the group (Group.apply with no row checks),
+       recorded for every table, and nothing is staged
+    3. stage every file and check its rows; Group.apply decides them together
+    4. one transaction locks every table's head (in name order, so two groups cannot deadlock),
+       decides the whole group again if any head or contract moved, then runs every plan and
+       saves every ledger and receipt, or nothing
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dogana_core.gate import Check, Gate, Outcome, Receipt
+from dogana_core.group import TOGETHER, Group
+from dogana_core.manifest import Manifest
+from dogana_provider import checks
+from dogana_provider.checks import CheckName
+from dogana_provider.receiver.actions import add_missing_columns, execute_plan
+from dogana_provider.receiver.hashing import file_sha256
+from dogana_provider.receiver.store import TableState
+from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.staging import Staged
+
+if TYPE_CHECKING:
+    from dogana_provider.receiver.receiver import Receiver
+
+
+@dataclass(frozen=True)
+class GroupDecision:
+    """Steps 1 to 3 for a group: one receipt per table, in the group's order, and the staged
+    files of an acceptance still to publish (empty otherwise)."""
+
+    group: Group
+    receipts: tuple[Receipt, ...]
+    staged: tuple[Staged, ...] = ()
+
+    @property
+    def to_publish(self) -> bool:
+        return bool(self.staged) and all(r.outcome is Outcome.ACCEPTED for r in self.receipts)
+
+
+def decide_group(
+    receiver: Receiver, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
+) -> GroupDecision:
+    tables = group.tables
+    paths = {table: str(deliveries[table][0]) for table in tables}
+    manifests = {table: deliveries[table][1] for table in tables}
+    with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+        states = {table: receiver._state(connection, table) for table in tables}
+        recorded = _recorded(receiver, connection, manifests)
+    now = receiver.clock()
+    replayed = group.replay(manifests, recorded)
+    if replayed is not None:
+        hashes = {table: file_sha256(paths[table]) for table in tables}
+        refused = _other_bytes(manifests, hashes)
+        if not refused:
+            return GroupDecision(group, replayed)
+        receipts = _reject_all(receiver, group, states, manifests, refused, now)
+        return GroupDecision(group, _save(receiver, receipts))
+    if not all(
+        check.passed
+        for table in tables
+        for check in Gate.preflight(states[table].ledger, manifests[table], now=now)
+    ):
+        receipts = group.apply(
+            _ledgers(states), manifests, now=now, sources=_sources(receiver, group)
+        )
+        return GroupDecision(group, _save(receiver, receipts))
+    staged = tuple(
+        receiver._stage(paths[table], manifests[table], states[table].contract) for table in tables
+    )
+    with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+        receipts = _evaluate(receiver, connection, group, states, manifests, staged, now)
+    decision = GroupDecision(group, receipts, staged)
+    if decision.to_publish:
+        return decision
+    _save(receiver, receipts)
+    _discard(receiver, staged)
+    return GroupDecision(group, receipts)
+
+
+def publish_group(receiver: Receiver, decision: GroupDecision) -> tuple[Receipt, ...]:
+    if not decision.to_publish:
+        return decision.receipts
+    staged = decision.staged
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        for receipt, files in zip(decision.receipts, staged, strict=True):
+            add_missing_columns(connection, receiver.dialect, files, receipt.contract)
+    ddl_joins = transactional_ddl(receiver.dialect)
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        receipts = _publish_locked(receiver, connection, decision)
+        if ddl_joins:
+            for files in staged:
+                receiver._drop(connection, files)
+    if not ddl_joins:
+        _discard(receiver, staged)
+    return receipts
+
+
+def _publish_locked(
+    receiver: Receiver, connection: Any, decision: GroupDecision
+) -> tuple[Receipt, ...]:
+    group, receipts, staged = decision.group, decision.receipts, decision.staged
+    states: dict[str, TableState] = {}
+    for table in sorted(group.tables):
+        states[table] = receiver._locked_state(connection, table)
+    stale = any(
+        states[r.table].head != r.base_publication_id or states[r.table].contract != r.contract
+        for r in receipts
+    )
+    if stale:
+        manifests = {r.table: r.manifest for r in receipts}
+        now = receiver.clock()
+        replayed = group.replay(manifests, _recorded(receiver, connection, manifests))
+        if replayed is not None:
+            hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
+            refused = _other_bytes(manifests, hashes)
+            if not refused:
+                return replayed
+            receipts = _reject_all(receiver, group, states, manifests, refused, now)
+        else:
+            receipts = _evaluate(receiver, connection, group, states, manifests, staged, now)
+        if not all(r.outcome is Outcome.ACCEPTED for r in receipts):
+            for receipt in receipts:
+                receiver.store.save(connection, receipt)
+            return receipts
+    for receipt, files in zip(receipts, staged, strict=True):
+        state = states[receipt.table]
+        ledger = state.ledger.follow(receipt)
+        assert receipt.transition is not None
+        execute_plan(connection, receiver.dialect, receipt.transition.plan, files, state.contract)
+        receiver.store.update_table(connection, ledger)
+        receiver.store.save(connection, receipt)
+    return receipts
+
+
+def _evaluate(
+    receiver: Receiver,
+    connection: Any,
+    group: Group,
+    states: Mapping[str, TableState],
+    manifests: Mapping[str, Manifest],
+    staged: tuple[Staged, ...],
+    now: datetime,
+) -> tuple[Receipt, ...]:
+    """Preflight, row checks of every staged file, then Group.apply: all accepted or none."""
+    sources = _sources(receiver, group)
+    if not all(
+        check.passed
+        for table in group.tables
+        for check in Gate.preflight(states[table].ledger, manifests[table], now=now)
+    ):
+        return group.apply(_ledgers(states), manifests, now=now, sources=sources)
+    outcomes = {
+        table: checks.verify(
+            connection,
+            receiver.dialect,
+            files,
+            states[table].contract,
+            manifests[table],
+            published=table,
+        )
+        for table, files in zip(group.tables, staged, strict=True)
+    }
+    return group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
+
+
+def _recorded(
+    receiver: Receiver, connection: Any, manifests: Mapping[str, Manifest]
+) -> list[Receipt]:
+    found = (
+        receiver.store.accepted(connection, table, manifest.identity)
+        for table, manifest in manifests.items()
+    )
+    return [receipt for receipt in found if receipt is not None]
+
+
+def _other_bytes(
+    manifests: Mapping[str, Manifest], hashes: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """Tables whose declared content_hash the bytes do not match, with the bytes' hash."""
+    return {
+        table: hashes[table]
+        for table, manifest in manifests.items()
+        if manifest.content_hash is not None and manifest.content_hash != hashes[table]
+    }
+
+
+def _reject_all(
+    receiver: Receiver,
+    group: Group,
+    states: Mapping[str, TableState],
+    manifests: Mapping[str, Manifest],
+    refused: Mapping[str, str | None],
+    now: datetime,
+) -> tuple[Receipt, ...]:
+    """A repeated group over other bytes: refused for every table, each naming why."""
+    receipts = []
+    for table in group.tables:
+        manifest = manifests[table]
+        if table in refused:
+            check = Check(
+                str(CheckName.CONTENT_HASH),
+                False,
+                f"manifest {manifest.identity} was accepted for other bytes: the file's bytes "
+                f"hash to {refused[table]}, the manifest declares {manifest.content_hash}",
+            )
+        else:
+            check = Check(
+                TOGETHER,
+                False,
+                "the group repeats an accepted group over other bytes in "
+                + ", ".join(sorted(refused)),
+            )
+        receipts.append(
+            Gate.reject(states[table].ledger, manifest, (check,), now=now, source=receiver.source)
+        )
+    return tuple(receipts)
+
+
+def _save(receiver: Receiver, receipts: tuple[Receipt, ...]) -> tuple[Receipt, ...]:
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        for receipt in receipts:
+            receiver._save_rejection(connection, receipt)
+    return receipts
+
+
+def _discard(receiver: Receiver, staged: tuple[Staged, ...]) -> None:
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        for files in staged:
+            receiver._drop(connection, files)
+
+
+def _ledgers(states: Mapping[str, TableState]) -> dict[str, Any]:
+    return {table: state.ledger for table, state in states.items()}
+
+
+def _sources(receiver: Receiver, group: Group) -> dict[str, str | None]:
+    return {table: receiver.source for table in group.tables}
