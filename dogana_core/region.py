@@ -39,6 +39,7 @@ from dogana_core.values import (
     LogicalType,
     Scalar,
     check_scalar,
+    exact_integer,
     is_domain_minimum,
     successor,
     type_of,
@@ -79,7 +80,10 @@ class Region(Wire):
             value = getattr(self, name)
             if value is not None:
                 kind = _endpoint_type(value, f"Region.{name}", kind)
-                set_(self, name, check_scalar(value, kind, f"Region.{name}"))
+                value = check_scalar(value, kind, f"Region.{name}")
+                if isinstance(value, int):
+                    exact_integer(value, f"Region.{name}")
+                set_(self, name, value)
         low, high = self.low, self.high
         if self.low_open is not (low is None):
             raise InvalidContract(
