@@ -328,7 +328,7 @@ def test_regions_over_refuses_empty_bounds() -> None:
 def test_region_endpoint_integers_must_be_exact_in_binary64() -> None:
     # Versioned JSON 5: an integer that binary64 cannot hold has no identity, so a region read
     # from the wire with one is refused when built rather than failing later when hashed.
-    wire = Region(0, 10).to_dict()
+    wire = Region(0, 10, low_open=False).to_dict()
     wire["high"] = 2**53 + 1
     with pytest.raises(InvalidContract, match="not exact in binary64"):
         Region.from_dict(wire)
