@@ -241,7 +241,8 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     write_new(out, manifest.to_json() + "\n", force=args.force)
     print(
         f"wrote {out}: table {manifest.table}, shape {manifest.shape}, "
-        f"{manifest.rows} rows, {manifest.tombstones} tombstones, sha256 {digest}"
+        f"{_plural(manifest.rows, 'row')}, {_plural(manifest.tombstones, 'tombstone')}, "
+        f"sha256 {digest}"
     )
     return OK
 
@@ -434,6 +435,10 @@ def _span(region: Region) -> str:
 
     opening = "(" if region.low is None else "["
     return f"{opening}{end(region.low, '-inf')}, {end(region.high, '+inf')})"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _spell_duration(value: timedelta) -> str:
