@@ -39,11 +39,21 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.checks import CheckName
-from dogana_provider.receiver.actions import add_missing_columns, create_published, execute_plan
+from dogana_provider.receiver.actions import (
+    add_missing_columns,
+    create_published,
+    execute_plan,
+    existing_columns,
+)
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.store import Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
-from dogana_provider.receiver.transactions import Connect, transaction, transactional_ddl
+from dogana_provider.receiver.transactions import (
+    Connect,
+    streaming_cursor,
+    transaction,
+    transactional_ddl,
+)
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop, stage_file
 
@@ -221,10 +231,10 @@ class Receiver:
         """The ledger and the published rows, from one committed state; rows are streamed."""
         with transaction(self.connect, self.dialect, write=False) as connection:
             state = self._state(connection, table)
-            cursor = connection.cursor()
+            columns = tuple(existing_columns(connection, self.dialect, table))
+            cursor = streaming_cursor(connection, self.dialect)
             try:
                 cursor.execute(f"SELECT * FROM {self.dialect.quote(table)}")
-                columns = tuple(str(column[0]) for column in cursor.description)
                 yield Snapshot(state.ledger, columns, _stream(cursor))
             finally:
                 cursor.close()

@@ -29,6 +29,7 @@ from dogana_core.contract import Contract, check_identifier
 from dogana_core.errors import InconsistentPublication
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
+from dogana_provider.receiver.transactions import streaming_cursor
 from dogana_provider.sql import Dialect
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
@@ -178,8 +179,12 @@ class Store:
         return None if row is None else Receipt.from_json(row[0])
 
     def receipts_of(self, connection: Any, table: str) -> Iterator[Receipt]:
-        """Every stored receipt of a table in the order recorded, read a batch at a time."""
-        cursor = connection.cursor()
+        """Every stored receipt of a table in the order recorded, read a batch at a time.
+
+        Consume it before the next statement on the connection (MySQLdb's streaming cursor
+        holds the connection until its result is read).
+        """
+        cursor = streaming_cursor(connection, self.dialect)
         try:
             cursor.execute(
                 f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} ORDER BY seq",

@@ -14,6 +14,8 @@ half-written, and no receipt is saved for what did not happen.
 
 from __future__ import annotations
 
+import importlib
+import secrets
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -67,3 +69,17 @@ def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
 def transactional_ddl(dialect: Dialect) -> bool:
     """Whether DDL (CREATE, ALTER, DROP) joins the transaction; MySQL/MariaDB commit at each."""
     return dialect.name in ("sqlite", "postgresql")
+
+
+def streaming_cursor(connection: Any, dialect: Dialect) -> Any:
+    """A cursor that fetches a large result from the server in batches.
+
+    The default cursors of psycopg and MySQLdb hold a whole result in client memory; a named
+    (server-side) cursor and MySQLdb's SSCursor do not. sqlite3 already steps through rows.
+    """
+    if dialect.name == "postgresql":
+        return connection.cursor(name=f"dogana_{secrets.token_hex(8)}")
+    if dialect.name == "mysql" and type(connection).__module__.startswith("MySQLdb"):
+        cursors = importlib.import_module("MySQLdb.cursors")
+        return connection.cursor(cursors.SSCursor)
+    return connection.cursor()

@@ -415,7 +415,14 @@ class ReceiverConformance:
         assert after[:2] == before[:2] and after[2][:-1] == before[2]
         receiver.verify(source.table)
 
-    def _concurrently(self, *calls: Callable[[], Receipt]) -> list[Receipt | BaseException]:
+    def _concurrently(
+        self, *calls: Callable[[], Receipt], timeout: float = THREADS_TIMEOUT
+    ) -> list[Receipt | BaseException]:
+        """Run calls at once in threads; wait up to timeout, then hand back what finished.
+
+        With a short timeout the caller goes on while a call may still run (blocked on a lock
+        the caller holds); _finish waits for the rest.
+        """
         barrier = threading.Barrier(len(calls))
         results: list[Receipt | BaseException] = [RuntimeError("did not finish")] * len(calls)
 
@@ -431,10 +438,18 @@ class ReceiverConformance:
         ]
         for thread in threads:
             thread.start()
+        self._threads = threads
         for thread in threads:
+            thread.join(timeout)
+        if timeout >= THREADS_TIMEOUT:
+            self._finish(results)
+        return results
+
+    def _finish(self, results: list[Receipt | BaseException]) -> None:
+        for thread in self._threads:
             thread.join(THREADS_TIMEOUT)
             assert not thread.is_alive(), "a publisher hung"
-        return results
+        assert all(isinstance(r, Receipt) for r in results), results
 
     def test_two_concurrent_publishers_one_wins_each_head(
         self, connect: Connect, receiver: Receiver, source: Source, uid: str
@@ -474,6 +489,27 @@ class ReceiverConformance:
         assert self.staging_left(receiver, delivery[1]) == []
         assert receiver.verify(source.table).publications == 1
         assert self.published(receiver, source.table) == source.expected()
+
+    def test_a_reader_gets_rows_and_ledger_from_one_committed_state(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        first = self.publish_checked(receiver, source, source.full(at(2)))
+        held = dict(source.expected())
+        source.put(8, 8, "eight", at(3))
+        decision = receiver.decide(*source.full(at(4)))
+        writer = self.make(connect, uid)
+        with receiver.read(source.table) as snapshot:
+            # A publication commits while the reader is open (SQLite's writer waits for it).
+            results = self._concurrently(lambda: writer.publish(decision), timeout=2)
+            names = snapshot.columns
+            rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+            assert snapshot.ledger.head == first.publication_id
+            assert {r["id"]: (r["name"], str(r["day"])[:10]) for r in rows} == held
+        self._finish(results)
+        assert self.published(receiver, source.table) == source.expected()
+        receiver.verify(source.table)
 
     # Contracts -------------------------------------------------------------------------------
 
