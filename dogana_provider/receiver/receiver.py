@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dogana_core.contract import Contract
-from dogana_core.errors import InvalidContract
+from dogana_core.errors import InvalidContract, SerializationError
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
@@ -45,6 +45,7 @@ from dogana_provider.receiver.actions import (
     execute_plan,
     existing_columns,
 )
+from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.store import Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
@@ -74,6 +75,20 @@ class Decision:
     @property
     def to_publish(self) -> bool:
         return self.receipt.outcome is Outcome.ACCEPTED and self.staged is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON for XCom: the receipt's wire dict and where the staged rows wait."""
+        return {
+            "receipt": self.receipt.to_dict(),
+            "staged": None if self.staged is None else staged_to_dict(self.staged),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Decision:
+        if not isinstance(data, dict) or set(data) != {"receipt", "staged"}:
+            raise SerializationError("Decision", "expected an object with receipt and staged")
+        staged = None if data["staged"] is None else staged_from_dict(data["staged"])
+        return cls(Receipt.from_dict(data["receipt"]), staged)
 
 
 @dataclass(frozen=True)

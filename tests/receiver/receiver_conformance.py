@@ -7,6 +7,7 @@ fails it. Every test uses its own store prefix and table names, so runs never co
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.plan import ActionKind
-from dogana_provider.receiver import Receiver
+from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.receiver import STAGING_PREFIX
 from dogana_provider.sql import Dialect
 
@@ -414,6 +415,25 @@ class ReceiverConformance:
         after = self.state(receiver, source.table)
         assert after[:2] == before[:2] and after[2][:-1] == before[2]
         receiver.verify(source.table)
+
+    def test_a_decision_handed_over_as_json_publishes_in_another_task(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(5, 5, "five", at(3))
+        early = receiver.decide(*source.changes(at(2), at(4)))
+        source.put(6, 6, "six", at(5))
+        late = receiver.decide(*source.changes(at(2), at(6)))
+        handed = [Decision.from_dict(json.loads(json.dumps(d.to_dict()))) for d in (early, late)]
+        assert handed == [early, late]
+        other = self.make(connect, uid)  # the publish task: another receiver, same database
+        assert other.publish(handed[0]).outcome is Outcome.ACCEPTED
+        second = other.publish(handed[1])  # stale: decided again from the handed-over staging
+        assert second.outcome is Outcome.ACCEPTED, second.failed
+        assert self.published(receiver, source.table) == source.expected()
+        assert receiver.verify(source.table).publications == 3
 
     def _concurrently(
         self, *calls: Callable[[], Receipt], timeout: float = THREADS_TIMEOUT
