@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from receiver_deliveries import (
     NOW,
+    SCHEMA,
     Source,
     at,
     day,
@@ -28,16 +29,28 @@ from receiver_deliveries import (
     write,
 )
 
+from dogana_core.contract import column_hash
 from dogana_core.errors import InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.plan import ActionKind
-from dogana_provider.receiver import Decision, Receiver
+from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.receiver import STAGING_PREFIX
 from dogana_provider.sql import Dialect
 
 Connect = Callable[[], Any]
 THREADS_TIMEOUT = 60  # seconds two concurrent publishers may take; a hang fails the test
+
+
+REFUSALS: dict[str, tuple[list[Any], dict[str, Any], str]] = {
+    # case: (rows of the file, manifest fields, the check that must fail)
+    "bad count": ([(1, 1, at(3))], {"rows": 2}, "rows"),
+    "null key": ([(None, 1, at(3))], {}, "key_not_null"),
+    "duplicated key": ([(1, 1, at(3)), (1, 2, at(3))], {}, "key_unique"),
+    "cursor outside the interval": ([(1, 1, at(9))], {}, "cursor_inside"),
+    "null cursor on a live row": ([(1, 1, None)], {}, "cursor_inside"),
+    "wrong content hash": ([(1, 1, at(3))], {"content_hash": "0" * 64}, "content_hash"),
+}
 
 
 class FaultyConnection:
@@ -329,6 +342,84 @@ class ReceiverConformance:
         assert receiver.receipts(source.table)[-1] == receipt
         assert receiver.verify(source.table).receipts == 2
         assert self.staging_left(receiver, manifest) == []
+
+    @pytest.mark.parametrize("case", sorted(REFUSALS))
+    def test_every_refused_delivery_leaves_everything_unchanged(
+        self, receiver: Receiver, source: Source, tmp_path: Path, case: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        rows, fields, failing = REFUSALS[case]
+        path = write(
+            tmp_path,
+            [
+                {"id": id_, "day": day(d), "name": "x", "updated_at": t, "deleted": False}
+                for id_, d, t in rows
+            ],
+        )
+        fields = {"rows": len(rows), **fields}
+        manifest = source.contract.manifest("changes", at(4), since=at(2), **fields)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.REJECTED
+        assert failing in {c.name for c in receipt.failed}, receipt.failed
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        assert self.staging_left(receiver, manifest) == []
+        receiver.verify(source.table)
+
+    def test_a_window_value_outside_the_window_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        row = {"id": 1, "day": day(5), "name": "x", "updated_at": at(1), "deleted": False}
+        path = write(tmp_path, [row])
+        manifest = source.contract.manifest("window", at(2), window=(day(3), day(4)), rows=1)
+        receipt = receiver.receive(path, manifest)
+        assert [c.name for c in receipt.failed] == ["window_inside"]
+        assert receiver.verify(source.table).publications == 0
+
+    def test_wrong_columns_are_refused_by_the_column_hash(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        declared = column_hash(
+            [("id", "int"), ("day", "date"), ("name", "str"), ("updated_at", "datetime")]
+        )
+        contract = orders_contract(f"hashed_{uid}", schema_hash=declared)
+        receiver.register(contract)
+        row = {"id": 1, "day": day(1), "name": "x", "updated_at": at(1), "deleted": False}
+        good = write(tmp_path, [row])
+        receipt = receiver.receive(good, contract.manifest("full", at(2), rows=1))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        schema = pa.schema(
+            [(n, t) for n, t in zip(SCHEMA.names, SCHEMA.types, strict=True) if n != "name"]
+        )
+        wrong = write(tmp_path, [row], schema)
+        receipt = receiver.receive(wrong, contract.manifest("full", at(3), rows=1))
+        assert [c.name for c in receipt.failed] == ["column_hash"]
+        assert receiver.verify(contract.table).publications == 1
+
+    def test_a_key_of_the_wrong_type_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        schema = pa.schema([("id", pa.string()), ("day", pa.date32()), ("name", pa.string())])
+        path = write(tmp_path, [{"id": "one", "day": day(1), "name": "x"}], schema)
+        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=1))
+        assert receipt.outcome is Outcome.REJECTED
+        assert "rows" in {c.name for c in receipt.failed}
+        assert receiver.verify(source.table).publications == 0
+
+    def test_a_receipt_is_filed_under_the_contract_table(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        path = write(tmp_path, [])
+        manifest = source.contract.manifest("full", at(2)).replace(table="elsewhere")
+        receipt = receiver.receive(path, manifest, table=source.table)
+        assert receipt.outcome is Outcome.REJECTED and receipt.table == source.table
+        assert [c.name for c in receipt.failed] == ["manifest", "transition"]
+        assert receiver.receipts(source.table) == [receipt]
+        with pytest.raises(UnknownTable):
+            receiver.receive(path, manifest)
 
     def test_a_failed_preflight_is_recorded_and_nothing_else_happens(
         self, receiver: Receiver, source: Source, tmp_path: Path
