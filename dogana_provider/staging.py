@@ -15,8 +15,10 @@ still reports the row count (which fails) and the content hash (which may pass o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import io
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -122,18 +124,27 @@ def _insert(
     types: tuple[tuple[str, str], ...],
 ) -> int:
     names = [ROW_COLUMN, *(name for name, _ in types)]
-    statement = (
-        f"INSERT INTO {dialect.quote(table)} ({', '.join(dialect.quote(n) for n in names)}) "
-        f"VALUES ({', '.join(dialect.placeholder for _ in names)})"
-    )
+    quoted = ", ".join(dialect.quote(n) for n in names)
+    if dialect.name == "postgresql":
+        # COPY is PostgreSQL's bulk load: executemany costs a round trip per row (~50x slower).
+        statement = f"COPY {dialect.quote(table)} ({quoted}) FROM STDIN"
+    else:
+        statement = (
+            f"INSERT INTO {dialect.quote(table)} ({quoted}) "
+            f"VALUES ({', '.join(dialect.placeholder for _ in names)})"
+        )
     rows = 0
     cursor = connection.cursor()
     try:
         for batch in delivered.batches([name for name, _ in types]):
             numbers = range(rows + 1, rows + batch.num_rows + 1)
             values = [dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)]
+            records = zip(numbers, *values, strict=True)
             try:
-                cursor.executemany(statement, zip(numbers, *values, strict=True))
+                if dialect.name == "postgresql":
+                    _copy(cursor, statement, records)
+                else:
+                    cursor.executemany(statement, records)
             except OverflowError as exc:
                 raise UnreadableFile(
                     delivered.path, f"a value does not fit the staging database: {exc}"
@@ -142,6 +153,33 @@ def _insert(
     finally:
         cursor.close()
     return rows
+
+
+def _copy(cursor: Any, statement: str, records: Iterable[tuple[Any, ...]]) -> None:
+    """One batch through COPY FROM STDIN: psycopg 3's copy(), or psycopg2's copy_expert."""
+    if hasattr(cursor, "copy"):
+        with cursor.copy(statement) as copy:
+            for record in records:
+                copy.write_row(record)
+        return
+    lines = "".join("\t".join(map(_copy_text, record)) + "\n" for record in records)
+    cursor.copy_expert(statement, io.StringIO(lines))
+
+
+def _copy_text(value: Any) -> str:
+    """A value in COPY's text format: \\N for null, backslash escapes in text."""
+    if value is None:
+        return "\\N"
+    if isinstance(value, bool):
+        return "t" if value else "f"
+    if isinstance(value, date):  # datetimes too: ISO 8601 with their offset
+        return value.isoformat()
+    if isinstance(value, float):
+        return repr(value)  # shortest round trip; inf and nan as PostgreSQL reads them
+    text = str(value)
+    for raw, escaped in (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r")):
+        text = text.replace(raw, escaped)
+    return text
 
 
 def _digest_or_none(delivered: DeliveredFile) -> str | None:
