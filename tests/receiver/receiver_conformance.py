@@ -170,6 +170,20 @@ class ReceiverConformance:
         self.publish_checked(receiver, source, source.full(at(4)))
         assert receiver.verify(source.table).publications == 2
 
+    def test_awkward_values_are_published_as_the_file_holds_them(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        names = ["tab\there", "line\nbreak\r", "back\\slash \\N", "", None, "ü€😀", "trailing "]
+        rows = [
+            {"id": i, "day": day(1), "name": name, "updated_at": at(1), "deleted": False}
+            for i, name in enumerate(names)
+        ]
+        path = write(tmp_path, rows)
+        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=len(rows)))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        published = self.published(receiver, source.table)
+        assert {id_: name for id_, (name, _) in published.items()} == dict(enumerate(names))
+
     def test_replace_window_replaces_its_window_only(
         self, receiver: Receiver, source: Source
     ) -> None:
