@@ -22,6 +22,7 @@ lacks is NULL in the rows it inserts. Types come from the staged columns' logica
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 from dogana_core.contract import Contract
@@ -46,6 +47,25 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
         for name, kind in published_columns(staged, contract)
     )
     _execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
+    if contract.keyed:
+        # Upserts, tombstones and replaced windows find published rows by key: without an
+        # index, a small changes delivery would scan the whole table.
+        logical = dict(staged.columns)
+        keys = ", ".join(_index_column(dialect, k, logical.get(k)) for k in contract.key)
+        name = dialect.quote(
+            "dogana_key_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20]
+        )
+        _execute(
+            connection,
+            f"CREATE INDEX IF NOT EXISTS {name} ON {dialect.quote(contract.table)} ({keys})",
+        )
+
+
+def _index_column(dialect: Dialect, column: str, logical: str | None) -> str:
+    # MariaDB indexes a TEXT column only by a prefix of it; 255 characters tell keys apart.
+    if dialect.name == "mysql" and logical == "str":
+        return f"{dialect.quote(column)}(255)"
+    return dialect.quote(column)
 
 
 def add_missing_columns(
