@@ -1,0 +1,1 @@
+"""Hooks: DoganaHook, the receiver behind an Airflow connection."""

@@ -1,0 +1,124 @@
+"""DoganaHook: the dogana receiver behind an Airflow connection.
+
+dogana adds no connection type. Any connection whose hook is a common-sql DbApiHook is a
+receiver: ``sqlite`` (SqliteHook, the embedded default), ``postgres`` (PostgresHook) and
+``mysql`` (MySqlHook, for MySQL and MariaDB). The receiver keeps its tables (one row per table
+with contract, ledger and publication head; every receipt) beside the published tables in that
+database, under ``prefix``. For example::
+
+    AIRFLOW_CONN_DOGANA_DEFAULT='{"conn_type": "sqlite", "host": "/data/warehouse.db"}'
+    AIRFLOW_CONN_DOGANA_DEFAULT='postgresql://loader@db.internal:5432/warehouse'
+
+The hook never logs the connection's URI, login or password: only its id and its type.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.providers.common.sql.hooks.sql import DbApiHook
+from airflow.sdk import BaseHook
+
+from dogana_core.claims import NO_LIMIT, Claims
+from dogana_core.group import Group
+from dogana_core.ledger import Ledger
+from dogana_provider.receiver.receiver import Receiver, UnknownTable
+from dogana_provider.receiver.transactions import transaction
+
+
+class DoganaHook(BaseHook):
+    """The receiver (dogana_provider.receiver.Receiver) of one common-sql connection.
+
+    :param receiver_conn_id: a sqlite, postgres or mysql connection (any DbApiHook).
+    :param prefix: the prefix of the receiver's own tables in that database.
+    """
+
+    conn_name_attr = "receiver_conn_id"
+    default_conn_name = "dogana_default"
+    hook_name = "Dogana receiver"
+
+    def __init__(
+        self, receiver_conn_id: str = default_conn_name, *, prefix: str = "dogana", **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.receiver_conn_id = receiver_conn_id
+        self.prefix = prefix
+        self._receiver: Receiver | None = None
+
+    def get_db_hook(self) -> DbApiHook:
+        """The connection's own DbApiHook (SqliteHook, PostgresHook, MySqlHook...)."""
+        connection = self.get_connection(self.receiver_conn_id)
+        hook = connection.get_hook()
+        if not isinstance(hook, DbApiHook):
+            raise ValueError(
+                f"connection {self.receiver_conn_id!r} is of type {connection.conn_type!r}, whose "
+                f"hook {type(hook).__name__} is not a common-sql DbApiHook; a dogana receiver "
+                "needs a sqlite, postgres or mysql connection"
+            )
+        return hook
+
+    def get_conn(self) -> Receiver:
+        """The receiver, built once per hook."""
+        if self._receiver is None:
+            db_hook = self.get_db_hook()
+            self._receiver = Receiver.from_hook(db_hook, prefix=self.prefix)
+            self.log.info(
+                "dogana receiver: connection %r (%s), tables prefixed %r",
+                self.receiver_conn_id,
+                self._receiver.dialect.name,
+                self.prefix,
+            )
+        return self._receiver
+
+    @property
+    def receiver(self) -> Receiver:
+        return self.get_conn()
+
+    def ledgers(self, tables: Iterable[str]) -> dict[str, Ledger]:
+        """The ledgers of tables, read in ONE read transaction: one committed state.
+
+        Separate reads could straddle a group's commit and show two tables at different instants
+        (The receiver, what it owes 4).
+        """
+        receiver = self.receiver
+        found: dict[str, Ledger] = {}
+        with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            for table in tables:
+                state = receiver.store.state(connection, table)
+                if state is None:
+                    raise UnknownTable(
+                        f"no contract is registered for table {table!r} in receiver "
+                        f"{self.receiver_conn_id!r}"
+                    )
+                found[table] = state.ledger
+        return found
+
+    def claims(
+        self,
+        tables: str | Iterable[str],
+        *,
+        now: datetime | None = None,
+        limit: timedelta = NO_LIMIT,
+        windows: dict[str, Any] | None = None,
+    ) -> Claims:
+        """The claims of one table, or of several together (Group.claims), at now."""
+        names = [tables] if isinstance(tables, str) else list(tables)
+        ledgers = self.ledgers(names)
+        now = datetime.now(UTC) if now is None else now
+        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+        return group.claims(ledgers, now, limit=limit, windows=windows)
+
+
+def claims_line(claims: Claims) -> str:
+    """Claims in one line a person reads at a glance: state, the two dates, the common instant."""
+
+    def iso(value: datetime | None) -> str:
+        return "none" if value is None else value.isoformat()
+
+    return (
+        f"{claims.state}, complete as of {iso(claims.complete_as_of)}, deletions as of "
+        f"{iso(claims.deletions_as_of)}, exact as of {iso(claims.exact_as_of)} "
+        f"({len(claims.regions)} region{'' if len(claims.regions) == 1 else 's'})"
+    )

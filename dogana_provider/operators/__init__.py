@@ -1,0 +1,1 @@
+"""Operators: plan a delivery, extract it, gate it, publish it."""

@@ -1,0 +1,117 @@
+"""What a DAG author writes, turned into dogana values.
+
+Templated fields arrive as strings once Jinja has rendered them ("{{ data_interval_end }}" is
+"2026-11-30 00:00:00+00:00", "{{ ti.xcom_pull(...) }}" the repr of a dict) unless the DAG
+renders native objects or the field was given an XComArg; each helper takes both forms and
+names the argument when a value does not fit.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from collections.abc import Mapping
+from datetime import date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.values import LogicalType
+
+
+def instant(value: Any, what: str) -> datetime | None:
+    """An aware datetime from a datetime or an ISO 8601 string; None stays None."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError(f"{what}: {value!r} is not an ISO 8601 datetime") from None
+    if not isinstance(value, datetime):
+        raise ValueError(f"{what}: expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValueError(f"{what}: {value.isoformat()} carries no UTC offset; give an aware time")
+    return value
+
+
+def duration(value: Any, what: str) -> timedelta | None:
+    """A timedelta from a timedelta or a number of seconds; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        result = timedelta(seconds=value)
+    else:
+        raise ValueError(f"{what}: expected a timedelta or seconds, got {value!r}")
+    if result < timedelta(0):
+        raise ValueError(f"{what}: {value!r} is negative")
+    return result
+
+
+def native(value: Any, what: str) -> Any:
+    """A JSON-like value from XCom: as it is, or parsed from the string Jinja rendered."""
+    if not isinstance(value, str):
+        return value
+    text = value.strip()
+    if not text or text == "None":
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        raise ValueError(
+            f"{what}: {text[:80]!r} is neither JSON nor a Python literal; pass the upstream "
+            "task's output (XComArg) or a template that renders its XCom"
+        ) from None
+
+
+def contract_of(value: Any, what: str = "contract") -> Contract:
+    """A Contract from a Contract, its wire dict, its JSON text, or a path to a JSON file."""
+    if isinstance(value, Contract):
+        return value
+    if isinstance(value, Mapping):
+        return Contract.from_dict(dict(value))
+    if isinstance(value, Path | str):
+        text = str(value)
+        if text.lstrip().startswith("{"):
+            return Contract.from_json(text)
+        path = Path(text)
+        if not path.is_file():
+            raise ValueError(f"{what}: {text!r} is not a contract's JSON nor a file holding one")
+        return Contract.from_json(path.read_bytes())
+    raise ValueError(f"{what}: expected a Contract, a wire dict or a path, got {value!r}")
+
+
+def window_of(contract: Contract, value: Any, what: str) -> tuple[Any, Any] | None:
+    """A closed window [low, high] of contract's window column, strings read as its type."""
+    value = native(value, what)
+    if value is None:
+        return None
+    try:
+        low, high = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{what}: a window is a pair [low, high], got {value!r}") from None
+    kind = contract.window_type
+    if kind is None:
+        raise ValueError(f"{what}: table {contract.table!r} has no window column")
+    return (_typed(low, kind, f"{what}[0]"), _typed(high, kind, f"{what}[1]"))
+
+
+def _typed(value: Any, kind: LogicalType, what: str) -> Any:
+    if not isinstance(value, str) or kind is LogicalType.STR:
+        return value
+    try:
+        if kind is LogicalType.DATE:
+            return date.fromisoformat(value)
+        if kind is LogicalType.DATETIME:
+            return instant(value, what)
+        if kind is LogicalType.INT:
+            return int(value)
+    except ValueError:
+        raise ValueError(f"{what}: {value!r} is not a {kind}") from None
+    return value

@@ -1,0 +1,193 @@
+"""GateOperator: the receiver's steps 1 to 3 on one delivery, handing the decision to publish.
+
+    1. receipt lookup: a manifest already accepted is a replay, answered with its receipt
+    2. Gate.preflight against the ledger
+    3. the rows staged beside (not into) the published table, row checks in SQL, Gate.evaluate
+
+A delivery comes from the extract task's XCom ({"manifest": <Manifest wire dict>, "uri": ...},
+or a list of them for a group read in one snapshot) or from a drop folder where a sender left a
+file and its manifest sidecar FILE.json: pushed and pulled deliveries pass the same gate.
+
+It pushes the Decision's wire dict (the receipt and where the staged rows wait). A rejection is
+saved as a receipt by the receiver and FAILS the task with every failed check, named; it is not
+retried, since the same delivery would be refused again. A replay succeeds, and publish then
+changes nothing.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator, ObjectStoragePath
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+from dogana_core.gate import Outcome, Receipt
+from dogana_core.group import Group
+from dogana_core.manifest import Manifest
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.arguments import native
+from dogana_provider.receiver.receiver import Decision, Receiver
+
+LOCAL_PROTOCOLS = ("", "file", "local")
+SIDECAR_SUFFIX = ".json"
+
+
+class GateOperator(BaseOperator):
+    """Decide a delivery: replay, preflight, staged row checks, evaluate.
+
+    :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
+    :param delivery: {"manifest": <Manifest wire dict>, "uri": "<file uri>"}, or a list of them
+        for a group (templated; by default the XCom of the task ``extract``). The uri is a local
+        path, a file:// URI or any fsspec URL, which is streamed to a temporary file first.
+    :param drop_folder: instead of delivery, a folder where senders leave FILE and its manifest
+        sidecar FILE.json (templated). Files are taken in name order; those already published
+        are replays and passed over; the first new one is decided. Nothing new: the task skips.
+    :param pattern: which files of the drop folder are deliveries (a glob, templated).
+    """
+
+    template_fields: Sequence[str] = ("receiver_conn_id", "delivery", "drop_folder", "pattern")
+
+    def __init__(
+        self,
+        *,
+        receiver_conn_id: str = DoganaHook.default_conn_name,
+        delivery: Any = "{{ ti.xcom_pull(task_ids='extract') }}",
+        drop_folder: str | None = None,
+        pattern: str = "*",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.receiver_conn_id = receiver_conn_id
+        self.delivery = None if drop_folder is not None else delivery
+        self.drop_folder = drop_folder
+        self.pattern = pattern
+
+    def execute(self, context: Any) -> Any:
+        receiver = DoganaHook(self.receiver_conn_id).receiver
+        if self.drop_folder is not None:
+            return self._from_drop_folder(receiver)
+        delivery = native(self.delivery, "delivery")
+        if isinstance(delivery, list):
+            return self._group(receiver, delivery)
+        manifest, uri = _delivery(delivery, "delivery")
+        with local_file(uri) as path:
+            decision = receiver.decide(path, manifest)
+        return self._handed_over(decision)
+
+    def _handed_over(self, decision: Decision) -> dict[str, Any]:
+        receipt = decision.receipt
+        self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+        if receipt.outcome is Outcome.REJECTED:
+            raise AirflowFailException(rejection_message(receipt))
+        return decision.to_dict()
+
+    def _from_drop_folder(self, receiver: Receiver) -> Any:
+        folder = Path(str(self.drop_folder))
+        if not folder.is_dir():
+            raise FileNotFoundError(f"drop_folder {str(folder)!r} is not a folder")
+        candidates = sorted(
+            path
+            for path in folder.glob(self.pattern)
+            if path.is_file() and not path.name.endswith(SIDECAR_SUFFIX) and sidecar(path).is_file()
+        )
+        self.log.info(
+            "drop folder %s: %d deliveries with a sidecar match %r",
+            folder,
+            len(candidates),
+            self.pattern,
+        )
+        for path in candidates:
+            try:
+                manifest = Manifest.from_json(sidecar(path).read_bytes())
+            except ValueError as exc:
+                raise AirflowFailException(
+                    f"{sidecar(path)}: not a dogana manifest, so no receipt can name it: {exc}"
+                ) from None
+            decision = receiver.decide(path, manifest)
+            if decision.receipt.outcome is Outcome.REPLAYED:
+                self.log.info("%s: already published (replay), passed over", path.name)
+                continue
+            self.log.info("%s: decided", path.name)
+            return self._handed_over(decision)
+        raise AirflowSkipException(
+            f"drop folder {folder}: no new delivery matching {self.pattern!r}"
+        )
+
+    def _group(self, receiver: Receiver, deliveries: list[Any]) -> dict[str, Any]:
+        by_table: dict[str, tuple[str, Manifest]] = {}
+        with ExitStack() as stack:
+            for index, item in enumerate(deliveries):
+                manifest, uri = _delivery(item, f"delivery[{index}]")
+                by_table[manifest.table] = (stack.enter_context(local_file(uri)), manifest)
+            ledgers = DoganaHook(self.receiver_conn_id).ledgers(by_table)
+            group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+            decision = receiver.decide_group(group, by_table)
+        for receipt in decision.receipts:
+            self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+        rejected = [r for r in decision.receipts if r.outcome is Outcome.REJECTED]
+        if rejected:
+            raise AirflowFailException(
+                "group rejected as one: " + " | ".join(rejection_message(r) for r in rejected)
+            )
+        staged: list[Any] = list(decision.staged) or [None] * len(decision.receipts)
+        return {
+            "decisions": [
+                Decision(receipt, files).to_dict()
+                for receipt, files in zip(decision.receipts, staged, strict=True)
+            ]
+        }
+
+
+def sidecar(path: Path) -> Path:
+    """A sender's manifest beside its file: FILE.json, as ``dogana manifest`` writes it."""
+    return path.with_name(path.name + SIDECAR_SUFFIX)
+
+
+def _delivery(value: Any, what: str) -> tuple[Manifest, str]:
+    if not isinstance(value, dict) or "manifest" not in value or "uri" not in value:
+        raise ValueError(
+            f"{what}: expected {{'manifest': <Manifest wire dict>, 'uri': <file uri>}}, got "
+            f"{str(value)[:120]!r}; is the upstream task's XCom there (task_ids)?"
+        )
+    return Manifest.from_dict(value["manifest"]), str(value["uri"])
+
+
+@contextmanager
+def local_file(uri: str) -> Iterator[str]:
+    """A local path holding the delivery's bytes: the file itself when it is local, else a
+    temporary copy streamed from object storage (fsspec) and removed afterwards."""
+    path = ObjectStoragePath(uri)
+    if path.protocol in LOCAL_PROTOCOLS:
+        yield str(path.path)
+        return
+    suffix = Path(str(path.path)).suffix
+    with tempfile.TemporaryDirectory(prefix="dogana-gate-") as folder:
+        local = Path(folder) / f"delivery{suffix}"
+        with path.open("rb") as source, local.open("wb") as target:
+            shutil.copyfileobj(source, target, 1 << 20)
+        yield str(local)
+
+
+def receipt_line(receipt: Receipt) -> str:
+    manifest = receipt.manifest
+    counts = f"{manifest.rows} rows, {manifest.tombstones} tombstones"
+    passed = sum(1 for check in receipt.checks if check.passed)
+    return (
+        f"{receipt.outcome} manifest {manifest.identity[:12]} (shape {manifest.shape!r}, "
+        f"{counts}, produced at {manifest.produced_at.isoformat()}); checks {passed} passed, "
+        f"{len(receipt.failed)} failed"
+    )
+
+
+def rejection_message(receipt: Receipt) -> str:
+    """Every failed check, named, for the task's failure."""
+    failed = "; ".join(f"{check.name}: {check.detail}" for check in receipt.failed)
+    return (
+        f"{receipt.table}: delivery {receipt.manifest.identity[:12]} rejected (receipt recorded, "
+        f"nothing published): {failed}"
+    )

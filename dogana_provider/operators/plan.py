@@ -1,0 +1,203 @@
+"""PlanDeliveryOperator: what to read next, or nothing, from the table's ledger in the receiver.
+
+Registers (or evolves) the contract, reads the ledger and plans against a requirement stated
+the way a DAG author thinks of it:
+
+    fresh_as_of="{{ data_interval_end }}"   complete as of the run's data interval end
+    max_age=timedelta(hours=6)              complete as of now - 6 hours
+    exact_at=...                            complete and deletions both at the instant
+    (none of them)                          complete as of now, when the task runs
+
+It pushes the ExtractionRequest's wire dict (a list of them for a group, planned together so
+that one snapshot makes every table exact at one instant), or raises AirflowSkipException when
+the claims already suffice, so that the extract, gate and publish tasks downstream skip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowSkipException
+
+from dogana_core.claims import NO_LIMIT
+from dogana_core.contract import Contract
+from dogana_core.group import Group, plan_together
+from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
+from dogana_provider.hooks.dogana import DoganaHook, claims_line
+from dogana_provider.operators.arguments import contract_of, duration, instant, native, window_of
+
+
+class PlanDeliveryOperator(BaseOperator):
+    """Plan one table's (or one group's) next delivery, or skip when the claims suffice.
+
+    :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
+    :param table: the table, checked against the contract's; optional.
+    :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
+    :param shape: read this shape when a delivery is needed (next_extraction), instead of the
+        cheapest shape the planner finds; a scheduled job's routine read.
+    :param fresh_as_of: the table must be complete as of this instant (templated).
+    :param max_age: the table must be complete as of now - max_age (timedelta or seconds).
+    :param exact_at: the table must be exact at this instant: both dates at it (templated).
+    :param deletions_as_of: with fresh_as_of or max_age, deletions must be repaired as of this
+        instant too (queries with NOT EXISTS, exact COUNT or SUM need it) (templated).
+    :param window: a closed window [low, high] of the window column, or for a group a mapping
+        from table to window; None for the whole table (templated).
+    :param group: contracts of tables read together, instead of contract: plans one snapshot
+        making every table exact at one instant no earlier than the requirement's.
+    """
+
+    template_fields: Sequence[str] = (
+        "contract",
+        "table",
+        "receiver_conn_id",
+        "fresh_as_of",
+        "exact_at",
+        "deletions_as_of",
+        "window",
+    )
+
+    def __init__(
+        self,
+        *,
+        contract: Contract | dict | str | None = None,
+        table: str | None = None,
+        receiver_conn_id: str = DoganaHook.default_conn_name,
+        shape: str | None = None,
+        fresh_as_of: datetime | str | None = None,
+        max_age: timedelta | float | None = None,
+        exact_at: datetime | str | None = None,
+        deletions_as_of: datetime | str | None = None,
+        window: Any = None,
+        group: Sequence[Contract | dict | str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (contract is None) == (group is None):
+            raise ValueError(f"{self.task_id}: give either contract (one table) or group")
+        asked = [
+            name
+            for name, value in (
+                ("fresh_as_of", fresh_as_of),
+                ("max_age", max_age),
+                ("exact_at", exact_at),
+            )
+            if value is not None
+        ]
+        if len(asked) > 1:
+            raise ValueError(
+                f"{self.task_id}: give one of fresh_as_of, max_age, exact_at, not "
+                f"{' and '.join(asked)}"
+            )
+        if exact_at is not None and deletions_as_of is not None:
+            raise ValueError(f"{self.task_id}: exact_at already sets deletions_as_of")
+        if group is not None and shape is not None:
+            raise ValueError(f"{self.task_id}: a group is planned together; shape is for one table")
+        self.contract = contract
+        self.table = table
+        self.receiver_conn_id = receiver_conn_id
+        self.shape = shape
+        self.fresh_as_of = fresh_as_of
+        self.max_age = duration(max_age, "max_age")
+        self.exact_at = exact_at
+        self.deletions_as_of = deletions_as_of
+        self.window = window
+        self.group = None if group is None else list(group)
+
+    def execute(self, context: Any) -> Any:
+        hook = DoganaHook(self.receiver_conn_id)
+        now = datetime.now(UTC)
+        if self.group is not None:
+            return self._plan_group(hook, now)
+        contract = contract_of(self.contract)
+        if self.table is not None and self.table != contract.table:
+            raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
+        ledger = hook.receiver.register(contract)
+        requirement = self._requirement(contract, now)
+        window = requirement.window
+        claims = ledger.claims(now, limit=NO_LIMIT, window=window)
+        self.log.info("%s: contract registered; claims now %s", contract.table, claims_line(claims))
+        self.log.info("%s: requirement %s", contract.table, _requirement_line(requirement))
+        request = plan_delivery(ledger, requirement)
+        if request is None:
+            raise AirflowSkipException(
+                f"{contract.table}: claims suffice ({claims_line(claims)}); nothing to deliver"
+            )
+        if self.shape is not None:
+            request = next_extraction(ledger, self.shape, request.until, window=window)
+        self.log.info("%s: plan %s", contract.table, _request_line(request))
+        return request.to_dict()
+
+    def _requirement(self, contract: Contract, now: datetime) -> Requirement:
+        window = window_of(contract, self.window, "window")
+        exact = instant(self.exact_at, "exact_at")
+        if exact is not None:
+            return Requirement.exact(contract.table, exact, window=window)
+        return Requirement(
+            contract.table,
+            self._at_least(now),
+            deletions_as_of=instant(self.deletions_as_of, "deletions_as_of"),
+            window=window,
+        )
+
+    def _at_least(self, now: datetime) -> datetime:
+        for value, what in ((self.exact_at, "exact_at"), (self.fresh_as_of, "fresh_as_of")):
+            found = instant(value, what)
+            if found is not None:
+                return found
+        if self.max_age is not None:
+            return now - self.max_age
+        return now
+
+    def _plan_group(self, hook: DoganaHook, now: datetime) -> Any:
+        assert self.group is not None
+        contracts = [contract_of(c, f"group[{i}]") for i, c in enumerate(self.group)]
+        group = Group(tuple(contracts))
+        for contract in contracts:
+            hook.receiver.register(contract)
+        ledgers = hook.ledgers(group.tables)
+        windows = native(self.window, "window")
+        if windows is not None:
+            if not isinstance(windows, dict):
+                raise ValueError("window: for a group, a mapping from table to [low, high]")
+            windows = {
+                table: window_of(group.contract(table), value, f"window[{table!r}]")
+                for table, value in windows.items()
+            }
+        at_least = self._at_least(now)
+        claims = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows)
+        names = ", ".join(group.tables)
+        self.log.info("group %s: contracts registered; claims now %s", names, claims_line(claims))
+        requests = plan_together(group, ledgers, at_least, windows=windows)
+        if requests is None:
+            raise AirflowSkipException(
+                f"group {names}: exact at an instant no earlier than {at_least.isoformat()} "
+                f"({claims_line(claims)}); nothing to deliver"
+            )
+        for request in requests:
+            self.log.info("group %s: plan %s", names, _request_line(request))
+        return [request.to_dict() for request in requests]
+
+
+def _requirement_line(requirement: Requirement) -> str:
+    deletions = requirement.deletions_as_of
+    return (
+        f"complete as of {requirement.complete_as_of.isoformat()}"
+        + ("" if deletions is None else f", deletions as of {deletions.isoformat()}")
+        + (
+            " over the whole table"
+            if requirement.window is None
+            else f" over window {list(requirement.window)}"
+        )
+    )
+
+
+def _request_line(request: ExtractionRequest) -> str:
+    return (
+        f"read shape {request.shape!r} at or after {request.until.isoformat()}"
+        + ("" if request.window is None else f", window {list(request.window)}")
+        + ("" if request.since is None else f", since {request.since}")
+        + (", issuing its position" if request.issue_position else "")
+    )

@@ -1,0 +1,149 @@
+"""PublishOperator: the receiver's step 4, then an Asset event carrying the table's claims.
+
+In ONE transaction the receiver locks the table's head, compares it with the decision's
+base_publication_id (stale: it decides again, replay lookup, preflight and row checks on the
+same staged rows, never a rebased plan), runs the plan on the published table, saves the ledger
+and the receipt, and drops the staging table. A group's tables are published in one commit.
+
+Then every outlet Asset gets an event whose extra states the table's claims after the commit:
+complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. A replay
+publishes nothing, and still emits the event: the run that published may have failed before its
+own event, and the claims it states are true.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from airflow.sdk import Asset, BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from dogana_core.claims import NO_LIMIT
+from dogana_core.gate import Outcome, Receipt
+from dogana_core.group import Group
+from dogana_provider.hooks.dogana import DoganaHook, claims_line
+from dogana_provider.operators.arguments import native
+from dogana_provider.operators.gate import rejection_message
+from dogana_provider.receiver.receiver import Decision
+from dogana_provider.receiver.together import GroupDecision
+
+ASSET_SCHEME = "dogana"
+
+
+def dogana_asset(table: str, receiver_conn_id: str = DoganaHook.default_conn_name) -> Asset:
+    """The Asset of a table published by a receiver: dogana://<conn_id>/<table>.
+
+    PublishOperator emits its events; a DAG scheduled on it runs after each publication, and
+    reads the claims from the triggering event's extra.
+    """
+    return Asset(uri=f"{ASSET_SCHEME}://{receiver_conn_id}/{table}")
+
+
+class PublishOperator(BaseOperator):
+    """Publish a decision from the gate task, and emit Asset events carrying the claims.
+
+    :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
+    :param decision: the Decision's wire dict (templated; by default the XCom of task ``gate``).
+    :param table: the table published; when outlets are not given, they default to
+        ``[dogana_asset(table, receiver_conn_id)]``.
+    :param outlets: Assets to emit events for. With several tables (a group), an outlet whose
+        URI names a table (dogana_asset) carries that table's claims, any other the group's.
+    """
+
+    template_fields: Sequence[str] = ("receiver_conn_id", "decision")
+
+    def __init__(
+        self,
+        *,
+        receiver_conn_id: str = DoganaHook.default_conn_name,
+        decision: Any = "{{ ti.xcom_pull(task_ids='gate') }}",
+        table: str | None = None,
+        outlets: Any = None,
+        **kwargs: Any,
+    ) -> None:
+        if outlets is None and table is not None:
+            outlets = [dogana_asset(table, receiver_conn_id)]
+        super().__init__(outlets=outlets if outlets is not None else [], **kwargs)
+        self.receiver_conn_id = receiver_conn_id
+        self.decision = decision
+        self.table = table
+
+    def execute(self, context: Any) -> Any:
+        hook = DoganaHook(self.receiver_conn_id)
+        data = native(self.decision, "decision")
+        if data is None:
+            raise ValueError("decision: nothing to publish; is the gate task's XCom there?")
+        if isinstance(data, dict) and "decisions" in data:
+            decisions = [Decision.from_dict(item) for item in data["decisions"]]
+            receipts = self._publish_group(hook, decisions)
+        else:
+            receipts = (hook.receiver.publish(Decision.from_dict(data)),)
+        for receipt in receipts:
+            self.log.info("%s: %s", receipt.table, _published_line(receipt))
+        rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
+        if rejected:
+            # A stale decision made again under the lock, and refused: recorded, not published.
+            raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
+        self._emit(context, hook, [r.table for r in receipts])
+        if len(receipts) == 1 and not (isinstance(data, dict) and "decisions" in data):
+            return receipts[0].to_dict()
+        return [receipt.to_dict() for receipt in receipts]
+
+    def _publish_group(self, hook: DoganaHook, decisions: list[Decision]) -> tuple[Receipt, ...]:
+        receipts = tuple(decision.receipt for decision in decisions)
+        staged = tuple(d.staged for d in decisions if d.staged is not None)
+        group = Group(tuple(receipt.contract for receipt in receipts))
+        decision = GroupDecision(group, receipts, staged if len(staged) == len(receipts) else ())
+        return hook.receiver.publish_group(decision)
+
+    def _emit(self, context: Any, hook: DoganaHook, tables: list[str]) -> None:
+        """Each outlet Asset's event extra: the claims of its table, or of every table."""
+        assets = [outlet for outlet in self.outlets if isinstance(outlet, Asset)]
+        if not assets:
+            return
+        now = datetime.now(UTC)
+        # One read of every ledger: the claims and the head come from one committed state.
+        ledgers = hook.ledgers(tables)
+        extras: dict[str | None, dict[str, Any]] = {}
+        for table, ledger in ledgers.items():
+            claims = ledger.claims(now, limit=NO_LIMIT)
+            extras[table] = _extra([table], claims, ledger.publication_id)
+            self.log.info("%s: published; claims %s", table, claims_line(claims))
+        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+        together = group.claims(ledgers, now, limit=NO_LIMIT)
+        heads = [ledger.publication_id for ledger in ledgers.values()]
+        extras[None] = _extra(tables, together, heads[0] if len(heads) == 1 else None)
+        for asset in assets:
+            named = next((t for t in tables if asset.uri.endswith(f"/{t}")), None)
+            extra = extras[named] if len(tables) > 1 else extras[tables[0]]
+            context["outlet_events"][asset].extra = extra
+            self.log.info("asset %s: event extra %s", asset.uri, extra)
+
+
+def _extra(tables: list[str], claims: Any, publication_id: str | None) -> dict[str, Any]:
+    def iso(value: datetime | None) -> str | None:
+        return None if value is None else value.isoformat()
+
+    return {
+        "tables": tables,
+        "complete_as_of": iso(claims.complete_as_of),
+        "deletions_as_of": iso(claims.deletions_as_of),
+        "exact_as_of": iso(claims.exact_as_of),
+        "publication_id": publication_id,
+    }
+
+
+def _published_line(receipt: Receipt) -> str:
+    manifest = receipt.manifest
+    if receipt.outcome is Outcome.REPLAYED:
+        return f"replay of manifest {manifest.identity[:12]}: nothing published"
+    if receipt.outcome is Outcome.REJECTED:
+        return f"manifest {manifest.identity[:12]} rejected when decided again"
+    plan = receipt.transition.plan if receipt.transition is not None else None
+    actions = "" if plan is None else f", {len(plan.actions)} actions"
+    return (
+        f"published manifest {manifest.identity[:12]} ({manifest.rows} rows, "
+        f"{manifest.tombstones} tombstones{actions}) as {receipt.publication_id[:12]}"
+    )

@@ -1,0 +1,250 @@
+"""DAG files, a scripted source and the metadata-database reads the operator tests share.
+
+A test writes a DAG file under ``airflow_home / "dags"`` (dag.test() parses the DAGs folder),
+loads it and runs it with dag.test(). The source is a JSON file of rows the test edits between
+runs; ``extract`` stands in for ExtractOperator: it reads the source "in one snapshot" at the
+source's clock, writes Parquet with DeliveryWriter and pushes {"manifest", "uri"} as the real
+extractor does.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import textwrap
+import time
+import uuid
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from dogana_core import Contract, Shape
+from dogana_core.planner import ExtractionRequest
+from dogana_provider.files import DeliveryWriter
+
+SCHEMA = pa.schema(
+    [
+        ("id", pa.int64()),
+        ("day", pa.date32()),
+        ("name", pa.string()),
+        ("updated_at", pa.timestamp("us", tz="UTC")),
+        ("deleted", pa.bool_()),
+    ]
+)
+
+
+def orders_contract(table: str) -> Contract:
+    """Keyed; a full read, or changes by updated_at with tombstones from a soft-delete flag."""
+    return Contract(
+        table,
+        ("id",),
+        {
+            "full": Shape.complete(cost=10),
+            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
+        },
+        cursor_column="updated_at",
+        deleted_column="deleted",
+        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
+    )
+
+
+class Source:
+    """A soft-deleting source table kept as JSON: {id: {name, day, updated_at, deleted}}."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        if not path.exists():
+            path.write_text("{}", encoding="utf-8")
+
+    def rows(self) -> dict[int, dict[str, Any]]:
+        data = json.loads(self.path.read_text(encoding="utf-8"))
+        return {int(key): value for key, value in data.items()}
+
+    def _save(self, rows: dict[int, dict[str, Any]]) -> None:
+        self.path.write_text(json.dumps(rows), encoding="utf-8")
+
+    def put(self, id_: int, name: str, day: int = 0) -> None:
+        rows = self.rows()
+        rows[id_] = {
+            "name": name,
+            "day": (date(2026, 1, 1) + timedelta(days=day)).isoformat(),
+            "updated_at": _tick().isoformat(),
+            "deleted": False,
+        }
+        self._save(rows)
+
+    def soft_delete(self, id_: int) -> None:
+        rows = self.rows()
+        rows[id_]["deleted"] = True
+        rows[id_]["updated_at"] = _tick().isoformat()
+        self._save(rows)
+
+    def live(self) -> dict[int, str]:
+        return {id_: row["name"] for id_, row in self.rows().items() if not row["deleted"]}
+
+
+def _tick() -> datetime:
+    """The source's clock for a change: strictly later than any earlier change or read."""
+    time.sleep(0.002)
+    return datetime.now(UTC)
+
+
+def extract(
+    request: dict[str, Any], contract_path: str, source_path: str, folder: str, *, tamper=False
+):
+    """The stand-in extractor: read the source as the request asks, write it, declare it."""
+    contract = Contract.from_json(Path(contract_path).read_bytes())
+    req = ExtractionRequest.from_dict(request)
+    while datetime.now(UTC) <= req.until:  # read at or after the planned boundary
+        time.sleep(0.01)
+    produced_at = datetime.now(UTC)
+    rows = Source(Path(source_path)).rows()
+    shape = contract.shape(req.shape)
+    chosen = []
+    for id_, row in sorted(rows.items()):
+        updated = datetime.fromisoformat(row["updated_at"])
+        if shape.is_complete:
+            if not row["deleted"]:
+                chosen.append((id_, row, False))
+        elif req.since < updated <= produced_at:  # type: ignore[operator]
+            chosen.append((id_, row, row["deleted"]))
+    path = Path(folder) / f"{contract.table}-{uuid.uuid4().hex[:8]}.parquet"
+    with DeliveryWriter(path, contract, SCHEMA) as writer:
+        writer.write(batch(chosen))
+        written = writer.close()
+    manifest = req.manifest(
+        contract,
+        produced_at,
+        rows=written.rows,
+        tombstones=written.tombstones,
+        content_hash=written.sha256,
+    )
+    if tamper:  # the file loses its last row after the manifest was declared
+        chosen = chosen[:-1]
+        with DeliveryWriter(path, contract, SCHEMA, overwrite=True) as writer:
+            writer.write(batch(chosen))
+            writer.close()
+    return {"manifest": manifest.to_dict(), "uri": path.as_uri()}
+
+
+def batch(chosen: list[tuple[int, dict[str, Any], bool]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(
+        [
+            {
+                "id": id_,
+                "day": date.fromisoformat(row["day"]),
+                "name": None if deleted else row["name"],
+                "updated_at": datetime.fromisoformat(row["updated_at"]),
+                "deleted": deleted,
+            }
+            for id_, row, deleted in chosen
+        ],
+        schema=SCHEMA,
+    )
+
+
+# DAG files --------------------------------------------------------------------------------------
+
+
+def write_dag(airflow_home: Path, dag_id: str, body: str) -> Any:
+    """Write a DAG file under the DAGs folder, load it, and return its module (module.dag)."""
+    header = textwrap.dedent(
+        f"""
+        import datetime
+        from airflow.sdk import DAG, task
+
+        START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
+        dag = DAG({dag_id!r}, schedule=None, start_date=START, catchup=False)
+        """
+    )
+    path = airflow_home / "dags" / f"{dag_id}.py"
+    path.write_text(header + textwrap.dedent(body), encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(dag_id, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def states(run: Any) -> dict[str, str]:
+    """Each task's final state in a DagRun, as a string."""
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
+
+
+def xcom(run: Any, task_id: str) -> Any:
+    """The return value a task of run pushed, or None."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    query = XComModel.get_many(
+        run_id=run.run_id, key="return_value", dag_ids=run.dag_id, task_ids=task_id
+    )
+    with create_session() as session:
+        row = session.scalars(query).first()
+        return None if row is None else XComModel.deserialize_value(row)
+
+
+def asset_events(uri: str) -> list[dict[str, Any]]:
+    """The extras of every event of the Asset with this URI, oldest first."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        events = session.scalars(
+            select(AssetEvent)
+            .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.id)
+        ).all()
+        return [dict(event.extra) for event in events]
+
+
+def sqlite_connection(path: Path) -> str:
+    """An AIRFLOW_CONN_* value naming a SQLite database file (SqliteHook)."""
+    return json.dumps({"conn_type": "sqlite", "host": str(path)})
+
+
+def pipeline(
+    conn_id: str,
+    table: str,
+    contract_path: Path,
+    source: Source,
+    folder: Path,
+    *,
+    plan: str = "",
+    tamper: bool = False,
+) -> str:
+    """A DAG body: Plan -> extract (the stand-in) -> Gate -> Publish, for one table."""
+    return f"""
+        import delivery_dags
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            planned = PlanDeliveryOperator(
+                task_id="plan",
+                contract={str(contract_path)!r},
+                receiver_conn_id={conn_id!r},
+                {plan}
+            )
+
+            @task
+            def extract(request):
+                return delivery_dags.extract(
+                    request, {str(contract_path)!r}, {str(source.path)!r}, {str(folder)!r},
+                    tamper={tamper!r},
+                )
+
+            gate = GateOperator(task_id="gate", receiver_conn_id={conn_id!r})
+            publish = PublishOperator(
+                task_id="publish", receiver_conn_id={conn_id!r}, table={table!r}
+            )
+            extract(planned.output) >> gate >> publish
+        """
