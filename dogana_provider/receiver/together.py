@@ -63,7 +63,10 @@ def decide_group(
     now = receiver.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
-        hashes = {table: file_sha256(paths[table]) for table in tables}
+        hashes = {
+            table: None if manifests[table].content_hash is None else file_sha256(paths[table])
+            for table in tables
+        }
         refused = _other_bytes(manifests, hashes)
         if not refused:
             return GroupDecision(group, replayed)

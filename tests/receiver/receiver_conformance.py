@@ -313,6 +313,9 @@ class ReceiverConformance:
         assert again.outcome is Outcome.REPLAYED
         assert again.identity == first.identity
         assert self.state(receiver, source.table) == before
+        # Not even the bytes are read: a file that is gone is answered the same.
+        gone = receiver.receive(tmp_path / "gone.parquet", manifest)
+        assert gone.outcome is Outcome.REPLAYED and gone.identity == first.identity
 
     def test_replay_with_content_hash_checks_the_bytes(
         self, receiver: Receiver, source: Source, tmp_path: Path
