@@ -1,0 +1,284 @@
+"""Rows from a DB-API cursor as Arrow record batches of one fixed schema.
+
+A Parquet file has one schema, fixed before its first row group, while rows stream in. So each
+column's logical type is settled from the first batch, in this order:
+
+1. the contract types the column (key, window, cursor, deleted): that type;
+2. the DAG author names it (column_types): that type;
+3. the driver describes it (psycopg's type OIDs, MySQLdb's field types), decimals with their
+   precision and scale where the driver gives them;
+4. otherwise (SQLite describes nothing) the first non-null value of the first batch; a column
+   null throughout the first batch needs column_types.
+
+Every later batch is converted to that schema, and a value that does not fit fails the read,
+naming the column: rows are never silently turned into another type. Datetimes are written as
+timestamp[us, UTC]: an aware value is converted to UTC, a naive one (MariaDB's DATETIME,
+PostgreSQL's timestamp, SQLite text without an offset) is read as UTC, since the sessions run in
+UTC. Booleans stored as 0/1 (SQLite, MariaDB's BOOLEAN) become bool where the type is bool.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+
+from dogana_provider.files import CANONICAL
+
+DECIMAL_PREFIX = "decimal("
+
+
+class UnsupportedColumn(ValueError):
+    """A column whose values dogana cannot write, or that do not fit its type."""
+
+
+def arrow_type(logical: str) -> pa.DataType:
+    if logical.startswith(DECIMAL_PREFIX):
+        precision, scale = (int(x) for x in logical[len(DECIMAL_PREFIX) : -1].split(","))
+        return (
+            pa.decimal128(precision, scale) if precision <= 38 else pa.decimal256(precision, scale)
+        )
+    try:
+        return CANONICAL[logical]
+    except KeyError:
+        raise UnsupportedColumn(
+            f"{logical!r} is not int, float, str, bool, date, datetime or decimal(p,s)"
+        ) from None
+
+
+# What drivers describe --------------------------------------------------------------------------
+
+_PG_OIDS = {
+    16: "bool",
+    20: "int",
+    21: "int",
+    23: "int",
+    26: "int",
+    700: "float",
+    701: "float",
+    25: "str",
+    1042: "str",
+    1043: "str",
+    19: "str",
+    2950: "str",
+    1082: "date",
+    1114: "datetime",
+    1184: "datetime",
+}
+
+_MYSQL_TYPES = {
+    1: "int",  # TINY; BOOLEAN is TINYINT(1): typed bool only where the contract or author says
+    2: "int",
+    3: "int",
+    8: "int",
+    9: "int",
+    13: "int",
+    4: "float",
+    5: "float",
+    7: "datetime",
+    12: "datetime",
+    10: "date",
+    15: "str",
+    253: "str",
+    254: "str",
+    247: "str",
+    248: "str",
+    # TEXT columns come described as BLOBs; a real BLOB arrives as bytes and fails as str
+    249: "str",
+    250: "str",
+    251: "str",
+    252: "str",
+}
+_MYSQL_DECIMALS = (0, 246)
+
+
+def described_type(dialect: str, column: Sequence[Any]) -> str | None:
+    """The logical type a driver's description names, or None to look at the values."""
+    type_code = column[1]
+    if dialect == "postgresql":
+        if type_code == 1700:
+            precision, scale = getattr(column, "precision", None), getattr(column, "scale", None)
+            if precision is None and len(column) > 5:
+                precision, scale = column[4], column[5]
+            if precision:
+                return f"decimal({precision},{scale or 0})"
+            return None  # numeric without a declared precision: from the values
+        return _PG_OIDS.get(type_code)
+    if dialect == "mysql":
+        if type_code in _MYSQL_DECIMALS:
+            length, scale = column[3], column[5]
+            # The display length counts a sign and, with a scale, the point.
+            return f"decimal({max(1, length - 1 - (1 if scale else 0))},{scale})"
+        return _MYSQL_TYPES.get(type_code)
+    return None
+
+
+def value_type(value: Any) -> str:
+    """The logical type of a Python value from a driver."""
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str | uuid.UUID):
+        return "str"
+    if isinstance(value, datetime):
+        return "datetime"
+    if isinstance(value, date):
+        return "date"
+    if isinstance(value, Decimal):
+        scale = max(0, -int(value.as_tuple().exponent))
+        return f"decimal(38,{scale})"
+    raise UnsupportedColumn(
+        f"values of Python type {type(value).__name__} have no dogana type (int, float, str, "
+        "bool, date, datetime, decimal); cast the column in the query"
+    )
+
+
+# Converting values ------------------------------------------------------------------------------
+
+
+def _datetime(value: Any) -> datetime:
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise TypeError(value)
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def _date(value: Any) -> date:
+    if isinstance(value, str):
+        return date.fromisoformat(value)
+    if isinstance(value, datetime) or not isinstance(value, date):
+        raise TypeError(value)
+    return value
+
+
+def _bool(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    raise TypeError(value)
+
+
+def _int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise TypeError(value)
+    if isinstance(value, int):
+        return value
+    if isinstance(value, Decimal) and value == value.to_integral_value():
+        return int(value)
+    raise TypeError(value)
+
+
+def _float(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise TypeError(value)
+    return float(value)
+
+
+def _str(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8")
+    raise TypeError(value)
+
+
+def _decimal(value: Any) -> Decimal:
+    if isinstance(value, bool):
+        raise TypeError(value)
+    if isinstance(value, Decimal):
+        return value
+    if isinstance(value, int | str):
+        return Decimal(value)
+    if isinstance(value, float):
+        # SQLite's NUMERIC affinity stores 1.25 as a REAL: its shortest repr is what was written.
+        return Decimal(repr(value))
+    raise TypeError(value)
+
+
+CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "int": _int,
+    "float": _float,
+    "str": _str,
+    "bool": _bool,
+    "date": _date,
+    "datetime": _datetime,
+}
+
+
+class Columns:
+    """The file's schema and the conversion of each batch of rows into it.
+
+    names are the source's column names; renames maps a source name to the file's (the
+    soft-delete flag to the contract's deleted column).
+    """
+
+    def __init__(
+        self,
+        dialect: str,
+        description: Sequence[Sequence[Any]],
+        first_rows: Sequence[Sequence[Any]],
+        typed: Mapping[str, str],
+        renames: Mapping[str, str],
+        *,
+        false_when_null: str | None = None,
+    ) -> None:
+        self.source_names = [str(column[0]) for column in description]
+        self.names = [renames.get(name, name) for name in self.source_names]
+        if len(set(self.names)) != len(self.names):
+            raise UnsupportedColumn(f"the read has a column name twice: {self.names}")
+        self.logical: list[str] = []
+        for index, (name, column) in enumerate(zip(self.names, description, strict=True)):
+            logical = typed.get(name) or described_type(dialect, column)
+            if logical is None:
+                sample = next((row[index] for row in first_rows if row[index] is not None), None)
+                if sample is None and first_rows:
+                    raise UnsupportedColumn(
+                        f"column {name}: no type is known and the first rows hold no value to "
+                        "tell it; name its type in column_types"
+                    )
+                # An empty read has no value to tell a type by, and no value to misrepresent.
+                logical = "str" if sample is None else value_type(sample)
+            self.logical.append(logical)
+        # The deleted column: a null flag is a live row, and the file refuses null there.
+        self.false_when_null = false_when_null
+        self.schema = pa.schema(
+            [(name, arrow_type(kind)) for name, kind in zip(self.names, self.logical, strict=True)]
+        )
+
+    def batch(self, rows: Sequence[Sequence[Any]]) -> pa.RecordBatch:
+        arrays = []
+        for index, (name, kind, field) in enumerate(
+            zip(self.names, self.logical, self.schema, strict=True)
+        ):
+            convert = CONVERTERS.get(kind, _decimal)
+            values = []
+            for row in rows:
+                value = row[index]
+                if value is None:
+                    values.append(False if name == self.false_when_null else None)
+                    continue
+                try:
+                    values.append(convert(value))
+                except (TypeError, ValueError):
+                    raise UnsupportedColumn(
+                        f"column {name}: {value!r} is not a {kind} value; cast it in the query "
+                        "or name the column's type in column_types"
+                    ) from None
+            try:
+                arrays.append(pa.array(values, type=field.type))
+            except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+                raise UnsupportedColumn(f"column {name}: {exc}") from None
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)

@@ -1,0 +1,184 @@
+"""Read requests in one snapshot and write each as a delivery: Parquet file plus manifest.
+
+extract(source, reads) opens ONE consistent read of the source (snapshot.py) at or after the
+requests' boundary and reads every table in it, so a group planned together (plan_together) is
+one read with one produced_at. Each table's rows stream from a server-side cursor, batch by
+batch, through a DeliveryWriter, which counts rows and tombstones and hashes the bytes as they
+are written; the manifest declares those counts and that hash (request.manifest), so it names
+exactly the file written.
+
+A sequence read, and a complete read that issues a position, declares the largest cursor value
+its snapshot sees as generation (selection.Reading.generation says when that is right).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.manifest import Manifest
+from dogana_core.planner import ExtractionRequest
+from dogana_core.shape import Checkpoint
+from dogana_provider.files import DeliveryWriter
+from dogana_provider.sources.columns import Columns, UnsupportedColumn
+from dogana_provider.sources.selection import Reading, Relation, bounds
+from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Read:
+    """One table of a snapshot read: what to read, from where, into which local file.
+
+    relation is a table name or a DAG author's query; deleted_flag names the source's soft-delete
+    flag when it is not called like the contract's deleted column; column_types names logical
+    types for columns neither the contract nor the driver types.
+    """
+
+    contract: Contract
+    request: ExtractionRequest
+    relation: Relation
+    path: str | Path
+    deleted_flag: str | None = None
+    column_types: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Extracted:
+    """A delivery as written: its local file and the manifest that declares it."""
+
+    path: str
+    manifest: Manifest
+
+
+def extract(
+    source: SnapshotSource,
+    reads: Sequence[Read],
+    *,
+    row_group_rows: int = 131_072,
+    overwrite: bool = False,
+) -> list[Extracted]:
+    """Read every request in one snapshot at or after their boundary; one Extracted per read."""
+    if not reads:
+        raise ValueError("nothing to read: name at least one request")
+    tables = [read.contract.table.lower() for read in reads]
+    if len(set(tables)) != len(tables):
+        raise ValueError(f"a snapshot read reads each table once: {tables}")
+    until = max(read.request.until for read in reads)
+    with source.snapshot(until) as snapshot:
+        log.info(
+            "snapshot of %s open: produced_at %s (boundary %s)",
+            source.dialect.name,
+            snapshot.produced_at.isoformat(),
+            until.isoformat(),
+        )
+        return read_all(snapshot, reads, row_group_rows=row_group_rows, overwrite=overwrite)
+
+
+def read_all(
+    snapshot: Snapshot,
+    reads: Sequence[Read],
+    *,
+    row_group_rows: int = 131_072,
+    overwrite: bool = False,
+) -> list[Extracted]:
+    """Read every request in an open snapshot, which must be at or after each boundary."""
+    late = [r.contract.table for r in reads if r.request.until > snapshot.produced_at]
+    if late:
+        raise ValueError(f"the snapshot is before the boundary of {late}: open one at or after it")
+    return [
+        _read(snapshot, read, row_group_rows=row_group_rows, overwrite=overwrite) for read in reads
+    ]
+
+
+def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: bool) -> Extracted:
+    contract, request = read.contract, read.request
+    reading = Reading(
+        contract,
+        request,
+        read.relation,
+        snapshot.dialect,
+        snapshot.placeholder,
+        deleted_flag=read.deleted_flag,
+    )
+    produced_at = snapshot.produced_at
+    generation = _generation(snapshot, reading, produced_at) if reading.needs_generation else None
+    params = reading.params(produced_at, generation)
+    typed = {name: str(kind) for name, kind in contract.types}
+    typed.update({name: str(kind) for name, kind in read.column_types.items()})
+    declared = snapshot.source.declared_types(snapshot.connection, read.relation)
+    log.info("reading %s, shape %s: %s", contract.table, request.shape, bounds(params))
+    writer: DeliveryWriter | None = None
+    columns: Columns | None = None
+    try:
+        for description, rows in snapshot.stream(reading.rows(), params):
+            if columns is None:
+                columns = Columns(
+                    snapshot.dialect.name,
+                    description,
+                    rows,
+                    {**declared, **typed},
+                    reading.renames(),
+                    false_when_null=contract.deleted_column,
+                )
+                writer = DeliveryWriter(
+                    read.path,
+                    contract,
+                    columns.schema,
+                    row_group_rows=row_group_rows,
+                    overwrite=overwrite,
+                )
+            assert writer is not None
+            if rows:
+                writer.write(columns.batch(rows))
+        assert writer is not None, "a stream yields its first batch, even an empty one"
+        written = writer.close()
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    manifest = request.manifest(
+        contract,
+        produced_at,
+        generation=generation,
+        rows=written.rows,
+        tombstones=written.tombstones,
+        content_hash=written.sha256,
+    )
+    log.info(
+        "wrote %s: %d rows, %d tombstones, sha256 %s",
+        written.path,
+        written.rows,
+        written.tombstones,
+        written.sha256,
+    )
+    return Extracted(written.path, manifest)
+
+
+def _generation(snapshot: Snapshot, reading: Reading, produced_at: datetime) -> int:
+    found = snapshot.scalar(reading.generation(), reading.params(produced_at, None))
+    since = reading.request.since
+    floor = since if isinstance(since, int) else 0
+    if found is None:
+        return floor
+    try:
+        position = int(found)
+    except (TypeError, ValueError):
+        raise UnsupportedColumn(
+            f"the cursor column {reading.contract.cursor_column} holds {found!r}, not an integer "
+            "position"
+        ) from None
+    if reading.shape.checkpoint is Checkpoint.SEQUENCE:
+        return max(position, floor)
+    return position
+
+
+def describe(extracted: Sequence[Extracted]) -> list[dict[str, Any]]:
+    """What a log or an XCom shows of each delivery: its manifest's wire dict and its path."""
+    return [{"manifest": e.manifest.to_dict(), "path": e.path} for e in extracted]

@@ -1,0 +1,102 @@
+"""PostgreSQL: REPEATABLE READ, READ ONLY, the clock and a snapshot marker read just before.
+
+The session runs in UTC, so naive ``timestamp`` columns compare with bound UTC instants as UTC.
+The clock and the first marker come from one autocommit statement, ``SELECT
+pg_current_snapshot(), clock_timestamp()``: the statement's snapshot is taken before its clock is
+read. The transaction then opens REPEATABLE READ and its first statement takes the read's
+snapshot, which pg_current_snapshot() returns.
+
+A transaction finished between the two snapshots when the first saw it running or not yet
+started (xid >= xmax, or in xip) and the second sees it finished (xid < xmax and not in xip). If
+none did, the read shows the source exactly at the clock reading. An aborted transaction counts
+too: that costs a retry, never a wrong instant.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from dogana_provider.sources.snapshot import SnapshotSource, utc_instant
+from dogana_provider.sql import POSTGRES
+
+
+@dataclass(frozen=True)
+class PgSnapshot:
+    """pg_current_snapshot() as text, xmin:xmax:xip,xip... (xid8 values)."""
+
+    xmin: int
+    xmax: int
+    running: frozenset[int]
+
+    @classmethod
+    def parse(cls, text: str) -> PgSnapshot:
+        xmin, xmax, xip = str(text).split(":")
+        running = frozenset(int(x) for x in xip.split(",") if x)
+        return cls(int(xmin), int(xmax), running)
+
+    def invisible(self, xid: int) -> bool:
+        return xid >= self.xmax or xid in self.running
+
+    def finished_since(self, earlier: PgSnapshot) -> set[int]:
+        """xids running (or not started) in earlier and finished in this snapshot."""
+        candidates = set(earlier.running) | set(range(earlier.xmax, self.xmax))
+        return {xid for xid in candidates if not self.invisible(xid)}
+
+
+class PostgresSnapshots(SnapshotSource):
+    dialect = POSTGRES
+
+    def placeholder(self, name: str) -> str:
+        return f"%({name})s"
+
+    def prepare(self, connection: Any) -> None:
+        connection.autocommit = True
+        cursor = connection.cursor()
+        try:
+            cursor.execute("SET TIME ZONE 'UTC'")
+        finally:
+            cursor.close()
+
+    def _one(self, connection: Any, sql: str) -> tuple[Any, ...]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql)
+            return tuple(cursor.fetchone())
+        finally:
+            cursor.close()
+
+    def marker(self, connection: Any) -> Any:
+        # Read together with the clock, in clock(): one statement, snapshot first.
+        return None
+
+    def clock(self, connection: Any) -> datetime:
+        snapshot, now = self._one(
+            connection, "SELECT pg_current_snapshot()::text, clock_timestamp()"
+        )
+        self._before = PgSnapshot.parse(snapshot)
+        return utc_instant(now)
+
+    def begin(self, connection: Any) -> Any:
+        connection.autocommit = False
+        # The driver sends BEGIN before this; SET TRANSACTION takes no snapshot.
+        cursor = connection.cursor()
+        try:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute("SELECT pg_current_snapshot()::text")  # takes the snapshot
+            return PgSnapshot.parse(cursor.fetchone()[0])
+        finally:
+            cursor.close()
+
+    def settled(self, before: Any, inside: Any) -> bool:
+        return not inside.finished_since(self._before)
+
+    def end(self, connection: Any) -> None:
+        connection.rollback()
+        connection.autocommit = True
+
+    def streaming_cursor(self, connection: Any) -> Any:
+        # A named cursor is a server-side cursor: rows arrive fetchmany by fetchmany.
+        return connection.cursor(name=f"dogana_{secrets.token_hex(8)}")

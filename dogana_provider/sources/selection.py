@@ -1,0 +1,229 @@
+"""The statement a request reads: which rows, from a table or a DAG author's SQL, with bound bounds.
+
+The rows come from a relation, either a table (a validated, quoted name, schema-qualified with a
+dot) or a DAG author's query, read as a subquery. Whichever it is, the shape's filters are
+applied outside it, so they hold whatever the query does:
+
+    complete, whole table     every live row
+    complete, window          window value in [low, high]
+    timestamp changes         cursor in (since, produced_at]   (append: the same, keyless)
+    sequence changes          cursor in (since, generation]
+    with a window             and the window filter too
+
+A live row is one whose soft-delete flag is false or null. Only a tombstone shape delivers the
+flagged rows, as tombstones; every other shape leaves them out, since only a tombstone shape may
+deliver true (Contract and shapes, Deleted column).
+
+Every bound is a bound parameter, never pasted: the author's query may use the same names to
+push them down (SQLite :since, PostgreSQL and MariaDB %(since)s): since, until, produced_at,
+window_low, window_high, generation. Literal percent signs in an author's query for psycopg or
+MySQLdb are written %%, as those drivers require whenever parameters are passed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.planner import ExtractionRequest
+from dogana_core.shape import Checkpoint, Deletions
+from dogana_core.values import Position
+from dogana_provider.sql import Dialect
+
+SUBQUERY = "dogana_source"
+
+
+class UnsupportedRead(ValueError):
+    """A request this extractor cannot read from a SQL source; the message says why."""
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Where the rows come from: a table name, or a DAG author's query."""
+
+    table: str | None = None
+    sql: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.table is None) == (self.sql is None):
+            raise UnsupportedRead("name either a table or a query (table_sql), not both")
+
+    def render(self, dialect: Dialect) -> str:
+        if self.table is not None:
+            return ".".join(dialect.quote(part) for part in self.table.split("."))
+        query = str(self.sql).strip().rstrip(";").strip()
+        if not query:
+            raise UnsupportedRead("table_sql is empty")
+        return f"({query}) AS {SUBQUERY}"
+
+
+@dataclass(frozen=True)
+class Selection:
+    sql: str
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+class Reading:
+    """One request against one contract and relation: the statements that read it."""
+
+    def __init__(
+        self,
+        contract: Contract,
+        request: ExtractionRequest,
+        relation: Relation,
+        dialect: Dialect,
+        placeholder: Any,
+        *,
+        deleted_flag: str | None = None,
+    ) -> None:
+        if request.table != contract.table:
+            raise UnsupportedRead(
+                f"the request reads {request.table!r}, the contract is {contract.table!r}'s"
+            )
+        self.contract = contract
+        self.request = request
+        self.shape = contract.shape(request.shape)
+        self.relation = relation
+        self.dialect = dialect
+        self.ph = placeholder
+        if deleted_flag is not None and contract.deleted_column is None:
+            raise UnsupportedRead(
+                f"deleted_flag {deleted_flag!r} names a soft-delete flag, but table "
+                f"{contract.table!r} has no deleted column (no tombstone shape)"
+            )
+        self.flag = deleted_flag or contract.deleted_column
+        if self.flag is not None:
+            dialect.quote(self.flag)  # validates it
+        if self.shape.checkpoint is Checkpoint.GENERATION:
+            raise UnsupportedRead(
+                f"shape {request.shape!r} is a generation feed: its positions come from the "
+                "system that issues them, not from a SQL snapshot"
+            )
+        needs_position = self.shape.checkpoint is Checkpoint.SEQUENCE or request.issue_position
+        if needs_position and contract.position_type is not int:
+            raise UnsupportedRead(
+                f"shape {request.shape!r} issues a generation string: a SQL snapshot issues "
+                "integer sequence positions only"
+            )
+        changes = self.shape.checkpoint is not Checkpoint.NONE
+        if changes and contract.cursor_column is None and relation.sql is None:
+            raise UnsupportedRead(
+                f"shape {request.shape!r} reads changes, but the contract has no cursor "
+                "column to select them by: give table_sql that selects them"
+            )
+
+    @property
+    def tombstones(self) -> bool:
+        return self.shape.deletions is Deletions.TOMBSTONE
+
+    @property
+    def needs_generation(self) -> bool:
+        return self.shape.checkpoint is Checkpoint.SEQUENCE or self.request.issue_position
+
+    def renames(self) -> dict[str, str]:
+        deleted = self.contract.deleted_column
+        if self.flag is not None and deleted is not None and self.flag != deleted:
+            return {self.flag: deleted}
+        return {}
+
+    # Bound values ---------------------------------------------------------------------------
+
+    def params(self, produced_at: datetime, generation: Position | None) -> dict[str, Any]:
+        contract, request, dialect = self.contract, self.request, self.dialect
+        window = request.window or (None, None)
+        window_type = str(contract.window_type) if contract.window_type else None
+        since = request.since
+        if isinstance(since, datetime):
+            since = dialect.bind("datetime", since)
+        return {
+            "since": since,
+            "until": dialect.bind("datetime", request.until),
+            "produced_at": dialect.bind("datetime", produced_at),
+            "window_low": dialect.bind(window_type, window[0]) if window_type else None,
+            "window_high": dialect.bind(window_type, window[1]) if window_type else None,
+            "generation": generation,
+        }
+
+    # Expressions ----------------------------------------------------------------------------
+
+    def _column(self, name: str) -> str:
+        """A column as it compares in dogana's order (SQLite text datetimes normalized)."""
+        quoted = self.dialect.quote(name)
+        kind = str(self.contract.type_of(name))
+        if self.dialect.name == "sqlite" and kind == "datetime":
+            return f"dogana_utc({quoted})"
+        if self.dialect.name == "sqlite" and kind == "date":
+            return f"dogana_date({quoted})"
+        if kind == "str" and self.dialect.name == "postgresql":
+            return f'{quoted} COLLATE "C"'
+        if kind == "str" and self.dialect.name == "mysql":
+            # The UTF-8 bytes compare in code-point order, whatever the column's collation.
+            return f"CAST({quoted} AS BINARY)"
+        return quoted
+
+    def _bound(self, name: str, kind: str | None = None) -> str:
+        if kind == "str" and self.dialect.name == "mysql":
+            return f"CAST({self.ph(name)} AS BINARY)"
+        return self.ph(name)
+
+    def _live(self) -> str | None:
+        if self.flag is None:
+            return None
+        quoted = self.dialect.quote(self.flag)
+        # A null flag is not deleted. PostgreSQL wants a boolean flag column.
+        return f"({quoted} IS NULL OR {quoted} = FALSE)"
+
+    def _filters(self) -> list[str]:
+        contract, shape = self.contract, self.shape
+        filters = []
+        if self.request.window is not None and contract.window_column is not None:
+            column = self._column(contract.window_column)
+            kind = str(contract.window_type)
+            filters.append(
+                f"{column} >= {self._bound('window_low', kind)} "
+                f"AND {column} <= {self._bound('window_high', kind)}"
+            )
+        cursor = contract.cursor_column
+        if shape.checkpoint is Checkpoint.TIMESTAMP and cursor is not None:
+            column = self._column(cursor)
+            high = self.ph("produced_at")
+            filters.append(f"{column} > {self.ph('since')} AND {column} <= {high}")
+        if shape.checkpoint is Checkpoint.SEQUENCE and cursor is not None:
+            column = self._column(cursor)
+            high = self.ph("generation")
+            filters.append(f"{column} > {self.ph('since')} AND {column} <= {high}")
+        live = self._live()
+        if live is not None and not self.tombstones:
+            filters.append(live)
+        return filters
+
+    def _where(self, filters: list[str]) -> str:
+        return f" WHERE {' AND '.join(filters)}" if filters else ""
+
+    def rows(self) -> str:
+        """The statement that streams the delivery's rows (a null flag is written false)."""
+        relation = self.relation.render(self.dialect)
+        return f"SELECT * FROM {relation}{self._where(self._filters())}"
+
+    def generation(self) -> str:
+        """The statement that finds the position the read issues: the largest cursor visible.
+
+        Positions must follow commit order (Manifest 2): then every position up to the largest
+        one this snapshot sees has committed, and none can commit below it later. A cursor
+        assigned at insert (an auto-increment id) does not follow commit order; read such a
+        table with a lookback of overlapping sequence reads, or deliver complete reads.
+        """
+        relation = self.relation.render(self.dialect)
+        cursor = self.contract.cursor_column
+        if cursor is None:
+            raise UnsupportedRead("a sequence position needs the contract's cursor column")
+        return f"SELECT MAX({self.dialect.quote(cursor)}) FROM {relation}"
+
+
+def bounds(params: Mapping[str, Any]) -> str:
+    """The bounds of a read as a log line shows them (no credentials are among them)."""
+    shown = {k: v for k, v in params.items() if v is not None}
+    return ", ".join(f"{k}={v}" for k, v in shown.items())
