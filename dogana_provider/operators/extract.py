@@ -1,0 +1,275 @@
+"""ExtractOperator: one consistent snapshot of a SQL source, written as a delivery.
+
+    plan >> extract >> gate >> publish
+
+It reads the planned request (the plan task's XCom) from any common-sql connection (SQLite,
+PostgreSQL, MySQL/MariaDB) in ONE snapshot at or after the request's boundary
+(dogana_provider.sources), streams the rows to Parquet under an ObjectStoragePath, and pushes
+
+    {"manifest": <Manifest wire dict>, "uri": "<the file's URI>"}
+
+or, for a group read in one snapshot, a list of those, one per table, all with one produced_at.
+The manifest's rows, tombstones and content_hash were counted and hashed while the file was
+written. XCom carries wire dicts and a URI only: never rows, never a pickle, never credentials.
+
+The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a folder URI: local by
+default (file:///tmp/dogana/<dag>/<run>), any ObjectStoragePath otherwise (s3:// and gs:// once
+their provider is installed, any fsspec filesystem attached with airflow.sdk.io.attach), as
+``<table>.parquet``. A remote file is written locally first, where its bytes are hashed, then
+copied up; the gate streams it back to a local temporary file before reading it (GateOperator's
+local_file), so the receiver always reads a local path.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from airflow.sdk import BaseOperator, ObjectStoragePath
+
+from dogana_core.contract import Contract
+from dogana_core.planner import ExtractionRequest
+from dogana_provider.operators.arguments import contract_of, duration, native
+from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
+
+LOCAL_PROTOCOLS = ("", "file", "local")
+DEFAULT_OUTPUT = "file:///tmp/dogana"
+
+
+class ExtractOperator(BaseOperator):
+    """Read a planned request from a SQL source in one snapshot and write it as a delivery.
+
+    :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
+    :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
+    :param group: contracts of tables read together, instead of contract: every table is read
+        in one snapshot with one produced_at, and the task pushes one delivery per table.
+    :param request: the ExtractionRequest, its wire dict or JSON, or a list of them for a group
+        (templated; by default the XCom of the task ``plan``).
+    :param table_sql: a query to read instead of the table, or for a group a mapping from table
+        to query (templated; a path ending in .sql is read as a template). The request's bounds
+        are bound parameters it may use: since, until, produced_at, window_low, window_high,
+        generation, written :since on SQLite and %(since)s on PostgreSQL and MySQL. The
+        shape's filters are applied around it, so the delivery stays inside the declared bounds.
+    :param source_table: the source's table when it is not named like the contract's, such as
+        "sales.orders"; for a group a mapping from table to name (templated).
+    :param deleted_flag: the source's soft-delete flag when it is not named like the contract's
+        deleted column (templated). A tombstone shape delivers flagged rows as tombstones, every
+        other shape leaves them out; a null flag is a live row.
+    :param column_types: logical types for columns neither the contract nor the driver types
+        ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
+    :param output_folder: the folder the files go to, any fsspec URL (templated); by default
+        file:///tmp/dogana/<dag_id>/<run_id>.
+    :param max_wait: how long to wait for the source's clock to reach the request's boundary
+        before failing (timedelta or seconds).
+    :param settle_attempts: how many times to take the snapshot again when a commit falls
+        between the clock reading and the snapshot (SQLite, PostgreSQL).
+    :param fetch_rows: rows fetched from the server per batch.
+    :param row_group_rows: rows per Parquet row group: what the writer holds in memory.
+    """
+
+    template_fields: Sequence[str] = (
+        "source_conn_id",
+        "contract",
+        "request",
+        "table_sql",
+        "source_table",
+        "deleted_flag",
+        "output_folder",
+    )
+    template_ext: Sequence[str] = (".sql",)
+    ui_color = "#e8f0fe"
+
+    def __init__(
+        self,
+        *,
+        source_conn_id: str,
+        contract: Contract | dict | str | None = None,
+        group: Sequence[Contract | dict | str] | None = None,
+        request: Any = "{{ ti.xcom_pull(task_ids='plan') }}",
+        table_sql: str | Mapping[str, str] | None = None,
+        source_table: str | Mapping[str, str] | None = None,
+        deleted_flag: str | None = None,
+        column_types: Mapping[str, Any] | None = None,
+        output_folder: str | None = None,
+        max_wait: timedelta | float = timedelta(minutes=5),
+        settle_attempts: int = 20,
+        fetch_rows: int = 10_000,
+        row_group_rows: int = 131_072,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if (contract is None) == (group is None):
+            raise ValueError(f"{self.task_id}: give either contract (one table) or group")
+        self.source_conn_id = source_conn_id
+        self.contract = contract
+        self.group = None if group is None else list(group)
+        self.request = request
+        self.table_sql = table_sql
+        self.source_table = source_table
+        self.deleted_flag = deleted_flag
+        self.column_types = dict(column_types or {})
+        self.output_folder = output_folder
+        self.max_wait = duration(max_wait, "max_wait") or timedelta(0)
+        self.settle_attempts = settle_attempts
+        self.fetch_rows = fetch_rows
+        self.row_group_rows = row_group_rows
+
+    # Execution --------------------------------------------------------------------------------
+
+    def execute(self, context: Any) -> Any:
+        contracts = self._contracts()
+        requests = self._requests(contracts)
+        folder = self._folder(context)
+        hook = _hook(self.source_conn_id)
+        source = snapshots_for(
+            hook,
+            max_wait=self.max_wait,
+            settle_attempts=self.settle_attempts,
+            fetch_rows=self.fetch_rows,
+        )
+        self.log.info(
+            "source %s (%s): %d tables in one snapshot, boundary %s",
+            self.source_conn_id,
+            source.dialect.name,
+            len(requests),
+            max(r.until for r in requests).isoformat(),
+        )
+        with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
+            reads = []
+            for request in requests:
+                contract = contracts[request.table.lower()]
+                target = folder / f"{contract.table}.parquet"
+                local = self._local_path(target, Path(scratch))
+                reads.append(
+                    Read(
+                        contract,
+                        request,
+                        self._relation(contract),
+                        local,
+                        deleted_flag=self.deleted_flag,
+                        column_types=self._column_types(contract.table),
+                    )
+                )
+            done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
+            pushed = [self._deliver(item, folder) for item in done]
+        return pushed if self.group is not None else pushed[0]
+
+    def _deliver(self, item: Extracted, folder: ObjectStoragePath) -> dict[str, Any]:
+        manifest = item.manifest
+        target = folder / f"{manifest.table}.parquet"
+        if target.protocol not in LOCAL_PROTOCOLS:
+            # Copied up byte for byte: the hash the manifest declares is the local file's.
+            with open(item.path, "rb") as source, target.open("wb") as sink:
+                shutil.copyfileobj(source, sink, 1 << 20)
+        self.log.info(
+            "%s: shape %s, %d rows, %d tombstones, produced_at %s, sha256 %s -> %s",
+            manifest.table,
+            manifest.shape,
+            manifest.rows,
+            manifest.tombstones,
+            manifest.produced_at.isoformat(),
+            manifest.content_hash,
+            target,
+        )
+        return {"manifest": manifest.to_dict(), "uri": str(target)}
+
+    # Arguments --------------------------------------------------------------------------------
+
+    def _contracts(self) -> dict[str, Contract]:
+        if self.group is None:
+            items = [contract_of(self.contract, "contract")]
+        else:
+            items = [contract_of(c, f"group[{i}]") for i, c in enumerate(self.group)]
+        return {contract.table.lower(): contract for contract in items}
+
+    def _requests(self, contracts: Mapping[str, Contract]) -> list[ExtractionRequest]:
+        value = native(self.request, "request")
+        if value is None:
+            raise ValueError(
+                f"{self.task_id}: no request; is the plan task's XCom there (task_ids)?"
+            )
+        many = isinstance(value, list | tuple)
+        if many != (self.group is not None):
+            raise ValueError(
+                f"{self.task_id}: "
+                + (
+                    "a group reads a list of requests, one per table"
+                    if self.group is not None
+                    else "one contract reads one request; give group for a list"
+                )
+            )
+        values = list(value) if many else [value]
+        requests = [request_of(v, f"request[{i}]") for i, v in enumerate(values)]
+        for request in requests:
+            if request.table.lower() not in contracts:
+                raise ValueError(
+                    f"{self.task_id}: the request reads {request.table!r}, which no contract names"
+                )
+        return requests
+
+    def _relation(self, contract: Contract) -> Relation:
+        sql = _per_table(self.table_sql, contract.table)
+        if sql is not None:
+            return Relation(sql=str(sql))
+        name = _per_table(self.source_table, contract.table)
+        return Relation(table=str(name) if name is not None else contract.table)
+
+    def _column_types(self, table: str) -> dict[str, str]:
+        types = self.column_types
+        if types and all(isinstance(v, Mapping) for v in types.values()):
+            return {k: str(v) for k, v in dict(types.get(table, {})).items()}
+        return {k: str(v) for k, v in types.items()}
+
+    def _folder(self, context: Any) -> ObjectStoragePath:
+        if self.output_folder:
+            return ObjectStoragePath(str(self.output_folder))
+        dag_id = _safe(str(context["dag"].dag_id))
+        run_id = _safe(str(context["run_id"]))
+        return ObjectStoragePath(f"{DEFAULT_OUTPUT}/{dag_id}/{run_id}")
+
+    def _local_path(self, target: ObjectStoragePath, scratch: Path) -> Path:
+        if target.protocol in LOCAL_PROTOCOLS:
+            local = Path(str(target.path))
+            local.parent.mkdir(parents=True, exist_ok=True)
+            return local
+        return scratch / Path(str(target.path)).name
+
+
+def request_of(value: Any, what: str = "request") -> ExtractionRequest:
+    """An ExtractionRequest from itself, its wire dict, or its JSON or repr text."""
+    if isinstance(value, ExtractionRequest):
+        return value
+    value = native(value, what)
+    if isinstance(value, Mapping):
+        return ExtractionRequest.from_dict(dict(value))
+    raise ValueError(f"{what}: expected an ExtractionRequest or its wire dict, got {value!r}")
+
+
+def _per_table(value: Any, table: str) -> Any:
+    if isinstance(value, Mapping):
+        return value.get(table)
+    return value
+
+
+def _safe(text: str) -> str:
+    # A run id holds ':' and '+'; a folder name should not need quoting in any URL scheme.
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def _hook(conn_id: str) -> Any:
+    """The connection's DbApiHook (SqliteHook, PostgresHook, MySqlHook), chosen by its type."""
+    from airflow.sdk import BaseHook
+
+    connection = BaseHook.get_connection(conn_id)
+    hook = connection.get_hook()
+    if not hasattr(hook, "get_conn") or not hasattr(hook, "dialect_name"):
+        raise ValueError(
+            f"connection {conn_id!r} of type {connection.conn_type!r} is not a SQL connection "
+            "(sqlite, postgres, mysql)"
+        )
+    return hook
