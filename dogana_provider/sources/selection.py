@@ -23,7 +23,7 @@ MySQLdb are written %%, as those drivers require whenever parameters are passed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -42,14 +42,23 @@ class UnsupportedRead(ValueError):
 
 @dataclass(frozen=True)
 class Relation:
-    """Where the rows come from: a table name, or a DAG author's query."""
+    """Where the rows come from: a table name, or a DAG author's query.
+
+    columns, with a table, names the columns to deliver (a data contract's columns, say) in
+    order; by default every column of the table. A tombstone read adds the soft-delete flag.
+    """
 
     table: str | None = None
     sql: str | None = None
+    columns: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
         if (self.table is None) == (self.sql is None):
             raise UnsupportedRead("name either a table or a query (table_sql), not both")
+        if self.columns is not None:
+            if self.sql is not None:
+                raise UnsupportedRead("columns name a table's columns; a query selects its own")
+            object.__setattr__(self, "columns", tuple(self.columns))
 
     def render(self, dialect: Dialect) -> str:
         if self.table is not None:
@@ -58,12 +67,6 @@ class Relation:
         if not query:
             raise UnsupportedRead("table_sql is empty")
         return f"({query}) AS {SUBQUERY}"
-
-
-@dataclass(frozen=True)
-class Selection:
-    sql: str
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 class Reading:
@@ -206,7 +209,11 @@ class Reading:
     def rows(self) -> str:
         """The statement that streams the delivery's rows (a null flag is written false)."""
         relation = self.relation.render(self.dialect)
-        return f"SELECT * FROM {relation}{self._where(self._filters())}"
+        columns = list(self.relation.columns or ())
+        if columns and self.tombstones and self.flag is not None and self.flag not in columns:
+            columns.append(self.flag)
+        chosen = ", ".join(self.dialect.quote(c) for c in columns) if columns else "*"
+        return f"SELECT {chosen} FROM {relation}{self._where(self._filters())}"
 
     def generation(self) -> str:
         """The statement that finds the position the read issues: the largest cursor visible.

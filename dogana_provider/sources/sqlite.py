@@ -54,6 +54,8 @@ class SqliteSnapshots(SnapshotSource):
     def prepare(self, connection: Any) -> None:
         # Statements run as written: sqlite3 opens no transaction behind our back.
         connection.isolation_level = None
+        # The read writes nothing; query_only makes sure of it, as READ ONLY does elsewhere.
+        connection.execute("PRAGMA query_only = ON")
         connection.create_function("dogana_utc", 1, normalized_datetime, deterministic=True)
         connection.create_function("dogana_date", 1, normalized_date, deterministic=True)
 

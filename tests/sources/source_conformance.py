@@ -270,6 +270,14 @@ class SourceConformance:  # GapRule is mixed in below
         )
         dogana_check(done.path, contract, done.manifest)
 
+    def test_the_read_writes_nothing(
+        self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
+    ) -> None:
+        with source.snapshot(at(0)) as snapshot:
+            cursor = snapshot.connection.cursor()
+            with pytest.raises(Exception, match=r"(?i)read.only|readonly|query_only"):
+                cursor.execute(f"DELETE FROM {db.quote(table)}")
+
     def test_tables_read_together_share_one_snapshot_and_one_produced_at(
         self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
     ) -> None:
@@ -510,6 +518,21 @@ class SourceConformance:  # GapRule is mixed in below
         )
         assert rows_of(path) == [{"id": 1, "plant": hostile}]
         assert db.execute(f"SELECT count(*) FROM {db.quote(table)}") == [(2,)]
+        dogana_check(path, contract, manifest)
+
+    def test_a_table_read_delivers_the_columns_named_in_their_order(
+        self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
+    ) -> None:
+        self.seed(db, table)
+        contract = orders_contract(table)
+        request = ExtractionRequest(table, "changes", at(100), since=at(6))
+        relation = Relation(table=table, columns=("updated_at", "id", "name", "day"))
+        path, manifest = self.read(
+            source, contract, request, tmp_path / "columns.parquet", relation=relation
+        )
+        # A tombstone read carries the soft-delete flag even when the list leaves it out.
+        assert pq.read_schema(path).names == ["updated_at", "id", "name", "day", "deleted"]
+        assert [r["id"] for r in rows_of(path)] == [7, 8]
         dogana_check(path, contract, manifest)
 
     def test_sql_cannot_widen_the_interval_the_manifest_declares(

@@ -79,6 +79,13 @@ class TestMariaDB(SnapshotSourceConformance):
             quote=MARIADB.quote,
         )
 
+    def test_the_read_is_a_consistent_snapshot_in_repeatable_read(
+        self, source: MySqlSnapshots
+    ) -> None:
+        with source.snapshot(datetime(2026, 1, 1, tzinfo=UTC)) as snapshot:
+            assert snapshot.scalar("SELECT @@session.tx_isolation", {}) == "REPEATABLE-READ"
+            assert snapshot.scalar("SELECT @@session.time_zone", {}) == "+00:00"
+
     @pytest.fixture
     def source(self, mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> MySqlSnapshots:
         from airflow.providers.mysql.hooks.mysql import MySqlHook

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -48,6 +48,12 @@ class TestPostgres(SnapshotSourceConformance):
             clock=clock,
             quote=POSTGRES.quote,
         )
+
+    def test_the_read_is_repeatable_read_and_read_only(self, source: PostgresSnapshots) -> None:
+        with source.snapshot(datetime(2026, 1, 1, tzinfo=UTC)) as snapshot:
+            assert snapshot.scalar("SHOW transaction_isolation", {}) == "repeatable read"
+            assert snapshot.scalar("SHOW transaction_read_only", {}) == "on"
+            assert snapshot.scalar("SHOW TimeZone", {}) == "UTC"
 
     @pytest.fixture
     def source(self, postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> PostgresSnapshots:
