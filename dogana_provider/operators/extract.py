@@ -57,6 +57,8 @@ class ExtractOperator(BaseOperator):
         shape's filters are applied around it, so the delivery stays inside the declared bounds.
     :param source_table: the source's table when it is not named like the contract's, such as
         "sales.orders"; for a group a mapping from table to name (templated).
+    :param columns: the table's columns to deliver, in order (by default all of them); for a
+        group a mapping from table to such a list. A query (table_sql) selects its own.
     :param deleted_flag: the source's soft-delete flag when it is not named like the contract's
         deleted column (templated). A tombstone shape delivers flagged rows as tombstones, every
         other shape leaves them out; a null flag is a live row.
@@ -93,6 +95,7 @@ class ExtractOperator(BaseOperator):
         request: Any = "{{ ti.xcom_pull(task_ids='plan') }}",
         table_sql: str | Mapping[str, str] | None = None,
         source_table: str | Mapping[str, str] | None = None,
+        columns: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
         deleted_flag: str | None = None,
         column_types: Mapping[str, Any] | None = None,
         output_folder: str | None = None,
@@ -111,6 +114,7 @@ class ExtractOperator(BaseOperator):
         self.request = request
         self.table_sql = table_sql
         self.source_table = source_table
+        self.columns = columns
         self.deleted_flag = deleted_flag
         self.column_types = dict(column_types or {})
         self.output_folder = output_folder
@@ -217,7 +221,11 @@ class ExtractOperator(BaseOperator):
         if sql is not None:
             return Relation(sql=str(sql))
         name = _per_table(self.source_table, contract.table)
-        return Relation(table=str(name) if name is not None else contract.table)
+        columns = _per_table(self.columns, contract.table)
+        return Relation(
+            table=str(name) if name is not None else contract.table,
+            columns=None if columns is None else tuple(str(c) for c in columns),
+        )
 
     def _column_types(self, table: str) -> dict[str, str]:
         types = self.column_types
