@@ -259,26 +259,53 @@ class Columns:
         )
 
     def batch(self, rows: Sequence[Sequence[Any]]) -> pa.RecordBatch:
-        arrays = []
-        for index, (name, kind, field) in enumerate(
-            zip(self.names, self.logical, self.schema, strict=True)
-        ):
-            convert = CONVERTERS.get(kind, _decimal)
-            values = []
-            for row in rows:
-                value = row[index]
-                if value is None:
-                    values.append(False if name == self.false_when_null else None)
-                    continue
-                try:
-                    values.append(convert(value))
-                except (TypeError, ValueError):
-                    raise UnsupportedColumn(
-                        f"column {name}: {value!r} is not a {kind} value; cast it in the query "
-                        "or name the column's type in column_types"
-                    ) from None
+        columns = list(zip(*rows, strict=True)) if rows else [() for _ in self.names]
+        arrays = [
+            self._array(name, kind, field.type, values)
+            for name, kind, field, values in zip(
+                self.names, self.logical, self.schema, columns, strict=True
+            )
+        ]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+    def _array(self, name: str, kind: str, arrow: pa.DataType, values: Sequence[Any]) -> pa.Array:
+        if name == self.false_when_null:
+            values = [False if value is None else value for value in values]
+        takes = _ARROW_TAKES["decimal"] if kind.startswith(DECIMAL_PREFIX) else _ARROW_TAKES[kind]
+        if all(value is None or type(value) in takes for value in values):
+            # The driver already returned this type's Python values: Arrow converts them in C.
+            # (An aware datetime is converted to UTC; a naive one is read as UTC.)
             try:
-                arrays.append(pa.array(values, type=field.type))
+                return pa.array(values, type=arrow)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
                 raise UnsupportedColumn(f"column {name}: {exc}") from None
-        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+        convert = CONVERTERS.get(kind, _decimal)
+        converted: list[Any] = []
+        for value in values:
+            if value is None:
+                converted.append(None)
+                continue
+            try:
+                converted.append(convert(value))
+            except (TypeError, ValueError):
+                raise UnsupportedColumn(
+                    f"column {name}: {value!r} is not a {kind} value; cast it in the query "
+                    "or name the column's type in column_types"
+                ) from None
+        try:
+            return pa.array(converted, type=arrow)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            raise UnsupportedColumn(f"column {name}: {exc}") from None
+
+
+# The Python types Arrow converts to each logical type exactly as the converters above would;
+# anything else (text dates from SQLite, 0/1 booleans, Decimal floats) goes value by value.
+_ARROW_TAKES: dict[str, tuple[type, ...]] = {
+    "int": (int,),
+    "float": (float,),
+    "str": (str,),
+    "bool": (bool,),
+    "date": (date,),
+    "datetime": (datetime,),
+    "decimal": (Decimal,),
+}

@@ -68,3 +68,45 @@ class TestSqlite(SnapshotSourceConformance):
         source = snapshots_for(SqliteHook(sqlite_conn_id="dogana_source"))
         assert isinstance(source, SqliteSnapshots)
         return source
+
+
+def test_memory_stays_flat_as_the_table_grows(tmp_path: Path) -> None:
+    """Rows stream batch by batch into row groups: ten times the rows, not ten times the memory."""
+    import tracemalloc
+
+    from source_conformance import orders_contract
+
+    from dogana_core.planner import ExtractionRequest
+    from dogana_provider.sources import Read, Relation, extract
+
+    def peak(rows: int) -> int:
+        path = tmp_path / f"grow-{rows}.sqlite"
+        connection = sqlite3.connect(path)
+        connection.execute(
+            "CREATE TABLE orders (id INTEGER PRIMARY KEY, day DATE, name TEXT, "
+            "updated_at DATETIME, deleted BOOLEAN)"
+        )
+        connection.executemany(
+            "INSERT INTO orders VALUES (?, '2026-01-02', ?, '2026-01-01 10:00:00', 0)",
+            ((n, f"order {n}") for n in range(rows)),
+        )
+        connection.commit()
+        connection.close()
+        source = SqliteSnapshots(lambda: sqlite3.connect(path), fetch_rows=500)
+        request = ExtractionRequest("orders", "full", datetime(2026, 1, 1, tzinfo=UTC))
+        read = Read(
+            orders_contract("orders"),
+            request,
+            Relation(table="orders"),
+            tmp_path / f"grow-{rows}.parquet",
+        )
+        tracemalloc.start()
+        try:
+            [done] = extract(source, [read], row_group_rows=2_000)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+            assert done.manifest.rows == rows
+
+    small, large = peak(5_000), peak(50_000)
+    assert large < 2 * small, f"peak {large} bytes for 50,000 rows, {small} for 5,000"
