@@ -69,15 +69,17 @@ class PostgresSnapshots(SnapshotSource):
             cursor.close()
 
     def marker(self, connection: Any) -> Any:
-        # Read together with the clock, in clock(): one statement, snapshot first.
-        return None
+        return self.reading(connection)[0]
 
     def clock(self, connection: Any) -> datetime:
+        return self.reading(connection)[1]
+
+    def reading(self, connection: Any) -> tuple[Any, datetime]:
+        # One statement: its snapshot is taken when it starts, its clock read after that.
         snapshot, now = self._one(
             connection, "SELECT pg_current_snapshot()::text, clock_timestamp()"
         )
-        self._before = PgSnapshot.parse(snapshot)
-        return utc_instant(now)
+        return PgSnapshot.parse(snapshot), utc_instant(now)
 
     def begin(self, connection: Any) -> Any:
         connection.autocommit = False
@@ -91,7 +93,7 @@ class PostgresSnapshots(SnapshotSource):
             cursor.close()
 
     def settled(self, before: Any, inside: Any) -> bool:
-        return not inside.finished_since(self._before)
+        return not inside.finished_since(before)
 
     def end(self, connection: Any) -> None:
         connection.rollback()

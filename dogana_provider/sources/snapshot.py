@@ -160,6 +160,11 @@ class SnapshotSource(ABC):
     def marker(self, connection: Any) -> Any:
         """A change marker read outside the transaction, before the clock; None if none."""
 
+    def reading(self, connection: Any) -> tuple[Any, datetime]:
+        """The change marker, then the clock: both before the snapshot, in that order."""
+        before = self.marker(connection)
+        return before, self.clock(connection)
+
     @abstractmethod
     def begin(self, connection: Any) -> Any:
         """Open the consistent read and take its snapshot; return the marker inside it."""
@@ -220,8 +225,7 @@ class SnapshotSource(ABC):
 
     def _open(self, connection: Any, until: datetime) -> datetime:
         for attempt in range(1, self.settle_attempts + 1):
-            before = self.marker(connection)
-            produced_at = self.clock(connection)
+            before, produced_at = self.reading(connection)
             inside = self.begin(connection)
             if produced_at >= until and self.settled(before, inside):
                 return produced_at
