@@ -314,3 +314,60 @@ def test_a_request_for_another_table_fails_the_task(
     run = module.dag.test()
     assert states(run) == {"extract": "failed"}
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+@pytest.mark.mariadb
+def test_extract_changes_with_tombstones_from_mariadb(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mariadb_url: str
+) -> None:
+    import MySQLdb
+
+    uid = uuid.uuid4().hex[:8]
+    table, conn_id, dag_id = f"orders_{uid}", f"source_{uid}", f"extract_mariadb_{uid}"
+    options = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
+    connection = MySQLdb.connect(**options)
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            f"CREATE TABLE `{table}` (id BIGINT PRIMARY KEY, name TEXT, "
+            "updated_at DATETIME(6), deleted BOOLEAN)"
+        )
+        cursor.executemany(
+            f"INSERT INTO `{table}` VALUES (%s, %s, %s, %s)",
+            [(i, n, u.replace(tzinfo=None), d) for i, n, u, d in ROWS],
+        )
+        connection.commit()
+        monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", mariadb_url)
+        contract = contract_for(table)
+        request = ExtractionRequest(table, "changes", T0 + timedelta(days=1), since=T0)
+        output = (tmp_path / "out").as_uri()
+        module = write_dag(
+            airflow_home,
+            dag_id,
+            f"""
+            from dogana_provider.operators.extract import ExtractOperator
+
+            with dag:
+                ExtractOperator(
+                    task_id="extract",
+                    source_conn_id={conn_id!r},
+                    contract={contract.to_dict()!r},
+                    request={request.to_dict()!r},
+                    output_folder={output!r},
+                )
+            """,
+        )
+        run = module.dag.test()
+        assert states(run) == {"extract": "success"}
+        pushed = xcom(run, "extract")
+        manifest = Manifest.from_dict(pushed["manifest"])
+        assert (manifest.rows, manifest.tombstones) == (3, 1) and manifest.since == T0
+        rows = sorted(pq.read_table(local(pushed["uri"])).to_pylist(), key=lambda r: r["id"])
+        assert [(r["id"], r["updated_at"], r["deleted"]) for r in rows] == [
+            (i, u, d) for i, _, u, d in ROWS
+        ]
+        dogana_check(local(pushed["uri"]), contract, manifest, tmp_path)
+    finally:
+        cursor = connection.cursor()
+        cursor.execute(f"DROP TABLE IF EXISTS `{table}`")
+        connection.close()
