@@ -28,6 +28,7 @@ from dogana_provider import cli
 from dogana_provider.sources import (
     Read,
     Relation,
+    SnapshotError,
     SnapshotSource,
     SourceNotReady,
     extract,
@@ -648,5 +649,35 @@ class GapRule:
             assert done.manifest.produced_at < stamps[0]
 
 
-class SnapshotSourceConformance(SourceConformance, GapRule):
+class BusySourceRule:
+    """A source that commits between every clock reading and its snapshot fails clearly."""
+
+    def test_a_source_that_never_settles_fails_after_the_attempts_allowed(
+        self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
+    ) -> None:
+        real_begin = source.begin
+        commits = iter(range(1, 1000))
+
+        def begin_after_a_commit(connection: Any) -> Any:
+            n = next(commits)
+            row = {"id": n, "day": day(0), "name": "busy", "deleted": False, "lsn": n}
+            self.put(db, table, {**row, "updated_at": db.clock()})  # type: ignore[attr-defined]
+            return real_begin(connection)
+
+        source.begin = begin_after_a_commit  # type: ignore[method-assign]
+        source.settle_attempts = 3
+        request = ExtractionRequest(table, "full", at(100))
+        read = Read(orders_contract(table), request, Relation(table=table), tmp_path / "x.parquet")
+        if not getattr(self, "closes_the_gap", True):
+            # Nothing is compared there (see GapRule): the first attempt is taken as it is.
+            extract(source, [read])
+            assert next(commits) == 2
+            return
+        with pytest.raises(SnapshotError, match="every one of 3 attempts saw a commit"):
+            extract(source, [read])
+        assert next(commits) == 4, "three attempts, each taken again after a commit"
+        assert not (tmp_path / "x.parquet").exists()
+
+
+class SnapshotSourceConformance(SourceConformance, GapRule, BusySourceRule):
     """The whole suite: what a database's test class derives from."""
