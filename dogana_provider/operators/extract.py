@@ -44,6 +44,24 @@ DEFAULT_OUTPUT = "file:///tmp/dogana"
 class ExtractOperator(BaseOperator):
     """Read a planned request from a SQL source in one snapshot and write it as a delivery.
 
+    .. code-block:: python
+
+        plan = PlanDeliveryOperator(task_id="plan", contract="contracts/orders.json",
+                                    fresh_as_of="{{ data_interval_end }}")
+        extract = ExtractOperator(
+            task_id="extract",
+            source_conn_id="shop_db",              # sqlite, postgres or mysql
+            contract="contracts/orders.json",
+            deleted_flag="is_deleted",             # the source's soft-delete flag
+            output_folder="s3://deliveries/orders/{{ ds }}",  # default: a local folder
+        )                                          # request: the plan task's XCom
+        plan >> extract >> GateOperator(task_id="gate") >> PublishOperator(task_id="publish")
+
+        # A group planned together (plan_together): one snapshot, one produced_at.
+        ExtractOperator(task_id="extract", source_conn_id="shop_db",
+                        group=["contracts/invoices.json", "contracts/lines.json"],
+                        table_sql={"lines": "SELECT * FROM invoice_lines WHERE valid"})
+
     :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
     :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
     :param group: contracts of tables read together, instead of contract: every table is read
