@@ -1,0 +1,123 @@
+"""Orders: a weekly full read and daily changes, deletions delivered from a soft-delete flag.
+
+Two DAGs share one pipeline, plan -> extract -> gate -> publish, over one table:
+
+    dogana_orders_daily        every day at 00:00 UTC: the rows changed since the last read,
+                               flagged rows as tombstones
+    dogana_orders_weekly_full  Sundays at 03:00 UTC: the whole table, which repairs anything the
+                               daily reads could not see; trigger it by hand to resync
+
+The source table (any SQLite, PostgreSQL or MySQL/MariaDB database)::
+
+    CREATE TABLE orders (
+        order_id     BIGINT PRIMARY KEY,
+        customer     TEXT,
+        amount_cents BIGINT,
+        updated_at   TIMESTAMP WITH TIME ZONE NOT NULL,   -- moved by every change, UTC
+        is_deleted   BOOLEAN NOT NULL DEFAULT FALSE       -- the soft-delete flag
+    )
+
+Why the daily read may deliver tombstones. The source never deletes an order: it sets
+is_deleted, and the application moves updated_at in the same UPDATE. So a read of the rows whose
+updated_at is after the last read sees every deletion since, and the receiver deletes those keys:
+the table stays exact (complete and deletions at one instant) without reading it all. That holds
+only while the three conditions of docs/concepts.md ("A soft-deleting source") hold: the flag
+moves updated_at, nothing is removed physically (no purge, archive or cascade), and the flag is
+on this table. A row removed with DELETE is invisible to a changes read; the published copy stays
+until the weekly full read replaces the table. If your source purges rows, declare the changes
+shape without tombstones and the dates will say so.
+
+Configuration: the Airflow connections ``dogana_source`` (the source database) and
+``dogana_default`` (the receiver, where the published ``orders`` table and its ledger live), or
+the ids in the environment variables DOGANA_SOURCE_CONN_ID and DOGANA_RECEIVER_CONN_ID. Delivered
+files go to ExtractOperator's default folder, file:///tmp/dogana/<dag_id>/<run_id>; give
+output_folder an s3:// or gs:// URL to keep them where every worker reads them.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime, timedelta
+
+from airflow.sdk import DAG, CronTriggerTimetable
+
+from dogana_core import Contract, Shape
+from dogana_provider.operators.extract import ExtractOperator
+from dogana_provider.operators.gate import GateOperator
+from dogana_provider.operators.plan import PlanDeliveryOperator
+from dogana_provider.operators.publish import PublishOperator
+
+SOURCE_CONN_ID = os.environ.get("DOGANA_SOURCE_CONN_ID", "dogana_source")
+RECEIVER_CONN_ID = os.environ.get("DOGANA_RECEIVER_CONN_ID", "dogana_default")
+
+ORDERS = Contract(
+    "orders",
+    ("order_id",),
+    {
+        # The whole table: both dates rise to the read's instant. Ten times the cost of a
+        # changes read, so the planner only picks it when nothing cheaper proves enough.
+        "full": Shape.complete(cost=10),
+        # Rows with updated_at after the last read, flagged rows as tombstones. The 15-minute
+        # lookback rereads an overlap, to catch a transaction that stamped updated_at before the
+        # last read and committed after it (docs/concepts.md, "Late commits and lookback").
+        "changes": Shape.changes(
+            checkpoint="timestamp", tombstones=True, lookback=timedelta(minutes=15)
+        ),
+    },
+    cursor_column="updated_at",
+    deleted_column="is_deleted",
+    types={"order_id": "int", "updated_at": "datetime", "is_deleted": "bool"},
+)
+
+
+def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: str) -> DAG:
+    with DAG(
+        dag_id,
+        # A run at 00:00 covers the day before it: its data interval ends when it triggers,
+        # also when triggered by hand, so "{{ data_interval_end }}" is the run's own instant.
+        schedule=CronTriggerTimetable(cron, timezone="UTC", interval=timedelta(days=days)),
+        start_date=datetime(2026, 1, 1, tzinfo=UTC),
+        catchup=False,
+        # Two runs of one table at once would race for its ledger; the loser decides again.
+        max_active_runs=1,
+        tags=["dogana", "example"],
+        doc_md=doc,
+    ) as dag:
+        plan = PlanDeliveryOperator(
+            task_id="plan",
+            contract=ORDERS,
+            receiver_conn_id=RECEIVER_CONN_ID,
+            # The run's promise: the published table is complete as of its data interval's end.
+            # A run whose interval is already covered (a backfill, a rerun) skips the rest.
+            fresh_as_of="{{ data_interval_end }}",
+            # None: the cheapest read that proves it (the full read on an empty ledger, the
+            # changes after it); "full": always the whole table.
+            shape=shape,
+        )
+        extract = ExtractOperator(
+            task_id="extract",
+            source_conn_id=SOURCE_CONN_ID,
+            contract=ORDERS,
+        )
+        gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)
+        publish = PublishOperator(
+            task_id="publish", receiver_conn_id=RECEIVER_CONN_ID, table="orders"
+        )
+        plan >> extract >> gate >> publish
+    return dag
+
+
+daily = orders_pipeline(
+    "dogana_orders_daily",
+    "0 0 * * *",
+    1,
+    None,
+    "Daily: the orders changed since the last read, soft deletes as tombstones.",
+)
+weekly_full = orders_pipeline(
+    "dogana_orders_weekly_full",
+    "0 3 * * 0",
+    7,
+    "full",
+    "Sundays: the whole orders table, which also removes rows deleted outside the flag.",
+)

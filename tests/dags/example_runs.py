@@ -1,0 +1,270 @@
+"""What the example-DAG tests share: a source and a receiver on one database, DAG files loaded
+from the DAGs folder, and reads of what a run left in the metadata database and the receiver.
+
+Each test gets its own source and receiver: two SQLite files in tmp_path (the embedded default),
+or two schemas of the PostgreSQL test database (the connection's search_path names them), so
+runs never see each other's tables. The example DAGs read their connection ids from the
+environment and default to dogana_source and dogana_default; the tests set those connections
+with AIRFLOW_CONN_* variables, as a deployment would.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import shutil
+import sqlite3
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+from dogana_core.gate import Receipt
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "dags" / "examples"
+
+
+def now() -> datetime:
+    """The machine's clock, which is the SQLite source's clock and the PostgreSQL server's."""
+    time.sleep(0.002)  # strictly later than any earlier stamp or read
+    return datetime.now(UTC)
+
+
+class Databases:
+    """One source and one receiver of a kind ("sqlite" or "postgres"), reached by SQL."""
+
+    def __init__(self, kind: str, tmp_path: Path, postgres_url: str | None) -> None:
+        self.kind = kind
+        self.uid = uuid.uuid4().hex[:8]
+        self.tmp_path = tmp_path
+        self.postgres_url = postgres_url
+        self.runs: list[Any] = []
+        if kind == "sqlite":
+            self.source_path = tmp_path / "source.sqlite"
+            self.receiver_path = tmp_path / "warehouse.sqlite"
+            with sqlite3.connect(self.source_path) as connection:
+                # WAL: the extractor's read transaction does not block the test's writes.
+                connection.execute("PRAGMA journal_mode = WAL")
+        else:
+            assert postgres_url is not None
+            self.source_schema = f"src_{self.uid}"
+            self.receiver_schema = f"dst_{self.uid}"
+            with psycopg.connect(postgres_url, autocommit=True) as connection:
+                connection.execute(f"CREATE SCHEMA {self.source_schema}")
+                connection.execute(f"CREATE SCHEMA {self.receiver_schema}")
+
+    # Airflow connections --------------------------------------------------------------------
+
+    def connection(self, role: str) -> str:
+        """The AIRFLOW_CONN_* value of the source or the receiver."""
+        if self.kind == "sqlite":
+            path = self.source_path if role == "source" else self.receiver_path
+            return json.dumps({"conn_type": "sqlite", "host": str(path)})
+        schema = self.source_schema if role == "source" else self.receiver_schema
+        assert self.postgres_url is not None
+        # libpq options: every session of this connection resolves tables in its own schema.
+        return f"{self.postgres_url}?options={quote(f'-csearch_path={schema}')}"
+
+    def configure(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.setenv("AIRFLOW_CONN_DOGANA_SOURCE", self.connection("source"))
+        monkeypatch.setenv("AIRFLOW_CONN_DOGANA_DEFAULT", self.connection("receiver"))
+        monkeypatch.delenv("DOGANA_SOURCE_CONN_ID", raising=False)
+        monkeypatch.delenv("DOGANA_RECEIVER_CONN_ID", raising=False)
+
+    def run(self, dag: Any, **kwargs: Any) -> Any:
+        """dag.test() at the machine's clock unless a logical date is given: the runs of a test
+        are seconds apart, so each run's data interval ends after the previous run's read."""
+        kwargs.setdefault("logical_date", now())
+        found = dag.test(**kwargs)
+        self.runs.append(found)
+        return found
+
+    def drop(self) -> None:
+        for found in self.runs:  # ExtractOperator's default folder: /tmp/dogana/<dag>/<run>
+            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(found.run_id))
+            shutil.rmtree(Path("/tmp/dogana") / found.dag_id / safe, ignore_errors=True)
+        if self.kind == "postgres":
+            assert self.postgres_url is not None
+            with psycopg.connect(self.postgres_url, autocommit=True) as connection:
+                connection.execute(f"DROP SCHEMA IF EXISTS {self.source_schema} CASCADE")
+                connection.execute(f"DROP SCHEMA IF EXISTS {self.receiver_schema} CASCADE")
+
+    # The source -----------------------------------------------------------------------------
+
+    @contextmanager
+    def _source(self) -> Iterator[Any]:
+        if self.kind == "sqlite":
+            connection = sqlite3.connect(self.source_path)
+            try:
+                yield connection
+                connection.commit()
+            finally:
+                connection.close()
+        else:
+            assert self.postgres_url is not None
+            with psycopg.connect(self.postgres_url) as connection:
+                connection.execute(f"SET search_path = {self.source_schema}")
+                yield connection
+
+    def source(self, sql: str, *rows: Sequence[Any]) -> None:
+        """Run one statement in the source (once, or once per row), in one transaction.
+
+        Placeholders are written ``?`` and become ``%s`` on PostgreSQL; datetimes are bound as
+        ISO 8601 text with their offset on SQLite, as an application writing UTC would store them.
+        """
+        if self.kind == "postgres":
+            sql = sql.replace("?", "%s")
+        with self._source() as connection:
+            cursor = connection.cursor()
+            if not rows:
+                cursor.execute(sql)
+            for row in rows:
+                cursor.execute(sql, [self._bound(value) for value in row])
+
+    def create(self, ddl: str) -> None:
+        """A CREATE TABLE written once: TIMESTAMPTZ is DATETIME on SQLite."""
+        if self.kind == "sqlite":
+            ddl = ddl.replace("TIMESTAMPTZ", "DATETIME")
+        self.source(ddl)
+
+    def _bound(self, value: Any) -> Any:
+        if self.kind == "sqlite" and isinstance(value, datetime):
+            return value.isoformat()
+        return value
+
+    def source_rows(self, sql: str) -> list[tuple[Any, ...]]:
+        with self._source() as connection:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            return [tuple(row) for row in cursor.fetchall()]
+
+    # The receiver ---------------------------------------------------------------------------
+
+    @property
+    def hook(self) -> Any:
+        """The receiver's DoganaHook. Airflow is imported here, never when this module loads:
+        it reads its configuration once, and the session's AIRFLOW_HOME is set after conftests
+        are imported (tests/conftest.py, pytest_configure)."""
+        from dogana_provider.hooks.dogana import DoganaHook
+
+        return DoganaHook("dogana_default")
+
+    def published(self, table: str, columns: Sequence[str]) -> set[tuple[Any, ...]]:
+        """The published rows, projected on columns, read with the ledger in one transaction."""
+        with self.hook.receiver.read(table) as snapshot:
+            at = [snapshot.columns.index(column) for column in columns]
+            return {tuple(row[i] for i in at) for row in snapshot.rows}
+
+    def receipts(self, table: str) -> list[Receipt]:
+        return self.hook.receiver.receipts(table)
+
+
+# DAG files and runs ---------------------------------------------------------------------------
+
+
+def load_example(airflow_home: Path, name: str) -> Any:
+    """Copy dags/examples/<name>.py into the DAGs folder and import it from there.
+
+    dag.test() serializes a DAG by parsing the DAGs folder, so the file must live there; it is
+    imported after the test set the environment the DAG file reads.
+    """
+    target = airflow_home / "dags" / f"{name}.py"
+    shutil.copyfile(EXAMPLES / f"{name}.py", target)
+    module_name = f"dogana_example_{name}_{uuid.uuid4().hex[:8]}"
+    spec = importlib.util.spec_from_file_location(module_name, target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def write_dag(airflow_home: Path, name: str, text: str) -> Any:
+    """A test's own DAG file (never an example), loaded like one."""
+    target = airflow_home / "dags" / f"{name}.py"
+    target.write_text(text, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(name, target)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def states(run: Any) -> dict[str, str]:
+    """Each task's final state in a DagRun, as a string."""
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        return {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
+
+
+def xcom(run: Any, task_id: str) -> Any:
+    """The return value a task of run pushed, or None."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    query = XComModel.get_many(
+        run_id=run.run_id, key="return_value", dag_ids=run.dag_id, task_ids=task_id
+    )
+    with create_session() as session:
+        row = session.scalars(query).first()
+        return None if row is None else XComModel.deserialize_value(row)
+
+
+def asset_events(uri: str) -> list[dict[str, Any]]:
+    """The extras of every event of the Asset with this URI, oldest first."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        events = session.scalars(
+            select(AssetEvent)
+            .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.id)
+        ).all()
+        return [dict(event.extra) for event in events]
+
+
+REDELIVER = '''
+"""A test's DAG: the gate and publish tasks of an example, on a delivery given in the run's conf
+(one {"manifest", "uri"}, or a list of them for a group): a replay, or a tampered file."""
+import datetime
+
+from airflow.sdk import DAG
+
+from dogana_provider.operators.gate import GateOperator
+from dogana_provider.operators.publish import PublishOperator
+
+with DAG(
+    "dogana_test_redeliver",
+    schedule=None,
+    start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc),
+    catchup=False,
+) as dag:
+    GateOperator(task_id="gate", delivery="{{ dag_run.conf['delivery'] }}") >> PublishOperator(
+        task_id="publish"
+    )
+'''
+
+
+def redeliver(databases: Databases, airflow_home: Path, delivery: Any) -> Any:
+    """Run the gate and publish tasks again on a delivery an example's extract task pushed."""
+    module = write_dag(airflow_home, "dogana_test_redeliver", REDELIVER)
+    return databases.run(module.dag, run_conf={"delivery": delivery})
+
+
+def local_path(uri: str) -> Path:
+    assert uri.startswith("file://"), uri
+    return Path(uri.removeprefix("file://"))
