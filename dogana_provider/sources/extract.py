@@ -108,6 +108,8 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         deleted_flag=read.deleted_flag,
     )
     produced_at = snapshot.produced_at
+    if reading.flag is not None and reading.flag not in _column_names(snapshot, reading):
+        reading.without_flag()
     generation = _generation(snapshot, reading, produced_at) if reading.needs_generation else None
     params = reading.params(produced_at, generation)
     typed = {name: str(kind) for name, kind in contract.types}
@@ -159,6 +161,14 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         written.sha256,
     )
     return Extracted(written.path, manifest)
+
+
+def _column_names(snapshot: Snapshot, reading: Reading) -> set[str]:
+    names: set[str] = set()
+    params = reading.params(snapshot.produced_at, None)  # an author's query may name them
+    for description, _ in snapshot.stream(reading.probe(), params):
+        names.update(str(column[0]) for column in description)
+    return names
 
 
 def _generation(snapshot: Snapshot, reading: Reading, produced_at: datetime) -> int:

@@ -98,6 +98,7 @@ class Reading:
                 f"{contract.table!r} has no deleted column (no tombstone shape)"
             )
         self.flag = deleted_flag or contract.deleted_column
+        self.flag_named = deleted_flag is not None
         if self.flag is not None:
             dialect.quote(self.flag)  # validates it
         if self.shape.checkpoint is Checkpoint.GENERATION:
@@ -117,6 +118,19 @@ class Reading:
                 f"shape {request.shape!r} reads changes, but the contract has no cursor "
                 "column to select them by: give table_sql that selects them"
             )
+
+    def without_flag(self) -> None:
+        """The source has no column named like the deleted column: every row is live.
+
+        Only a flag the contract implies may be missing; one named with deleted_flag must exist.
+        """
+        if self.flag_named:
+            raise UnsupportedRead(f"deleted_flag {self.flag!r} is not a column of the source")
+        self.flag = None
+
+    def probe(self) -> str:
+        """A statement that returns no row, only the relation's column names."""
+        return f"SELECT * FROM {self.relation.render(self.dialect)} WHERE 1 = 0"
 
     @property
     def tombstones(self) -> bool:

@@ -31,6 +31,7 @@ from dogana_provider.sources import (
     SnapshotError,
     SnapshotSource,
     SourceNotReady,
+    UnsupportedRead,
     extract,
     read_all,
 )
@@ -419,6 +420,34 @@ class SourceConformance:  # GapRule is mixed in below
         path, manifest = self.read(source, contract, request, tmp_path / "null.parquet")
         assert rows_of(path)[0]["deleted"] is False and manifest.rows == 1
         dogana_check(path, contract, manifest)
+
+    def test_a_source_without_the_flag_holds_live_rows_only(
+        self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
+    ) -> None:
+        """A read may omit the deleted column: every row is live. A named flag must exist."""
+        plain = f"{table}_plain"
+        db.execute(
+            f"CREATE TABLE {db.quote(plain)} (id {db.ddl['key']} PRIMARY KEY, "
+            f"day {db.ddl['date']}, updated_at {db.ddl['datetime']})"
+        )
+        try:
+            db.execute(
+                f"INSERT INTO {db.quote(plain)} VALUES ({db.placeholder}, {db.placeholder}, "
+                f"{db.placeholder})",
+                (1, db.bind(day(0)), db.bind(at(1))),
+            )
+            contract = orders_contract(plain)
+            request = ExtractionRequest(plain, "changes", at(100), since=at(0))
+            path, manifest = self.read(source, contract, request, tmp_path / "plain.parquet")
+            assert rows_of(path) == [{"id": 1, "day": day(0), "updated_at": at(1)}]
+            assert (manifest.rows, manifest.tombstones) == (1, 0)
+            dogana_check(path, contract, manifest)
+            with pytest.raises(UnsupportedRead, match="is_gone"):
+                self.read(
+                    source, contract, request, tmp_path / "named.parquet", deleted_flag="is_gone"
+                )
+        finally:
+            db.execute(f"DROP TABLE {db.quote(plain)}")
 
     def test_a_keyless_append_reads_the_events_after_since(
         self, db: Db, source: SnapshotSource, table: str, tmp_path: Path
