@@ -28,9 +28,12 @@ snapshot, and when they differ the transaction is rolled back and taken again (b
     SQLite       PRAGMA data_version, which changes when another connection commits;
     PostgreSQL   pg_current_snapshot(): a transaction finished between the two snapshots when
                  it was running (or not yet started) in the first and is finished in the second;
-    MariaDB      no marker a client can read without extra privileges: the gap stays, and is one
-                 round trip long (the clock is read by the statement just before START
-                 TRANSACTION WITH CONSISTENT SNAPSHOT, on the same connection).
+    MariaDB      no marker an ordinary client can read (the binary log's snapshot position
+                 needs binlog on; FLUSH TABLES WITH READ LOCK needs RELOAD and stalls every
+                 writer): the gap stays, one round trip long (the clock is read by the
+                 statement just before START TRANSACTION WITH CONSISTENT SNAPSHOT, on the same
+                 connection). A row updated in the gap is delivered by the next read, not this
+                 one, although this read's produced_at claims its earlier version.
 
 With equal markers no commit fell between the clock reading and the snapshot, so the snapshot
 shows the source exactly at t. What remains on every database is the gap of the protocol itself
@@ -42,6 +45,9 @@ The cursor filter follows: a timestamp changes read selects cursor in (since, t]
 (since, produced_at]) holds by construction. A row visible in the snapshot with a cursor after t
 (on MariaDB, committed in the gap; anywhere, stamped by a client whose clock runs ahead) is left
 for the next read, whose since is t.
+
+The gate refuses a produced_at later than the receiver's own clock: a source whose clock runs
+ahead of the receiver's is refused until the receiver's clock passes it.
 
 The request's boundary: the clock is waited on, at most ``max_wait``, until it reads at or after
 the request's until, since produced_at must not be before until; past that, SourceNotReady.
