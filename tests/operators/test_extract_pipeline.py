@@ -1,0 +1,140 @@
+"""Plan -> ExtractOperator -> Gate -> Publish, end to end in dag.test(), SQLite source and receiver.
+
+The receiver decides the file ExtractOperator wrote, from the URI it pushed: the first run reads
+the whole table, the second only what changed since, soft deletes arriving as tombstones.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from delivery_dags import sqlite_connection, states, write_dag, xcom
+
+from dogana_core import Contract, Shape
+from dogana_core.gate import Receipt
+from dogana_core.manifest import Manifest
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.sql import SQLITE
+
+pytestmark = pytest.mark.airflow
+
+TASKS = ("plan", "extract", "gate", "publish")
+
+
+def contract_for(table: str) -> Contract:
+    return Contract(
+        table,
+        ("id",),
+        {
+            "full": Shape.complete(cost=10),
+            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
+        },
+        cursor_column="updated_at",
+        deleted_column="deleted",
+        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
+    )
+
+
+class SqliteSource:
+    def __init__(self, path: Path, table: str) -> None:
+        self.path, self.table = path, SQLITE.quote(table)
+        with self.connect() as connection:
+            connection.execute("PRAGMA journal_mode = WAL")
+            connection.execute(
+                f"CREATE TABLE {self.table} (id INTEGER PRIMARY KEY, name TEXT, "
+                "updated_at TEXT, is_deleted INTEGER)"
+            )
+
+    def connect(self) -> sqlite3.Connection:
+        return sqlite3.connect(self.path)
+
+    def put(self, key: int, name: str, *, deleted: bool = False) -> None:
+        # The writer stamps the row with its clock, as an application's updated_at does.
+        stamp = datetime.now(UTC).isoformat()
+        with self.connect() as connection:
+            connection.execute(
+                f"INSERT INTO {self.table} VALUES (?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET "
+                "name = excluded.name, updated_at = excluded.updated_at, "
+                "is_deleted = excluded.is_deleted",
+                (key, name, stamp, int(deleted)),
+            )
+
+
+def published(hook: DoganaHook, table: str) -> dict[int, str]:
+    with hook.receiver.read(table) as snapshot:
+        id_at, name_at = snapshot.columns.index("id"), snapshot.columns.index("name")
+        return {row[id_at]: row[name_at] for row in snapshot.rows}
+
+
+def test_extract_feeds_the_gate_and_publish_a_full_read_then_changes(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = uuid.uuid4().hex[:8]
+    table, source_id, receiver_id = f"orders_{uid}", f"source_{uid}", f"receiver_{uid}"
+    source = SqliteSource(tmp_path / "source.sqlite", table)
+    monkeypatch.setenv(f"AIRFLOW_CONN_{source_id.upper()}", sqlite_connection(source.path))
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
+    )
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(contract_for(table).to_json(), encoding="utf-8")
+    output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
+    module = write_dag(
+        airflow_home,
+        f"extract_flow_{uid}",
+        f"""
+        from dogana_provider.operators.extract import ExtractOperator
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            plan = PlanDeliveryOperator(
+                task_id="plan",
+                contract={str(contract_path)!r},
+                receiver_conn_id={receiver_id!r},
+                fresh_as_of="{{{{ data_interval_end }}}}",
+            )
+            extract = ExtractOperator(
+                task_id="extract",
+                source_conn_id={source_id!r},
+                contract={str(contract_path)!r},
+                deleted_flag="is_deleted",
+                output_folder={output!r},
+            )
+            gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r})
+            publish = PublishOperator(
+                task_id="publish", receiver_conn_id={receiver_id!r}, table={table!r}
+            )
+            plan >> extract >> gate >> publish
+        """,
+    )
+    hook = DoganaHook(receiver_id)
+
+    source.put(1, "one")
+    source.put(2, "two")
+    source.put(3, "three", deleted=True)
+    first = module.dag.test()
+    assert states(first) == {task: "success" for task in TASKS}
+    manifest = Manifest.from_dict(xcom(first, "extract")["manifest"])
+    assert (manifest.shape, manifest.rows, manifest.tombstones) == ("full", 2, 0)
+    assert published(hook, table) == {1: "one", 2: "two"}
+    receipt = Receipt.from_dict(xcom(first, "publish"))
+    claims = hook.receiver.ledger(table).claims(manifest.produced_at, limit=timedelta.max)
+    assert claims.exact_as_of == manifest.produced_at == receipt.manifest.produced_at
+
+    source.put(1, "one, changed")
+    source.put(2, "two", deleted=True)
+    source.put(4, "four")
+    second = module.dag.test()
+    assert states(second) == {task: "success" for task in TASKS}
+    changes = Manifest.from_dict(xcom(second, "extract")["manifest"])
+    assert (changes.shape, changes.rows, changes.tombstones) == ("changes", 2, 1)
+    assert changes.since == manifest.produced_at
+    assert published(hook, table) == {1: "one, changed", 4: "four"}
+    claims = hook.receiver.ledger(table).claims(changes.produced_at, limit=timedelta.max)
+    assert claims.exact_as_of == changes.produced_at
