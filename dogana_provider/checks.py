@@ -10,6 +10,9 @@ Check(name, passed, detail). dogana names no row check, so the names are fixed h
     tombstones                         ... and `tombstones` tombstones
     deleted_not_null                   no deleted value is null
     column_hash                        its columns hash to schema_hash (deleted column left out)
+    column_types                       its columns have the published table's types, and every
+                                       value fits its column (needs the published table; a
+                                       value out of range is found while staging)
     content_hash                       its bytes hash to content_hash
     key_not_null                       every key, live or tombstoned, is non-null
     key_unique                         ... and appears once
@@ -43,7 +46,7 @@ from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
 from dogana_provider.files import UnreadableFile, file_column_hash
-from dogana_provider.sql import Dialect, display
+from dogana_provider.sql import Dialect, declared_types, display
 from dogana_provider.staging import ROW_COLUMN, Staged
 
 EXAMPLES = 3  # example rows a failing check quotes
@@ -54,6 +57,7 @@ class CheckName(StrEnum):
     TOMBSTONES = "tombstones"
     DELETED_NOT_NULL = "deleted_not_null"
     COLUMN_HASH = "column_hash"
+    COLUMN_TYPES = "column_types"
     CONTENT_HASH = "content_hash"
     KEY_NOT_NULL = "key_not_null"
     KEY_UNIQUE = "key_unique"
@@ -136,10 +140,9 @@ def plan(
             CheckName.KEY_NOT_PUBLISHED_OUTSIDE_WINDOW, f"{reason}, so it may move keys"
         )
     if not published:
-        skip.setdefault(
-            CheckName.KEY_NOT_PUBLISHED_OUTSIDE_WINDOW,
-            "needs the published table: the receiver runs it",
-        )
+        reason = "needs the published table: the receiver runs it"
+        skip.setdefault(CheckName.KEY_NOT_PUBLISHED_OUTSIDE_WINDOW, reason)
+        skip[CheckName.COLUMN_TYPES] = reason
     interval = cursor_interval(contract, manifest)
     if isinstance(interval, str):
         skip[CheckName.CURSOR_INSIDE] = interval
@@ -162,11 +165,17 @@ def verify(
     """Every check the delivery calls for (plan), run on its staged table, in CheckName order.
 
     An unreadable file fails the row count (a count derived from the file checks parsing) and
-    still has its bytes hashed; nothing else can be said about its rows.
+    still has its bytes hashed; nothing else can be said about its rows. A value its database
+    column cannot store fails column_types where that runs (the receiver), the row count
+    otherwise (it was not loaded).
     """
     names, _ = plan(contract, manifest, published=published is not None)
     if staged.unreadable is not None:
-        results = [_check(CheckName.ROWS, False, f"cannot read the file: {staged.unreadable}")]
+        if staged.unstorable and CheckName.COLUMN_TYPES in names:
+            failed = _check(CheckName.COLUMN_TYPES, False, f"cannot store: {staged.unreadable}")
+        else:
+            failed = _check(CheckName.ROWS, False, f"cannot read the file: {staged.unreadable}")
+        results = [failed]
         if CheckName.CONTENT_HASH in names:
             results.append(content_hash(staged, manifest))
         return results
@@ -176,6 +185,9 @@ def verify(
         CheckName.TOMBSTONES: rows.tombstones,
         CheckName.DELETED_NOT_NULL: rows.deleted_not_null,
         CheckName.COLUMN_HASH: lambda: column_hash(staged, contract, manifest),
+        CheckName.COLUMN_TYPES: lambda: column_types(
+            connection, dialect, staged, contract, str(published)
+        ),
         CheckName.CONTENT_HASH: lambda: content_hash(staged, manifest),
         CheckName.KEY_NOT_NULL: rows.key_not_null,
         CheckName.KEY_UNIQUE: rows.key_unique,
@@ -214,6 +226,39 @@ def column_hash(staged: Staged, contract: Contract, manifest: Manifest) -> Check
         False,
         f"the file's columns ({pairs}) hash to {actual}; "
         f"the manifest declares {manifest.schema_hash}",
+    )
+
+
+def column_types(
+    connection: Any, dialect: Dialect, staged: Staged, contract: Contract, published: str
+) -> Check:
+    """Every staged column the published table has is of the type it has there.
+
+    Compared as the database declares them (sql.declared_types): the staging table's columns
+    were created from the file's logical types exactly as the published ones were, so a
+    difference is a column whose type changed since, which the published table cannot hold
+    as it is.
+    """
+    have = declared_types(connection, dialect, published)
+    got = declared_types(connection, dialect, staged.table)
+    common = [n for n, _ in staged.columns if n != contract.deleted_column and n in have]
+    differ = [n for n in common if got.get(n) != have[n]]
+    if not differ:
+        return _check(
+            CheckName.COLUMN_TYPES,
+            True,
+            f"the file's {_n(len(common), 'published column')} "
+            f"{'has' if len(common) == 1 else 'have'} the published table's types",
+        )
+    kinds = dict(staged.columns)
+    spelled = "; ".join(
+        f"{n} is {kinds[n]} in the file ({got.get(n)}), {have[n]} in table {published}"
+        for n in differ
+    )
+    return _check(
+        CheckName.COLUMN_TYPES,
+        False,
+        f"{_n(len(differ), 'column')} of another type than the published table's: {spelled}",
     )
 
 

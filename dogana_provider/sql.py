@@ -53,6 +53,10 @@ class Dialect:
     decimal_array: Callable[[pa.Array], list[Any]]
     text_collation: str | None = None
     """Appended to string expressions so that they compare by code point (None: already so)."""
+    stores_nan: bool = True
+    """Whether its float column keeps NaN: SQLite turns it into NULL, MariaDB refuses it."""
+    stores_infinity: bool = True
+    """Whether its float column keeps +-inf: MariaDB's DOUBLE has no infinities."""
 
     def quote(self, identifier: str) -> str:
         """A validated identifier, quoted; anything else raises InvalidContract."""
@@ -95,6 +99,7 @@ class Dialect:
 
 
 # SQLite ------------------------------------------------------------------------------------------
+
 
 def sqlite_datetime(value: datetime) -> str:
     """A UTC datetime as SQLite stores it: 2024-01-31 23:59:59.000000, fixed width, UTC."""
@@ -143,6 +148,7 @@ SQLITE = Dialect(
     decimal_array=_sqlite_decimal_array,
     # SQLite's default BINARY collation compares UTF-8 bytes, which is code-point order.
     text_collation=None,
+    stores_nan=False,
 )
 
 
@@ -218,7 +224,44 @@ MARIADB = Dialect(
     date_array=_pylist,
     decimal_array=_pylist,
     text_collation=None,
+    stores_nan=False,
+    stores_infinity=False,
 )
+
+
+def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, str]:
+    """Each column of a table with the type its database declares for it, as its catalog says.
+
+    Two tables created through the same Dialect.column_type compare equal column by column, so
+    the receiver can tell a staged column from a published one of another type without mapping
+    catalog spellings back to logical types. SQLite declares what it was told (TEXT holds str,
+    date, datetime and decimal alike there); MariaDB's collation is part of a string's type,
+    since it decides how values compare.
+    """
+    if dialect.name == "sqlite":
+        sql = "SELECT name, type FROM pragma_table_info(?)"
+        params: tuple[Any, ...] = (table,)
+    elif dialect.name == "postgresql":
+        sql = (
+            "SELECT attname, format_type(atttypid, atttypmod) || COALESCE(' COLLATE ' || "
+            "(SELECT collname FROM pg_collation WHERE oid = attcollation), '') "
+            "FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attnum > 0 "
+            "AND NOT attisdropped"
+        )
+        params = (dialect.quote(table),)
+    else:
+        sql = (
+            "SELECT column_name, CONCAT(column_type, COALESCE(CONCAT(' COLLATE ', "
+            "collation_name), '')) FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name = %s"
+        )
+        params = (table,)
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        return {str(name): str(kind).lower() for name, kind in cursor.fetchall()}
+    finally:
+        cursor.close()
 
 
 def display(value: Any, logical: str | None = None) -> str:

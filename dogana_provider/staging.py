@@ -10,12 +10,17 @@ person can find the offending row in the file.
 
 stage_file never raises for a file it cannot read: it drops what it staged and returns a Staged
 whose ``unreadable`` says why, with the SHA-256 of the bytes all the same, because the receiver
-still reports the row count (which fails) and the content hash (which may pass or not).
+still reports the row count (which fails) and the content hash (which may pass or not). A value
+the database cannot store in its column (out of the type's range, a NaN or an infinity a float
+column cannot hold) is refused the same way, marked ``unstorable``: the file is readable, its
+values do not fit. Only such data errors are refusals; an operational failure (a lost
+connection, a full disk) raises, and the caller's transaction rolls back.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +34,10 @@ from dogana_provider.files import Column, DeliveredFile, UnreadableFile
 from dogana_provider.sql import Dialect
 
 ROW_COLUMN = "_dogana_row"
+
+
+class UnstorableValue(UnreadableFile):
+    """A value of the file that the database cannot store in its column's type."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +55,8 @@ class Staged:
     """SHA-256 of the file's bytes; None when they could not all be read."""
     unreadable: str | None = None
     """Why the file could not be read as a delivery of its contract; the table is then dropped."""
+    unstorable: bool = False
+    """unreadable because a value does not fit the database's column, not a malformed file."""
 
     def logical(self, column: str) -> str | None:
         return dict(self.columns).get(column)
@@ -94,7 +105,9 @@ def stage_file(
         except UnreadableFile as error:
             if created:
                 drop(connection, dialect, table)
-            return Staged(path, table, (), (), 0, _digest_or_none(delivered), str(error))
+            unstorable = isinstance(error, UnstorableValue)
+            digest_ = _digest_or_none(delivered)
+            return Staged(path, table, (), (), 0, digest_, str(error), unstorable=unstorable)
         return Staged(path, table, types, file_columns, rows, digest)
 
 
@@ -136,11 +149,17 @@ def _insert(
             f"VALUES ({', '.join(dialect.placeholder for _ in names)})"
         )
     rows = 0
+    # The DB-API driver's data error (PEP 249's optional connection attribute): a value out of
+    # its column's range. PostgreSQL then aborts the transaction, so the load runs under a
+    # savepoint that rolls it back and lets the caller drop the table and record a rejection.
+    data_error = getattr(connection, "DataError", None) or _NoError
     cursor = connection.cursor()
     try:
+        cursor.execute("SAVEPOINT dogana_stage")
         for batch in delivered.batches([name for name, _ in types]):
             numbers = range(rows + 1, rows + batch.num_rows + 1)
             try:
+                _refuse_unstorable(dialect, delivered.path, batch, types)
                 if dialect.name == "postgresql":
                     _copy(cursor, statement, _copy_text(numbers, batch.columns))
                 else:
@@ -148,14 +167,65 @@ def _insert(
                         dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)
                     ]
                     cursor.executemany(statement, zip(numbers, *values, strict=True))
-            except OverflowError as exc:
-                raise UnreadableFile(
-                    delivered.path, f"a value does not fit the staging database: {exc}"
+            except (OverflowError, ValueError, data_error) as exc:
+                # ValueError: a date Python cannot hold (year 10000), met converting to bind it.
+                cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
+                rule = str(exc).split("\n")[0]
+                # Drivers name the column in the message (PostgreSQL's COPY context, MariaDB's
+                # "for column 'x'"); only a staged column's name is taken from it.
+                named = re.findall(r"column '?(\w+)'?", str(exc))
+                column = next((n for n in named if n in dict(types)), None)
+                raise UnstorableValue(
+                    delivered.path,
+                    f"a value does not fit the {dialect.name} column it is staged in: {rule}",
+                    column=column,
                 ) from None
             rows += batch.num_rows
+        cursor.execute("RELEASE SAVEPOINT dogana_stage")
     finally:
         cursor.close()
     return rows
+
+
+class _NoError(Exception):
+    """Stands for a driver without a DataError attribute: never raised."""
+
+
+YEARS = (1, 9999)
+"""The years a date or datetime may have: Python's, which every driver reads values back into
+(a year-10000 timestamp stored by PostgreSQL could never be read), and the four digits of
+SQLite's fixed-width text, whose order is time order only while every year has four."""
+
+
+def _refuse_unstorable(
+    dialect: Dialect, path: str, batch: pa.RecordBatch, types: tuple[tuple[str, str], ...]
+) -> None:
+    """Values the database would refuse, lose or misorder, which no driver error reports.
+
+    SQLite turns a NaN into NULL and MariaDB refuses NaN and infinities in the client; years
+    outside YEARS are refused everywhere. Vectorised over the batch, so cheap.
+    """
+    for i, (name, kind) in enumerate(types):
+        column = batch.column(i)
+        if kind == "float" and not (dialect.stores_nan and dialect.stores_infinity):
+            nan = not dialect.stores_nan and pc.any(pc.is_nan(column)).as_py()
+            inf = not dialect.stores_infinity and pc.any(pc.is_inf(column)).as_py()
+            if nan or inf:
+                raise UnstorableValue(
+                    path,
+                    f"holds {'NaN' if nan else 'an infinity'}, which a {dialect.name} float "
+                    "column cannot store",
+                    column=name,
+                )
+        elif kind in ("date", "datetime") and column.null_count < len(column):
+            years = pc.min_max(pc.year(column)).as_py()
+            if years["min"] < YEARS[0] or years["max"] > YEARS[1]:
+                raise UnstorableValue(
+                    path,
+                    f"holds a year outside {YEARS[0]} to {YEARS[1]} "
+                    f"({years['min']} to {years['max']}), which dogana's dates cannot hold",
+                    column=name,
+                )
 
 
 def _copy(cursor: Any, statement: str, text: str) -> None:

@@ -29,6 +29,7 @@ def staged_to_dict(staged: Staged) -> dict[str, Any]:
         "rows": staged.rows,
         "sha256": staged.sha256,
         "unreadable": staged.unreadable,
+        "unstorable": staged.unstorable,
     }
 
 
@@ -42,6 +43,7 @@ def staged_from_dict(data: Any) -> Staged:
             rows=int(data["rows"]),
             sha256=None if data["sha256"] is None else str(data["sha256"]),
             unreadable=None if data["unreadable"] is None else str(data["unreadable"]),
+            unstorable=bool(data.get("unstorable", False)),
         )
     except (KeyError, TypeError, ValueError, pa.ArrowInvalid) as exc:
         raise SerializationError("Decision.staged", f"not a staged delivery ({exc})") from None

@@ -130,6 +130,7 @@ def test_names_are_fixed_once_one_per_fact() -> None:
         "tombstones",
         "deleted_not_null",
         "column_hash",
+        "column_types",
         "content_hash",
         "key_not_null",
         "key_unique",
@@ -443,6 +444,7 @@ def test_plan_names_why_a_check_does_not_apply() -> None:
     reasons = {str(n.name): n.reason for n in not_run}
     assert reasons == {
         "column_hash": "the manifest declares no schema_hash",
+        "column_types": "needs the published table: the receiver runs it",
         "content_hash": "the manifest declares no content_hash",
         "window_inside": "shape 'full' covers the whole table",
         "cursor_inside": "shape 'full' is a complete read: it declares no interval",

@@ -12,9 +12,10 @@ import threading
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from receiver_deliveries import (
     NOW,
@@ -50,6 +51,16 @@ REFUSALS: dict[str, tuple[list[Any], dict[str, Any], str]] = {
     "cursor outside the interval": ([(1, 1, at(9))], {}, "cursor_inside"),
     "null cursor on a live row": ([(1, 1, None)], {}, "cursor_inside"),
     "wrong content hash": ([(1, 1, at(3))], {"content_hash": "0" * 64}, "content_hash"),
+}
+
+
+DAYS_TO_YEAR_10000 = 2_932_897  # 1970-01-01 to 10000-01-01
+UNSTORABLE: dict[str, pa.Array] = {
+    # case: a column of values no database may store for dogana (years 1 to 9999 only)
+    "a date in year 10000": pa.array([DAYS_TO_YEAR_10000], pa.date32()),
+    "a datetime in year 10000": pa.array(
+        [DAYS_TO_YEAR_10000 * 86_400_000_000], pa.timestamp("us", tz="UTC")
+    ),
 }
 
 
@@ -93,6 +104,8 @@ class ReceiverConformance:
     dialect: Dialect
     driver_error: type[Exception]
     """The DB-API driver's base error: a lost connection may surface as one."""
+    unstorable: ClassVar[dict[str, pa.Array]] = {}
+    """Values this database cannot store in their column's type, besides UNSTORABLE's."""
 
     # Fixtures --------------------------------------------------------------------------------
 
@@ -415,6 +428,70 @@ class ReceiverConformance:
         receipt = receiver.receive(wrong, contract.manifest("full", at(3), rows=1))
         assert [c.name for c in receipt.failed] == ["column_hash"]
         assert receiver.verify(contract.table).publications == 1
+
+    def test_a_column_of_another_type_than_the_published_one_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        # name was published as str; this file carries it as int (and on SQLite, as INTEGER).
+        schema = pa.schema(
+            [f if f.name != "name" else pa.field("name", pa.int64()) for f in SCHEMA]
+        )
+        row = {"id": 1, "day": day(1), "name": 7, "updated_at": at(1), "deleted": False}
+        path = write(tmp_path, [row], schema)
+        manifest = source.contract.manifest("full", at(4), rows=1)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.REJECTED
+        assert [c.name for c in receipt.failed] == ["column_types"], receipt.failed
+        assert "name is int in the file" in receipt.failed[0].detail
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2][:-1] == before[2]
+        assert self.staging_left(receiver, manifest) == []
+        receiver.verify(source.table)
+
+    def test_an_accepted_receipt_names_the_column_types_check(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        source.put(1, 1, "n1", at(1))
+        receipt = self.publish_checked(receiver, source, source.full(at(2)))
+        assert "column_types" in {c.name for c in receipt.checks if c.passed}
+
+    def test_a_value_the_database_cannot_store_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        for case, values in {**UNSTORABLE, **self.unstorable}.items():
+            table = pa.table(
+                {
+                    "id": pa.array([1], pa.int64()),
+                    "day": pa.array([day(1)], pa.date32()),
+                    "name": pa.array(["x"]),
+                    "updated_at": pa.array([at(3)], pa.timestamp("us", tz="UTC")),
+                    "deleted": pa.array([False]),
+                    "extra": values,
+                }
+            )
+            path = tmp_path / f"unstorable-{len(case)}-{uuid.uuid4().hex[:6]}.parquet"
+            pq.write_table(table, path)
+            manifest = source.contract.manifest("changes", at(4), since=at(2), rows=1)
+            receipt = receiver.receive(path, manifest)
+            assert receipt.outcome is Outcome.REJECTED, case
+            assert [c.name for c in receipt.failed] == ["column_types"], (case, receipt.failed)
+            assert "cannot store" in receipt.failed[0].detail, (case, receipt.failed)
+            after = self.state(receiver, source.table)
+            assert after[:2] == before[:2], case
+            assert self.staging_left(receiver, manifest) == [], case
+            receiver.verify(source.table)
+        # Nothing was published of them, not even the new column.
+        with receiver.read(source.table) as snapshot:
+            assert "extra" not in snapshot.columns
+            list(snapshot.rows)
 
     def test_a_key_of_the_wrong_type_is_refused(
         self, receiver: Receiver, source: Source, tmp_path: Path

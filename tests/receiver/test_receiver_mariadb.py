@@ -5,9 +5,11 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 import MySQLdb
+import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance
 from receiver_deliveries import NOW, Source, at
@@ -50,6 +52,10 @@ def drop_tables(url: str, needle: str) -> None:
 class TestMariaDB(ReceiverConformance):
     driver_error = MySQLdb.Error
     dialect = MARIADB
+    unstorable: ClassVar[dict[str, pa.Array]] = {
+        "NaN": pa.array([float("nan")]),
+        "an infinity": pa.array([float("-inf")]),
+    }
 
     @pytest.fixture
     def connect(self, mariadb_url: str) -> Connect:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import psycopg2
+import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance
 from receiver_deliveries import NOW, Source, at
@@ -21,6 +23,9 @@ pytestmark = pytest.mark.postgres
 class TestPostgres(ReceiverConformance):
     driver_error = psycopg2.Error
     dialect = POSTGRES
+    unstorable: ClassVar[dict[str, pa.Array]] = {
+        "a NUL character in a string": pa.array(["a\x00b"])
+    }
 
     @pytest.fixture
     def connect(self, postgres_url: str) -> Connect:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import ClassVar
 
+import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance
 
@@ -14,6 +16,9 @@ from dogana_provider.sql import SQLITE
 class TestSQLite(ReceiverConformance):
     driver_error = sqlite3.Error
     dialect = SQLITE
+    unstorable: ClassVar[dict[str, pa.Array]] = {
+        "NaN, which SQLite stores as NULL": pa.array([float("nan")])
+    }
 
     @pytest.fixture
     def connect(self, tmp_path: Path) -> Connect:
