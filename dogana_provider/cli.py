@@ -657,5 +657,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         return USAGE
 
 
+def entry() -> NoReturn:
+    """The console script: main(), then leave without Python's teardown.
+
+    pyarrow's thread pools can still hold a joinable thread when the interpreter tears down its
+    C++ statics, which aborts a command that has already done its work ("terminate called without
+    an active exception", apache/arrow#34314; seen here under load in CI). Output is flushed
+    first, so _exit loses nothing; it only skips a teardown that has nothing left to do.
+    """
+    code = main()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
