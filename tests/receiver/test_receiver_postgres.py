@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import ClassVar
 
 import psycopg2
+import psycopg2.errors
 import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance
@@ -69,3 +73,95 @@ def test_a_postgres_hook_selects_the_database(
         with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
             for name in (source.table, f"s{uid}_tables", f"s{uid}_receipts"):
                 cursor.execute(f"DROP TABLE IF EXISTS {POSTGRES.quote(name)}")
+
+
+@pytest.fixture
+def small_tablespace(postgres_url: str) -> Iterator[str]:
+    """A PostgreSQL tablespace on an 8 MiB tmpfs: a real disk that fills up.
+
+    Needs root (to mount) and a server on this machine (to write there); skips with the reason
+    otherwise, except in CI, which runs as root beside its server and must run it.
+    """
+    name = f"dogana_full_{uuid.uuid4().hex[:8]}"
+    directory = Path("/mnt") / name
+    reason = None
+    if os.geteuid() != 0:
+        reason = "not root: cannot mount a small tmpfs to fill"
+    else:
+        directory.mkdir(parents=True)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(directory)],
+            capture_output=True,
+            text=True,
+        )
+        if mounted.returncode != 0:
+            directory.rmdir()
+            reason = f"mount -t tmpfs refused: {mounted.stderr.strip()}"
+    if reason is not None:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{reason} (CI=true runs as root: the disk-full test must run)")
+        pytest.skip(reason)
+    try:
+        shutil.chown(directory, "postgres", "postgres")
+        connection = psycopg2.connect(postgres_url)
+        connection.autocommit = True  # CREATE TABLESPACE runs outside a transaction block
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(f"CREATE TABLESPACE {name} LOCATION %s", (str(directory),))
+            yield name
+        finally:
+            with connection.cursor() as cursor:
+                cursor.execute(f"DROP TABLESPACE IF EXISTS {name}")
+            connection.close()
+    finally:
+        subprocess.run(["umount", str(directory)], check=False)
+        directory.rmdir()
+
+
+def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
+    postgres_url: str, small_tablespace: str, tmp_path: Path
+) -> None:
+    """ "could not extend file ...: No space left on device" for real, half way through publishing.
+
+    The published table lives on a tablespace of 8 MiB; a delivery of about 16 MiB fills it
+    during the INSERT. The transaction rolls back: rows, ledger and receipts are as they were,
+    no receipt claims the publication, and the staging table waits for a retry, which succeeds
+    once the table is moved to a disk with room.
+    """
+    uid = uuid.uuid4().hex[:10]
+    suite = TestPostgres()
+    receiver = suite.make(lambda: psycopg2.connect(postgres_url), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    try:
+        source.put(1, 1, "one", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        published = POSTGRES.quote(source.table)
+        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {published} SET TABLESPACE {small_tablespace}")
+        before = suite.state(receiver, source.table)
+        for id_ in range(2, 60_002):
+            source.put(id_, id_ % 30, "x" * 200 + str(id_), at(3))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        assert decision.to_publish, decision.receipt.failed
+        with pytest.raises(psycopg2.errors.DiskFull, match="No space left on device"):
+            receiver.publish(decision)
+        assert suite.state(receiver, source.table) == before
+        receiver.verify(source.table)
+        assert len(suite.staging_left(receiver, decision.receipt.manifest)) == 1
+        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
+            cursor.execute(f"ALTER TABLE {published} SET TABLESPACE pg_default")
+        receipt = receiver.publish(decision)
+        assert receipt.outcome is Outcome.ACCEPTED
+        assert suite.published(receiver, source.table) == source.expected()
+        assert receiver.verify(source.table).publications == 2
+        assert suite.staging_left(receiver, decision.receipt.manifest) == []
+    finally:
+        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
+                (uid,),
+            )
+            for (name,) in cursor.fetchall():
+                cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")

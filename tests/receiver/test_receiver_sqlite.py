@@ -9,7 +9,9 @@ from typing import ClassVar
 import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance
+from receiver_deliveries import Source, at
 
+from dogana_core.gate import Outcome
 from dogana_provider.sql import SQLITE
 
 
@@ -25,3 +27,42 @@ class TestSQLite(ReceiverConformance):
         path = tmp_path / "receiver.sqlite"
         # timeout: a second writer waits for BEGIN IMMEDIATE's lock instead of failing at once.
         return lambda: sqlite3.connect(path, timeout=30)
+
+
+def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(tmp_path: Path) -> None:
+    """SQLITE_FULL for real: the database may not grow past max_page_count while publishing.
+
+    The INSERT into the published table runs out of pages half way; the transaction rolls back,
+    so rows, ledger and receipts are as they were, no receipt claims the publication, and the
+    staging table survives for a retry that succeeds once the database may grow again.
+    """
+    path = tmp_path / "full.sqlite"
+    suite = TestSQLite()
+    receiver = suite.make(lambda: sqlite3.connect(path, timeout=30), "full")
+    source = Source("orders_full", tmp_path)
+    receiver.register(source.contract)
+    source.put(1, 1, "one", at(1))
+    suite.publish_checked(receiver, source, source.full(at(2)))
+    before = suite.state(receiver, source.table)
+    for id_ in range(2, 5002):
+        source.put(id_, id_ % 30, "x" * 200 + str(id_), at(3))
+    decision = receiver.decide(*source.changes(at(2), at(4)))
+    assert decision.to_publish, decision.receipt.failed
+    with sqlite3.connect(path) as probe:
+        (pages,) = probe.execute("PRAGMA page_count").fetchone()
+
+    def capped() -> sqlite3.Connection:
+        connection = sqlite3.connect(path, timeout=30)
+        connection.execute(f"PRAGMA max_page_count = {int(pages) + 8}")
+        return connection
+
+    with pytest.raises(sqlite3.OperationalError, match="database or disk is full"):
+        suite.make(capped, "full").publish(decision)
+    assert suite.state(receiver, source.table) == before
+    receiver.verify(source.table)
+    assert len(suite.staging_left(receiver, decision.receipt.manifest)) == 1
+    receipt = receiver.publish(decision)
+    assert receipt.outcome is Outcome.ACCEPTED
+    assert suite.published(receiver, source.table) == source.expected()
+    assert receiver.verify(source.table).publications == 2
+    assert suite.staging_left(receiver, decision.receipt.manifest) == []
