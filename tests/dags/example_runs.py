@@ -208,14 +208,12 @@ def states(run: Any) -> dict[str, str]:
         return {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
 
 
-def xcom(run: Any, task_id: str) -> Any:
-    """The return value a task of run pushed, or None."""
+def xcom(run: Any, task_id: str, key: str = "return_value") -> Any:
+    """What a task of run pushed (its return value by default), or None."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
 
-    query = XComModel.get_many(
-        run_id=run.run_id, key="return_value", dag_ids=run.dag_id, task_ids=task_id
-    )
+    query = XComModel.get_many(run_id=run.run_id, key=key, dag_ids=run.dag_id, task_ids=task_id)
     with create_session() as session:
         row = session.scalars(query).first()
         return None if row is None else XComModel.deserialize_value(row)
