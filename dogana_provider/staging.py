@@ -112,9 +112,10 @@ def stage_file(
 
 
 def drop(connection: Any, dialect: Dialect, table: str) -> None:
+    """Drop a staging table; one already gone (a sweep, a retried drop) is no error."""
     cursor = connection.cursor()
     try:
-        cursor.execute(f"DROP TABLE {dialect.quote(table)}")
+        cursor.execute(f"DROP TABLE IF EXISTS {dialect.quote(table)}")
     finally:
         cursor.close()
 

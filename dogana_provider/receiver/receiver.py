@@ -27,7 +27,7 @@ import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -174,6 +174,7 @@ class Receiver:
         if receipt.outcome is Outcome.REJECTED:
             with transaction(self.connect, self.dialect) as connection:
                 self._save_rejection(connection, receipt)
+                self.store.staging_recorded(connection, staged.table)
             self.discard(Decision(receipt, staged))
             return Decision(receipt)
         return Decision(receipt, staged)
@@ -189,6 +190,8 @@ class Receiver:
         ddl_joins = transactional_ddl(self.dialect)
         with transaction(self.connect, self.dialect) as connection:
             receipt = self._publish_locked(connection, decision.receipt, staged)
+            # Whatever the outcome (published, refused, replayed), the staged rows are spent.
+            self.store.staging_recorded(connection, staged.table)
             if ddl_joins:
                 self._drop(connection, staged)
         if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
@@ -224,6 +227,27 @@ class Receiver:
 
     def publish_group(self, decision: GroupDecision) -> tuple[Receipt, ...]:
         return publish_group(self, decision)
+
+    def sweep(self, older_than: timedelta) -> tuple[str, ...]:
+        """Drop the staging tables no publication will use; return their names.
+
+        Those whose decision is recorded (a crash came between that commit and the drop, which
+        MariaDB cannot join to it), and those created more than older_than ago (a decision
+        nobody published: publishing it after the sweep raises and changes nothing). Only this
+        store's staging tables are considered. Safe to repeat and to run beside publishers, as
+        long as older_than is longer than a decision waits for its publish.
+        """
+        cutoff = _stamp(self.clock() - older_than)
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            noted = self.store.staging_tables(connection)
+        swept = []
+        for staging, _table, created_at, recorded in noted:
+            if recorded or created_at <= cutoff:
+                with transaction(self.connect, self.dialect) as connection:
+                    drop(connection, self.dialect, staging)
+                    self.store.remove_staging(connection, staging)
+                swept.append(staging)
+        return tuple(swept)
 
     def discard(self, decision: Decision) -> None:
         """Drop a decision's staging table (nothing is recorded): after a rejection, or to give
@@ -306,9 +330,14 @@ class Receiver:
         """Step 3's load: the file's rows in a new staging table, committed for publish."""
         name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
         with transaction(self.connect, self.dialect) as connection:
+            # Noted first: where CREATE TABLE commits at once (MariaDB), a crash after it still
+            # leaves the table where sweep finds it.
+            self.store.add_staging(connection, name, contract.table, _stamp(self.clock()))
             staged = stage_file(connection, self.dialect, name, path, contract)
             if staged.unreadable is None:
                 create_published(connection, self.dialect, staged, contract)
+            else:  # stage_file dropped it already
+                self.store.remove_staging(connection, name)
         return staged
 
     def _evaluate(
@@ -359,6 +388,7 @@ class Receiver:
     def _drop(self, connection: Any, staged: Staged) -> None:
         if staged.unreadable is None:  # stage_file already dropped an unreadable file's table
             drop(connection, self.dialect, staged.table)
+        self.store.remove_staging(connection, staged.table)
 
 
 def dialect_of(hook: Any) -> Dialect:
@@ -369,6 +399,11 @@ def dialect_of(hook: Any) -> Dialect:
     if dialect is None:
         raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql, mysql)")
     return dialect
+
+
+def _stamp(moment: datetime) -> str:
+    """A UTC instant as fixed-width text, so that text order is time order on every database."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _stream(cursor: Any, size: int = 1000) -> Iterator[tuple[Any, ...]]:

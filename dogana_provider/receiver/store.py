@@ -10,6 +10,11 @@ that several stores (or test runs) can share one database:
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
+    {prefix}_staging    every staging table this store created and has not yet dropped, when it
+                        was created, and whether its decision is recorded. A crash between the
+                        commit that records a decision and the drop (MariaDB commits at every
+                        DDL statement, so the drop cannot join that commit) leaves a table that
+                        Receiver.sweep finds here; so does a decision nobody published.
 
 Receipts are indexed by manifest identity for the replay lookup. accepted_identity repeats the
 manifest identity for acceptances only (NULL otherwise), under a unique constraint: the database
@@ -73,6 +78,7 @@ class Store:
         self.tables = dialect.quote(f"{prefix}_tables")
         self.receipts = dialect.quote(f"{prefix}_receipts")
         self._index = dialect.quote(f"{prefix}_receipts_manifest")
+        self.staging = dialect.quote(f"{prefix}_staging")
         self.p = dialect.placeholder
 
     # Schema ---------------------------------------------------------------------------------
@@ -99,6 +105,11 @@ class Store:
             "UNIQUE (table_name, accepted_identity))",
             f"CREATE INDEX IF NOT EXISTS {self._index} "
             f"ON {self.receipts} (table_name, manifest_identity)",
+            f"CREATE TABLE IF NOT EXISTS {self.staging} ("
+            "staging_table VARCHAR(64) NOT NULL PRIMARY KEY, "
+            "table_name VARCHAR(64) NOT NULL, "
+            "created_at VARCHAR(32) NOT NULL, "
+            "recorded SMALLINT NOT NULL)",
         ]
         _execute_all(connection, statements)
 
@@ -193,6 +204,48 @@ class Store:
             while rows := cursor.fetchmany(FETCH):
                 for (text,) in rows:
                     yield Receipt.from_json(text)
+        finally:
+            cursor.close()
+
+    # Staging tables -------------------------------------------------------------------------
+
+    def add_staging(self, connection: Any, staging: str, table: str, created_at: str) -> None:
+        """Note a staging table before creating it: a crash after the CREATE leaves it found."""
+        _execute(
+            connection,
+            f"INSERT INTO {self.staging} (staging_table, table_name, created_at, recorded) "
+            f"VALUES ({self.p}, {self.p}, {self.p}, 0)",
+            (staging, table, created_at),
+        )
+
+    def staging_recorded(self, connection: Any, staging: str) -> None:
+        """The staging table's decision is recorded (or replayed): its rows serve no one now.
+
+        Called in the transaction that saves the receipt, so the mark commits with it.
+        """
+        _execute(
+            connection,
+            f"UPDATE {self.staging} SET recorded = 1 WHERE staging_table = {self.p}",
+            (staging,),
+        )
+
+    def remove_staging(self, connection: Any, staging: str) -> None:
+        _execute(
+            connection, f"DELETE FROM {self.staging} WHERE staging_table = {self.p}", (staging,)
+        )
+
+    def staging_tables(self, connection: Any) -> list[tuple[str, str, str, bool]]:
+        """Every noted staging table: (staging table, table, created_at, recorded).
+
+        A handful of rows (one per decision in flight), so read whole.
+        """
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT staging_table, table_name, created_at, recorded FROM {self.staging} "
+                "ORDER BY created_at"
+            )
+            return [(str(a), str(b), str(c), bool(d)) for a, b, c, d in cursor.fetchall()]
         finally:
             cursor.close()
 

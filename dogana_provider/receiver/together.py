@@ -89,7 +89,7 @@ def decide_group(
     decision = GroupDecision(group, receipts, staged)
     if decision.to_publish:
         return decision
-    _save(receiver, receipts)
+    _save(receiver, receipts, staged)
     _discard(receiver, staged)
     return GroupDecision(group, receipts)
 
@@ -104,6 +104,8 @@ def publish_group(receiver: Receiver, decision: GroupDecision) -> tuple[Receipt,
     ddl_joins = transactional_ddl(receiver.dialect)
     with transaction(receiver.connect, receiver.dialect) as connection:
         receipts = _publish_locked(receiver, connection, decision)
+        for files in staged:  # published, refused or replayed: the staged rows are spent
+            receiver.store.staging_recorded(connection, files.table)
         if ddl_joins:
             for files in staged:
                 receiver._drop(connection, files)
@@ -233,10 +235,14 @@ def _reject_all(
     return tuple(receipts)
 
 
-def _save(receiver: Receiver, receipts: tuple[Receipt, ...]) -> tuple[Receipt, ...]:
+def _save(
+    receiver: Receiver, receipts: tuple[Receipt, ...], staged: tuple[Staged, ...] = ()
+) -> tuple[Receipt, ...]:
     with transaction(receiver.connect, receiver.dialect) as connection:
         for receipt in receipts:
             receiver._save_rejection(connection, receipt)
+        for files in staged:
+            receiver.store.staging_recorded(connection, files.table)
     return receipts
 
 

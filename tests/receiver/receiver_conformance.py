@@ -11,6 +11,7 @@ import json
 import threading
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -37,6 +38,7 @@ from dogana_core.group import Group
 from dogana_core.plan import ActionKind
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.receiver import STAGING_PREFIX
+from dogana_provider.receiver.transactions import transactional_ddl
 from dogana_provider.sql import Dialect
 
 Connect = Callable[[], Any]
@@ -71,10 +73,13 @@ class FaultyConnection:
     changed rows inside the transaction when the failure comes.
     """
 
-    def __init__(self, connection: Any, needle: str, *, lose: bool = False) -> None:
+    def __init__(
+        self, connection: Any, needle: str, *, lose: bool = False, before: bool = False
+    ) -> None:
         self._connection = connection
         self._needle = needle
         self._lose = lose
+        self._before = before  # the process dies before the statement runs, not after
 
     def cursor(self) -> Any:
         return _FaultyCursor(self, self._connection.cursor())
@@ -89,6 +94,9 @@ class _FaultyCursor:
         self._cursor = cursor
 
     def execute(self, sql: str, params: Any = ()) -> Any:
+        if self._owner._before and self._owner._needle in sql:
+            self._owner._connection.close()
+            raise ConnectionError(f"injected crash before: {sql[:60]}")
         result = self._cursor.execute(sql, params)
         if self._owner._needle in sql:
             if self._owner._lose:  # the connection is lost mid-transaction
@@ -561,6 +569,64 @@ class ReceiverConformance:
         assert self.published(receiver, source.table) == source.expected()
         receiver.verify(source.table)
         assert self.staging_left(receiver, decision.receipt.manifest) == []
+
+    def test_sweep_drops_the_staging_table_a_crash_at_its_drop_left(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(7, 7, "new", at(3))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        manifest = decision.receipt.manifest
+        # The publishing process dies just before it drops the staging table.
+        crashing = self.make(lambda: FaultyConnection(connect(), "DROP TABLE", before=True), uid)
+        with pytest.raises((ConnectionError, self.driver_error)):
+            crashing.publish(decision)
+        (left,) = self.staging_left(receiver, manifest)
+        if transactional_ddl(self.dialect):
+            # The drop was inside the publication's transaction: nothing was published, and
+            # the staged rows still wait for their publish, so a sweep by age keeps them.
+            assert receiver.verify(source.table).publications == 1
+            assert receiver.sweep(timedelta(days=1)) == ()
+            assert receiver.publish(decision).outcome is Outcome.ACCEPTED
+        else:
+            # MariaDB committed the publication, then died: the decision is recorded, so the
+            # table is swept whatever its age.
+            assert receiver.verify(source.table).publications == 2
+            assert receiver.sweep(timedelta(days=1)) == (left,)
+            assert receiver.sweep(timedelta(days=1)) == ()
+        assert self.staging_left(receiver, manifest) == []
+        assert self.published(receiver, source.table) == source.expected()
+        assert receiver.verify(source.table).publications == 2
+
+    def test_sweep_drops_a_decision_nobody_published_once_it_is_old(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        source.put(2, 2, "n2", at(3))
+        abandoned = receiver.decide(*source.changes(at(2), at(4)))
+        (left,) = self.staging_left(receiver, abandoned.receipt.manifest)
+        assert receiver.sweep(timedelta(hours=1)) == ()  # young: it may still be published
+        later = Receiver(
+            connect, self.dialect, prefix=f"s{uid}", clock=lambda: NOW + timedelta(hours=2)
+        )
+        assert later.sweep(timedelta(hours=1)) == (left,)
+        assert self.staging_left(receiver, abandoned.receipt.manifest) == []
+        # Publishing what was swept fails as an operational error and changes nothing.
+        with pytest.raises(self.driver_error):
+            receiver.publish(abandoned)
+        assert self.state(receiver, source.table) == before
+        receiver.verify(source.table)
+        # A rejection and an acceptance leave nothing to sweep.
+        source.put(3, 3, "n3", at(5))
+        self.publish_checked(receiver, source, source.full(at(6)))
+        path, manifest = source.changes(at(6), at(7))
+        refused = receiver.receive(path, manifest.replace(rows=manifest.rows + 1))
+        assert refused.outcome is Outcome.REJECTED
+        assert later.sweep(timedelta(0)) == ()
 
     def test_a_stale_decision_is_made_again_never_rebased(
         self, receiver: Receiver, source: Source
