@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The repository's two commands. Standard library only; run with plain python3.
 
-    python3 dev.py demo          run the main job (examples/thirty_seconds.py)
+    python3 dev.py demo          run the demo pipeline (examples/demo.py)
     python3 dev.py test [ARGS]   ruff, mypy, then pytest (ARGS go to pytest)
 
 Both create .venv on first use and install the project into it with its test extra; they
@@ -25,7 +25,7 @@ BIN = VENV / ("Scripts" if os.name == "nt" else "bin")
 PYTHON = BIN / ("python.exe" if os.name == "nt" else "python")
 STAMP = VENV / ".dogana-installed"
 PYPROJECT = ROOT / "pyproject.toml"
-DEMO = ROOT / "examples" / "thirty_seconds.py"
+DEMO = ROOT / "examples" / "demo.py"
 
 # This machine's pip configuration names local indexes that may not exist; pip then warns once
 # per package. Those lines say nothing about the project, so they are dropped from the log.

@@ -1,6 +1,7 @@
 """dogana's core in thirty seconds: a full export on Sunday, changes on Monday, what each proves.
 
-Run it with `python3 dev.py demo`. Nothing here reads rows: the core decides from declarations.
+Run it with `.venv/bin/python examples/thirty_seconds.py`. Nothing here reads rows: the core
+decides from declarations.
 """
 
 from datetime import UTC, datetime, timedelta

@@ -1,0 +1,66 @@
+"""examples/demo.py, what `python3 dev.py demo` runs: the example DAGs on SQLite over four days."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+pytestmark = pytest.mark.airflow
+
+
+def claims_rows(block: str) -> dict[str, list[str]]:
+    """The claims table after a day: table -> its cells (dates as one cell each)."""
+    rows = {}
+    for line in block.splitlines():
+        cells = re.split(r"\s{2,}", line.strip())
+        if cells and cells[0] in {"orders", "invoices", "invoice_lines", "events"}:
+            rows[cells[0]] = cells
+        elif cells and cells[0] == "shipments (last 30 days)":
+            rows["shipments"] = cells
+    return rows
+
+
+def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None:
+    # A fresh machine: none of this session's Airflow settings leak into the demo.
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "DOGANA"))}
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    out = result.stdout
+    assert "FAILED" not in out
+    assert "[info" not in out, "Airflow's logs belong in the log file, not on the screen"
+    days = out.split("\nDay ")
+    assert len(days) == 5  # the header, then four days
+
+    first = claims_rows(days[1])
+    assert set(first) == {"orders", "invoices", "invoice_lines", "events", "shipments"}
+    for cells in first.values():
+        state, complete, deletions, exact, rows, held = cells[1:7]
+        assert state == "complete" and complete == deletions == exact and rows == held
+    assert first["invoices"][4] == first["invoice_lines"][4], "read in one snapshot"
+
+    second = claims_rows(days[2])
+    assert second["orders"][1:2] == ["complete"] and second["orders"][5:7] == ["3", "3"]
+    assert second["shipments"][1] == "patched" and second["shipments"][4] == "-"
+    assert second["shipments"][5:7] == ["3", "2"], "a changes read keeps a deleted row"
+    assert "dogana_orders_daily         ok     orders changes" in days[2]
+    assert "invoice report, as of" in days[2] and "ada 12.50, edsger 7.50" in days[2]
+
+    third = claims_rows(days[3])
+    assert third["orders"][5:7] == ["4", "3"], "a DELETE is invisible to a changes read"
+    sunday, freshness = days[4].split("\nThe hourly freshness check\n")
+    assert claims_rows(sunday)["orders"][5:7] == ["3", "3"], "the weekly full read repairs it"
+    assert "5 PASS, 0 WARN, 0 ERROR" in freshness
+    assert re.search(r"\n11 DAG runs in \d+ s; Airflow's logs: ", out)
