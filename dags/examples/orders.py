@@ -78,10 +78,10 @@ def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: s
         schedule=CronTriggerTimetable(cron, timezone="UTC", interval=timedelta(days=days)),
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
-        # Two runs of one table at once would race for its ledger; the loser decides again.
+        # One run at a time: each read starts where the last one's evidence ends.
         max_active_runs=1,
         tags=["dogana", "example"],
-        doc_md=doc,
+        doc_md=f"{doc}\n\n{__doc__}",
     ) as dag:
         plan = PlanDeliveryOperator(
             task_id="plan",
@@ -114,6 +114,9 @@ daily = orders_pipeline(
     None,
     "Daily: the orders changed since the last read, soft deletes as tombstones.",
 )
+# Sundays at 03:00, clear of the daily run at 00:00. Should the two ever overlap, the publication
+# that comes second is decided again against the new ledger (never a stale plan), and a read
+# older than what was just published is refused: that run fails, and the next one catches up.
 weekly_full = orders_pipeline(
     "dogana_orders_weekly_full",
     "0 3 * * 0",
