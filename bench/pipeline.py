@@ -440,7 +440,8 @@ def main(argv: list[str] | None = None) -> int:
     env = airflow_env(home)
     try:
         print(f"{rows:,} rows, PostgreSQL {SOURCE_DB}.{TABLE} -> {TARGET_DB}; AIRFLOW_HOME {home}")
-        print(f"load average before: {load()}")
+        code = revision()
+        print(f"code: {code}; load average before: {load()}")
         generated = prepare_source(rows)
         print(f"source generated with COPY in {generated:.1f} s")
         migrate(env)
@@ -463,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
                     found["rows_found"] = checksum(TARGET_DB, TARGETS[variant])
                 runs[variant].append(found)
         print(f"load average after: {load()}")
+        if revision() != code:
+            print(f"CODE CHANGED DURING THE RUN, now {revision()}: run again for one version")
         report(rows, expected, runs)
     finally:
         if args.keep or args.profile:
@@ -473,6 +476,37 @@ def main(argv: list[str] | None = None) -> int:
 
 
 TARGETS = {"dogana": TABLE, "GenericTransfer": GENERIC_TABLE}
+
+
+def revision() -> str:
+    """The commit the operators ran at, and whether the working tree changed them."""
+    root = Path(__file__).resolve().parent.parent
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        changed = subprocess.run(
+            [
+                "git",
+                "-C",
+                str(root),
+                "status",
+                "--porcelain",
+                "--",
+                "dogana_core",
+                "dogana_provider",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.split("\n")
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown (not a git checkout)"
+    files = [line for line in changed if line.strip()]
+    return head + (f" with {len(files)} changed files in the packages" if files else "")
 
 
 def load() -> str:
