@@ -4,6 +4,9 @@ In one run, on the PostgreSQL of the tests (127.0.0.1:5432, database test):
 
     receiver full      a complete delivery of N rows: decide (stage, check) then publish
     receiver changes   then a changes delivery of 1% of N (half updates, half tombstones)
+    changes vs size    a fixed 10,000-row changes delivery (5,000 updates, 5,000 tombstones)
+                       against tables of 100,000 and 1,000,000 rows (and 10,000,000 with
+                       --large): its time should stay flat as the table grows
     COPY               the same N rows with COPY FROM STDIN (psql's \\copy): the floor
     insert_rows        the same N rows with common-sql's PostgresHook.insert_rows, as a user
                        would otherwise write it (executemany, 10,000 rows per commit)
@@ -14,7 +17,7 @@ proportion to its own size, not the table's. Not a timed test: it prints, it nev
 
     PYTHONPATH=. .venv/bin/python bench/receiver.py              # 1,000,000 rows
     PYTHONPATH=. .venv/bin/python bench/receiver.py --rows 100000
-    PYTHONPATH=. .venv/bin/python bench/receiver.py --ten-million
+    PYTHONPATH=. .venv/bin/python bench/receiver.py --large      # 10,000,000 rows
 """
 
 from __future__ import annotations
@@ -44,6 +47,9 @@ URL = os.environ.get("DOGANA_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=1)
 BATCH = 100_000
+FIXED_CHANGES = 10_000
+SIZES = (100_000, 1_000_000)
+LARGE = 10_000_000
 
 
 def contract(table: str) -> Contract:
@@ -89,6 +95,43 @@ def write_files(directory: Path, rows: int) -> tuple[Path, Path, int, int]:
     return full, changes, updates, tombstones
 
 
+def write_fixed_changes(directory: Path) -> Path:
+    """FIXED_CHANGES rows changed at T0+4h: half updates of existing ids, half tombstones."""
+    path = directory / "fixed-changes.parquet"
+    half = FIXED_CHANGES // 2
+    at = T0 + timedelta(hours=4)
+    schema = batch(0, 1, T0).schema
+    with pq.ParquetWriter(path, schema) as writer:
+        writer.write_batch(batch(0, half, at))
+        writer.write_batch(batch(half, FIXED_CHANGES, at, deleted=True))
+    return path
+
+
+def write_full(directory: Path, rows: int) -> Path:
+    path = directory / f"full-{rows}.parquet"
+    schema = batch(0, 1, T0).schema
+    with pq.ParquetWriter(path, schema) as writer:
+        for start in range(0, rows, BATCH):
+            writer.write_batch(batch(start, min(rows, start + BATCH), T0 + timedelta(hours=1)))
+    return path
+
+
+def fixed_changes(
+    receiver: Any, table: Contract, path: str, since: datetime
+) -> tuple[float, float]:
+    """The fixed changes delivery into a published table: (decide, publish) seconds."""
+    half = FIXED_CHANGES // 2
+    manifest = table.manifest(
+        "changes", T0 + timedelta(hours=5), since=since, rows=half, tombstones=half
+    )
+    started = time.perf_counter()
+    decision = receiver.decide(path, manifest)
+    decided = time.perf_counter()
+    receipt = receiver.publish(decision)
+    assert receipt.accepted, receipt.failed
+    return decided - started, time.perf_counter() - decided
+
+
 def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
@@ -100,7 +143,9 @@ def in_child(target: Callable[..., dict[str, float]], *args: Any) -> dict[str, f
         return pool.apply(target, args)
 
 
-def receiver_load(full: str, changes: str, rows: int, updates: int, tombstones: int) -> dict:
+def receiver_load(
+    full: str, changes: str, rows: int, updates: int, tombstones: int, fixed: str
+) -> dict:
     from dogana_provider.receiver import Receiver
     from dogana_provider.sql import POSTGRES
 
@@ -126,15 +171,38 @@ def receiver_load(full: str, changes: str, rows: int, updates: int, tombstones: 
         receipt = receiver.receive(changes, manifest)
         assert receipt.accepted, receipt.failed
         changed = time.perf_counter()
+        fixed_decide, fixed_publish = fixed_changes(receiver, table, fixed, T0 + timedelta(hours=3))
     finally:
-        drop(table.table, f"b{uid}_tables", f"b{uid}_receipts")
+        drop(table.table, f"b{uid}_tables", f"b{uid}_receipts", f"b{uid}_staging")
     return {
         "full_decide": decided - started,
         "full_publish": published - decided,
         "full": published - started,
         "changes": changed - published,
+        "fixed_decide": fixed_decide,
+        "fixed_publish": fixed_publish,
         "peak_mib": peak_mib(),
     }
+
+
+def changes_against(full: str, rows: int, fixed: str) -> dict:
+    """A table of `rows` published whole, then the fixed changes delivery timed against it."""
+    from dogana_provider.receiver import Receiver
+    from dogana_provider.sql import POSTGRES
+
+    uid = uuid.uuid4().hex[:8]
+    table = contract(f"bench_{uid}")
+    receiver = Receiver(
+        lambda: psycopg2.connect(URL), POSTGRES, prefix=f"b{uid}", clock=lambda: NOW
+    )
+    receiver.register(table)
+    try:
+        manifest = table.manifest("full", T0 + timedelta(hours=1), rows=rows)
+        assert receiver.receive(full, manifest).accepted
+        decide, publish = fixed_changes(receiver, table, fixed, T0 + timedelta(hours=1))
+    finally:
+        drop(table.table, f"b{uid}_tables", f"b{uid}_receipts", f"b{uid}_staging")
+    return {"fixed_decide": decide, "fixed_publish": publish}
 
 
 def copy_load(full: str) -> dict:
@@ -162,6 +230,7 @@ def copy_load(full: str) -> dict:
 
 
 def insert_rows_load(full: str) -> dict:
+    os.environ["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"  # not a line per 10,000 rows
     from airflow.providers.postgres.hooks.postgres import PostgresHook
 
     os.environ["AIRFLOW_CONN_DOGANA_BENCH"] = URL
@@ -197,14 +266,23 @@ def drop(*tables: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--ten-million", action="store_true", help="load 10,000,000 rows")
+    parser.add_argument(
+        "--large", "--ten-million", action="store_true", help="load 10,000,000 rows"
+    )
     options = parser.parse_args()
-    rows = 10_000_000 if options.ten_million else options.rows
+    rows = LARGE if options.large else options.rows
+    sizes = [size for size in (*SIZES, LARGE) if size < rows] + [rows]
+    scaling: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="dogana-bench-") as directory:
         full, changes, updates, tombstones = write_files(Path(directory), rows)
+        fixed = str(write_fixed_changes(Path(directory)))
         print(f"{rows:,} rows; changes: {updates:,} updates and {tombstones:,} tombstones")
         copy = in_child(copy_load, str(full))
-        ours = in_child(receiver_load, str(full), str(changes), rows, updates, tombstones)
+        ours = in_child(receiver_load, str(full), str(changes), rows, updates, tombstones, fixed)
+        scaling[rows] = ours
+        for size in sizes[:-1]:
+            smaller = str(write_full(Path(directory), size))
+            scaling[size] = in_child(changes_against, smaller, size, fixed)
         insert = in_child(insert_rows_load, str(full))
     print(f"{'load':<22}{'seconds':>10}{'rows/s':>14}{'peak MiB':>10}")
     for name, seconds, peak in (
@@ -224,6 +302,23 @@ def main() -> None:
         f"changes / full, per row:      "
         f"{(ours['changes'] / changed) / (ours['full'] / rows):.2f} "
         "(about 1 when a changes delivery costs in proportion to its own size)"
+    )
+    print(f"\na fixed {FIXED_CHANGES:,}-row changes delivery against a table of:")
+    print(f"{'table rows':>14}{'decide':>10}{'publish':>10}{'total':>10}")
+    for size in sizes:
+        point = scaling[size]
+        total = point["fixed_decide"] + point["fixed_publish"]
+        print(
+            f"{size:>14,}{point['fixed_decide']:>10.2f}{point['fixed_publish']:>10.2f}"
+            f"{total:>10.2f}"
+        )
+    first, last = scaling[sizes[0]], scaling[sizes[-1]]
+    growth = (last["fixed_decide"] + last["fixed_publish"]) / (
+        first["fixed_decide"] + first["fixed_publish"]
+    )
+    print(
+        f"{sizes[-1] // sizes[0]}x the table, {growth:.1f}x the time "
+        "(flat: about 1x when a changes delivery costs its own size)"
     )
 
 
