@@ -1,0 +1,1 @@
+"""Sensors: ClaimsSensor waits for what a table or group claims."""

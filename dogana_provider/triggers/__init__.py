@@ -1,0 +1,1 @@
+"""Triggers: ClaimsTrigger, the deferrable half of ClaimsSensor."""
