@@ -1,7 +1,7 @@
 """The provider's metadata, found by Airflow through the ``apache_airflow_provider`` entry point.
 
-Only keys that are true today are listed: hooks, operators and connection types are added here
-as they land.
+Only keys that are true today are listed. There is no dogana connection type: a receiver is any
+common-sql connection (sqlite, postgres, mysql), which DoganaHook reaches through its own hook.
 """
 
 from __future__ import annotations
@@ -9,6 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from dogana_provider import __version__
+
+
+INTEGRATION = "Dogana"
 
 
 def get_provider_info() -> dict[str, Any]:
@@ -20,4 +23,32 @@ def get_provider_info() -> dict[str, Any]:
             "which rows to trust and as of when."
         ),
         "versions": [__version__],
+        "integrations": [
+            {
+                "integration-name": INTEGRATION,
+                "tags": ["software"],
+            }
+        ],
+        "hooks": [
+            {"integration-name": INTEGRATION, "python-modules": ["dogana_provider.hooks.dogana"]}
+        ],
+        "operators": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": [
+                    "dogana_provider.operators.plan",
+                    "dogana_provider.operators.gate",
+                    "dogana_provider.operators.publish",
+                ],
+            }
+        ],
+        "sensors": [
+            {"integration-name": INTEGRATION, "python-modules": ["dogana_provider.sensors.claims"]}
+        ],
+        "triggers": [
+            {
+                "integration-name": INTEGRATION,
+                "python-modules": ["dogana_provider.triggers.claims"],
+            }
+        ],
     }
