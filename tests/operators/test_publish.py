@@ -3,42 +3,46 @@
 from __future__ import annotations
 
 import uuid
-from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from conftest import ReceiverConnection
 from delivery_dags import (
     Source,
     asset_events,
     orders_contract,
     pipeline,
-    sqlite_connection,
     states,
     write_dag,
     xcom,
 )
 
-from dogana_core.gate import Receipt
+from dogana_core import Outcome, Receipt
+from dogana_core.claims import NO_LIMIT
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.publish import dogana_asset
 
 pytestmark = pytest.mark.airflow
 
+ALL = ("plan", "extract", "gate", "publish")
+
 
 def published(hook: DoganaHook, table: str) -> dict[int, str]:
+    """The published rows, id -> name, and nothing else of the table."""
     with hook.receiver.read(table) as snapshot:
         id_at, name_at = snapshot.columns.index("id"), snapshot.columns.index("name")
         return {row[id_at]: row[name_at] for row in snapshot.rows}
 
 
-def test_a_delivery_is_planned_extracted_gated_and_published(
-    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_deliveries_publish_the_source_and_emit_the_claims(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
 ) -> None:
-    uid = uuid.uuid4().hex[:8]
-    conn_id, table = f"receiver_{uid}", f"orders_{uid}"
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(tmp_path / "r.db"))
-    contract = orders_contract(table)
+    """A full read, then changes with a soft delete: the published rows equal the live source
+    at produced_at, the ledger is exact at it, and each Asset event's extra says so."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
     contract_path = tmp_path / "orders.contract.json"
-    contract_path.write_text(contract.to_json(), encoding="utf-8")
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
     source = Source(tmp_path / "source.json")
     source.put(1, "one")
     source.put(2, "two")
@@ -54,14 +58,42 @@ def test_a_delivery_is_planned_extracted_gated_and_published(
             plan="fresh_as_of='{{ data_interval_end }}',",
         ),
     )
-    run = module.dag.test()
-    assert states(run) == {t: "success" for t in ("plan", "extract", "gate", "publish")}
-    receipt = Receipt.from_dict(xcom(run, "publish"))
     hook = DoganaHook(conn_id)
-    assert published(hook, table) == {1: "one", 2: "two"}
+
+    first = module.dag.test()
+    assert states(first) == dict.fromkeys(ALL, "success")
+    request = xcom(first, "plan")
+    assert request["shape"] == "full"  # nothing is known yet: only a full read can start
+    receipt = Receipt.from_dict(xcom(first, "publish"))
+    assert receipt.outcome is Outcome.ACCEPTED
+    assert published(hook, table) == source.live() == {1: "one", 2: "two"}
+
+    source.put(3, "three")
+    source.put(1, "uno")
+    source.soft_delete(2)
+    second = module.dag.test()
+    assert states(second) == dict.fromkeys(ALL, "success")
+    assert xcom(second, "plan")["shape"] == "changes"  # cheaper, from the held date
+    changes = Receipt.from_dict(xcom(second, "publish"))
+    assert changes.manifest.rows == 2 and changes.manifest.tombstones == 1
+    assert published(hook, table) == source.live() == {1: "uno", 3: "three"}
+
+    p = changes.manifest.produced_at
     ledger = hook.receiver.ledger(table)
-    claims = ledger.claims(receipt.manifest.produced_at, limit=timedelta.max)
-    assert claims.exact_as_of == receipt.manifest.produced_at
-    events = asset_events(f"dogana://{conn_id}/{table}")
-    assert events[-1]["exact_as_of"] == receipt.manifest.produced_at.isoformat()
-    assert events[-1]["publication_id"] == receipt.publication_id
+    claims = ledger.claims(p, limit=NO_LIMIT)
+    assert (claims.complete_as_of, claims.deletions_as_of, claims.exact_as_of) == (p, p, p)
+    assert ledger.publication_id == changes.publication_id
+    assert hook.receiver.verify(table).head == changes.publication_id
+
+    asset = dogana_asset(table, conn_id)
+    assert asset.uri == f"dogana://{conn_id}/{table}"
+    extras = asset_events(asset.uri)
+    assert len(extras) == 2
+    assert extras[0]["publication_id"] == receipt.publication_id
+    assert extras[-1] == {
+        "tables": [table],
+        "complete_as_of": p.isoformat(),
+        "deletions_as_of": p.isoformat(),
+        "exact_as_of": p.isoformat(),
+        "publication_id": changes.publication_id,
+    }
