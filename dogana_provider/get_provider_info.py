@@ -10,7 +10,6 @@ from typing import Any
 
 from dogana_provider import __version__
 
-
 INTEGRATION = "Dogana"
 
 
