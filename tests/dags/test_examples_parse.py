@@ -1,0 +1,32 @@
+"""Every file in dags/examples/ parses in a DagBag as Airflow's DAG processor would parse it, with
+no connection set: a DAG author copies it as it is."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from example_runs import EXAMPLES
+
+pytestmark = pytest.mark.airflow
+
+DAG_IDS = {
+    "dogana_orders_daily",
+    "dogana_orders_weekly_full",
+    "dogana_events_hourly",
+    "dogana_invoices",
+    "dogana_shipments_window",
+    "dogana_freshness",
+}
+
+
+def test_every_example_parses_without_errors_and_is_documented(airflow_home: Path) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(dag_folder=str(EXAMPLES))
+    assert bag.import_errors == {}
+    assert set(bag.dag_ids) == DAG_IDS
+    for dag_id in DAG_IDS:
+        dag = bag.get_dag(dag_id)
+        assert dag is not None and dag.doc_md, f"{dag_id}: no doc for the UI"
+        assert not dag.catchup and "dogana" in dag.tags
