@@ -91,15 +91,42 @@ def _tick() -> datetime:
     return datetime.now(UTC)
 
 
+def snapshot_after(until: datetime) -> datetime:
+    """The instant of a read taken at or after the planned boundary, by the source's clock."""
+    while datetime.now(UTC) <= until:
+        time.sleep(0.01)
+    return datetime.now(UTC)
+
+
+def extract_group(
+    requests: list[dict[str, Any]], sources: dict[str, tuple[str, str]], folder: str
+) -> list[dict[str, Any]]:
+    """Every table of a group read "in one snapshot": one produced_at for every manifest.
+
+    sources maps each table to its contract's path and its source's path.
+    """
+    until = max(ExtractionRequest.from_dict(request).until for request in requests)
+    produced_at = snapshot_after(until)
+    return [
+        extract(request, *sources[request["table"]], folder, produced_at=produced_at)
+        for request in requests
+    ]
+
+
 def extract(
-    request: dict[str, Any], contract_path: str, source_path: str, folder: str, *, tamper=False
-):
+    request: dict[str, Any],
+    contract_path: str,
+    source_path: str,
+    folder: str,
+    *,
+    tamper: bool = False,
+    produced_at: datetime | None = None,
+) -> dict[str, Any]:
     """The stand-in extractor: read the source as the request asks, write it, declare it."""
     contract = Contract.from_json(Path(contract_path).read_bytes())
     req = ExtractionRequest.from_dict(request)
-    while datetime.now(UTC) <= req.until:  # read at or after the planned boundary
-        time.sleep(0.01)
-    produced_at = datetime.now(UTC)
+    if produced_at is None:
+        produced_at = snapshot_after(req.until)
     rows = Source(Path(source_path)).rows()
     shape = contract.shape(req.shape)
     chosen = []

@@ -1,0 +1,162 @@
+"""PlanDeliveryOperator: a request when the claims fall short, a skip when they suffice, and a
+group planned together so that one snapshot makes every table exact at one instant."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import ReceiverConnection
+from delivery_dags import (
+    Source,
+    asset_events,
+    orders_contract,
+    pipeline,
+    states,
+    write_dag,
+    xcom,
+)
+from test_publish import published
+
+from dogana_core import Receipt
+from dogana_core.claims import NO_LIMIT
+from dogana_core.group import Group
+from dogana_core.planner import ExtractionRequest
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.publish import dogana_asset
+
+pytestmark = pytest.mark.airflow
+
+
+def test_plan_skips_the_delivery_when_the_claims_suffice(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """At most an hour old: the first run delivers, the second finds the claims fresh enough
+    and skips, and extract, gate and publish skip with it."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+    source = Source(tmp_path / "source.json")
+    source.put(1, "one")
+    module = write_dag(
+        airflow_home,
+        f"plan_skip_{uid}",
+        pipeline(
+            conn_id,
+            table,
+            contract_path,
+            source,
+            tmp_path,
+            plan="max_age=datetime.timedelta(hours=1),",
+        ),
+    )
+    first = module.dag.test()
+    assert set(states(first).values()) == {"success"}
+    request = ExtractionRequest.from_dict(xcom(first, "plan"))
+    assert (request.table, request.shape) == (table, "full")
+
+    source.put(2, "two")  # the source moves on, but an hour-old read is fresh enough
+    second = module.dag.test()
+    assert states(second) == dict.fromkeys(("plan", "extract", "gate", "publish"), "skipped")
+    hook = DoganaHook(conn_id)
+    assert len(hook.receiver.receipts(table)) == 1
+    assert published(hook, table) == {1: "one"}
+    assert len(asset_events(dogana_asset(table, conn_id).uri)) == 1
+
+
+def test_plan_refuses_a_contract_that_changes_a_fixed_field(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """A table with history keeps its key: the plan task fails naming the rule, and nothing
+    downstream runs."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
+    contract = orders_contract(table)
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(contract.to_json(), encoding="utf-8")
+    source = Source(tmp_path / "source.json")
+    source.put(1, "one")
+    module = write_dag(
+        airflow_home,
+        f"plan_fixed_{uid}",
+        pipeline(conn_id, table, contract_path, source, tmp_path),
+    )
+    assert set(states(module.dag.test()).values()) == {"success"}
+    rekeyed = contract.to_dict()
+    rekeyed["key"] = ["id", "name"]
+    rekeyed["types"] = {**rekeyed["types"], "name": "str"}
+    contract_path.write_text(json.dumps(rekeyed), encoding="utf-8")
+    run = module.dag.test()
+    assert states(run) == {
+        "plan": "failed",
+        "extract": "upstream_failed",
+        "gate": "upstream_failed",
+        "publish": "upstream_failed",
+    }
+    assert DoganaHook(conn_id).receiver.ledger(table).contract == contract
+
+
+def test_a_group_is_planned_read_gated_and_published_together(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """Invoices and their lines: one request per table with one boundary, one snapshot, one
+    decision and one commit; both tables exact at the snapshot's instant, each Asset told so."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    tables = (f"invoices_{uid}", f"lines_{uid}")
+    sources: dict[str, tuple[str, str]] = {}
+    for table in tables:
+        contract_path = tmp_path / f"{table}.contract.json"
+        contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+        source = Source(tmp_path / f"{table}.source.json")
+        source.put(1, f"{table} one")
+        sources[table] = (str(contract_path), str(source.path))
+    paths = [contract for contract, _ in sources.values()]
+    module = write_dag(
+        airflow_home,
+        f"group_{uid}",
+        f"""
+        import delivery_dags
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator, dogana_asset
+
+        with dag:
+            planned = PlanDeliveryOperator(
+                task_id="plan", group={paths!r}, receiver_conn_id={conn_id!r},
+                fresh_as_of="{{{{ data_interval_end }}}}",
+            )
+
+            @task
+            def extract(requests):
+                return delivery_dags.extract_group(requests, {sources!r}, {str(tmp_path)!r})
+
+            extract(planned.output) >> GateOperator(
+                task_id="gate", receiver_conn_id={conn_id!r}
+            ) >> PublishOperator(
+                task_id="publish",
+                receiver_conn_id={conn_id!r},
+                outlets=[dogana_asset(table, {conn_id!r}) for table in {list(tables)!r}],
+            )
+        """,
+    )
+    hook = DoganaHook(conn_id)
+    for round_ in range(2):
+        run = module.dag.test()
+        assert set(states(run).values()) == {"success"}, states(run)
+        requests = [ExtractionRequest.from_dict(r) for r in xcom(run, "plan")]
+        assert [r.table for r in requests] == list(tables)
+        assert len({r.until for r in requests}) == 1  # one boundary for every table
+        receipts = [Receipt.from_dict(r) for r in xcom(run, "publish")]
+        [p] = {receipt.manifest.produced_at for receipt in receipts}
+        ledgers = hook.ledgers(tables)
+        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+        assert group.claims(ledgers, p, limit=NO_LIMIT).exact_as_of == p
+        for table in tables:
+            assert asset_events(dogana_asset(table, conn_id).uri)[-1]["exact_as_of"] == (
+                p.isoformat()
+            )
+            Source(Path(sources[table][1])).put(2 + round_, f"{table} more")
+    assert published(hook, tables[1]) == {1: f"{tables[1]} one", 2: f"{tables[1]} more"}
