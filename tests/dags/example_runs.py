@@ -2,10 +2,10 @@
 from the DAGs folder, and reads of what a run left in the metadata database and the receiver.
 
 Each test gets its own source and receiver: two SQLite files in tmp_path (the embedded default),
-or two schemas of the PostgreSQL test database (the connection's search_path names them), so
-runs never see each other's tables. The example DAGs read their connection ids from the
-environment and default to dogana_source and dogana_default; the tests set those connections
-with AIRFLOW_CONN_* variables, as a deployment would.
+two schemas of the PostgreSQL test database (the connection's search_path names them), or two
+MariaDB databases, so runs never see each other's tables. The example DAGs read their connection
+ids from the environment and default to dogana_source and dogana_default; the tests set those
+connections with AIRFLOW_CONN_* variables, as a deployment would.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
@@ -41,13 +41,14 @@ def now() -> datetime:
 
 
 class Databases:
-    """One source and one receiver of a kind ("sqlite" or "postgres"), reached by SQL."""
+    """One source and one receiver of a kind ("sqlite", "postgres" or "mariadb"), reached by SQL."""
 
-    def __init__(self, kind: str, tmp_path: Path, postgres_url: str | None) -> None:
+    def __init__(self, kind: str, tmp_path: Path, server_url: str | None) -> None:
         self.kind = kind
         self.uid = uuid.uuid4().hex[:8]
         self.tmp_path = tmp_path
-        self.postgres_url = postgres_url
+        self.postgres_url = server_url if kind == "postgres" else None
+        self.mariadb_url = server_url if kind == "mariadb" else None
         self.runs: list[Any] = []
         if kind == "sqlite":
             self.source_path = tmp_path / "source.sqlite"
@@ -56,12 +57,21 @@ class Databases:
                 # WAL: the extractor's read transaction does not block the test's writes.
                 connection.execute("PRAGMA journal_mode = WAL")
         else:
-            assert postgres_url is not None
             self.source_schema = f"src_{self.uid}"
             self.receiver_schema = f"dst_{self.uid}"
-            with psycopg.connect(postgres_url, autocommit=True) as connection:
-                connection.execute(f"CREATE SCHEMA {self.source_schema}")
-                connection.execute(f"CREATE SCHEMA {self.receiver_schema}")
+            if kind == "postgres":
+                assert self.postgres_url is not None
+                with psycopg.connect(self.postgres_url, autocommit=True) as connection:
+                    connection.execute(f"CREATE SCHEMA {self.source_schema}")
+                    connection.execute(f"CREATE SCHEMA {self.receiver_schema}")
+            else:  # MariaDB: a schema is a database
+                connection = self._mariadb(None)
+                try:
+                    cursor = connection.cursor()
+                    cursor.execute(f"CREATE DATABASE {self.source_schema}")
+                    cursor.execute(f"CREATE DATABASE {self.receiver_schema}")
+                finally:
+                    connection.close()
 
     # Airflow connections --------------------------------------------------------------------
 
@@ -71,6 +81,9 @@ class Databases:
             path = self.source_path if role == "source" else self.receiver_path
             return json.dumps({"conn_type": "sqlite", "host": str(path)})
         schema = self.source_schema if role == "source" else self.receiver_schema
+        if self.kind == "mariadb":
+            assert self.mariadb_url is not None
+            return f"{self.mariadb_url.rsplit('/', 1)[0]}/{schema}"
         assert self.postgres_url is not None
         # libpq options: every session of this connection resolves tables in its own schema.
         return f"{self.postgres_url}?options={quote(f'-csearch_path={schema}')}"
@@ -93,6 +106,14 @@ class Databases:
         for found in self.runs:  # ExtractOperator's default folder: /tmp/dogana/<dag>/<run>
             safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(found.run_id))
             shutil.rmtree(Path("/tmp/dogana") / found.dag_id / safe, ignore_errors=True)
+        if self.kind == "mariadb":
+            connection = self._mariadb(None)
+            try:
+                cursor = connection.cursor()
+                cursor.execute(f"DROP DATABASE IF EXISTS {self.source_schema}")
+                cursor.execute(f"DROP DATABASE IF EXISTS {self.receiver_schema}")
+            finally:
+                connection.close()
         if self.kind == "postgres":
             assert self.postgres_url is not None
             with psycopg.connect(self.postgres_url, autocommit=True) as connection:
@@ -110,11 +131,34 @@ class Databases:
                 connection.commit()
             finally:
                 connection.close()
+        elif self.kind == "mariadb":
+            connection = self._mariadb(self.source_schema)
+            try:
+                yield connection
+                connection.commit()
+            finally:
+                connection.close()
         else:
             assert self.postgres_url is not None
             with psycopg.connect(self.postgres_url) as connection:
                 connection.execute(f"SET search_path = {self.source_schema}")
                 yield connection
+
+    def _mariadb(self, database: str | None) -> Any:
+        import MySQLdb
+
+        assert self.mariadb_url is not None
+        parts = urlsplit(self.mariadb_url)
+        options: dict[str, Any] = {
+            "host": parts.hostname or "127.0.0.1",
+            "port": parts.port or 3306,
+            "user": parts.username or "root",
+            "password": parts.password or "",
+            "charset": "utf8mb4",
+        }
+        if database is not None:
+            options["database"] = database
+        return MySQLdb.connect(**options)
 
     def source(self, sql: str, *rows: Sequence[Any]) -> None:
         """Run one statement in the source (once, or once per row), in one transaction.
@@ -122,7 +166,7 @@ class Databases:
         Placeholders are written ``?`` and become ``%s`` on PostgreSQL; datetimes are bound as
         ISO 8601 text with their offset on SQLite, as an application writing UTC would store them.
         """
-        if self.kind == "postgres":
+        if self.kind != "sqlite":
             sql = sql.replace("?", "%s")
         with self._source() as connection:
             cursor = connection.cursor()
@@ -132,14 +176,19 @@ class Databases:
                 cursor.execute(sql, [self._bound(value) for value in row])
 
     def create(self, ddl: str) -> None:
-        """A CREATE TABLE written once: TIMESTAMPTZ is DATETIME on SQLite."""
+        """A CREATE TABLE written once: TIMESTAMPTZ is DATETIME on SQLite, and DATETIME(6) of
+        UTC on MariaDB, whose sessions the extractor sets to UTC."""
         if self.kind == "sqlite":
             ddl = ddl.replace("TIMESTAMPTZ", "DATETIME")
+        elif self.kind == "mariadb":
+            ddl = ddl.replace("TIMESTAMPTZ", "DATETIME(6)")
         self.source(ddl)
 
     def _bound(self, value: Any) -> Any:
         if self.kind == "sqlite" and isinstance(value, datetime):
             return value.isoformat()
+        if self.kind == "mariadb" and isinstance(value, datetime):
+            return value.astimezone(UTC).replace(tzinfo=None)
         return value
 
     def source_rows(self, sql: str) -> list[tuple[Any, ...]]:
