@@ -6,12 +6,14 @@ as of), exact_as_of (the source at one instant), its age and its limits, then PA
 ERROR. A table older than its error limit, a table with a region never delivered, or a table
 never registered fails the task, and the task's message is the whole report:
 
-    dogana freshness of 5 tables in receiver 'dogana_default' at 2026-11-30 18:00:00
-    table          state     complete as of       deletions as of      exact as of          age ...
-    orders         complete  2026-11-30 00:00:02  2026-11-30 00:00:02  2026-11-30 00:00:02  17h 59m
-    ...
+    dogana freshness of 5 tables in receiver 'dogana_default' at 2026-11-30 18:15:00
+    table          state     complete as of       deletions as of      exact as of          age
+    -------------  --------  -------------------  -------------------  -------------------  ------
+    orders         complete  2026-11-30 00:00:02  2026-11-30 00:00:02  2026-11-30 00:00:02  18h 14m
+    shipments      patched   2026-11-30 14:00:03  2026-11-30 00:00:04  -                    4h 14m
+    ...            (and the columns warn after, error after, status)
     4 PASS, 0 WARN, 1 ERROR
-      ERROR shipments: complete as of 3h 00m ago, more than 2h 00m
+      ERROR shipments: complete as of 4h 14m ago, more than 4h 00m
 
 The limits are the reader's, not the tables': each says how stale a table may be for what reads
 it here, after the schedule of the DAG that loads it (a daily load is a day old before its next

@@ -6,8 +6,8 @@ added, give totals the source never had. So the two tables are one group:
 
     plan      plan_together: one boundary, and for each table the cheapest read that makes it
               exact (complete and deletions) at that instant
-    extract   ONE snapshot of the source (REPEATABLE READ on PostgreSQL, one read transaction on
-              SQLite), one produced_at for both files
+    extract   ONE snapshot of the source (REPEATABLE READ on PostgreSQL, a consistent snapshot
+              on MySQL/MariaDB, one read transaction on SQLite), one produced_at for both files
     gate      decided as one: if either file is refused, both are
     publish   both tables in one commit, one Asset event per table
     wait      ClaimsSensor: both tables exact at one instant no earlier than the interval's end
