@@ -10,9 +10,10 @@ common-sql's GenericTransfer, both as real Airflow DAG runs (dag.test()), in one
 
 The source is a generated table of N rows (bigint key, text with nulls, quotes, commas and
 non-ASCII letters, numeric(12,2), integer, two timestamptz, a date), loaded with COPY into the
-database dogana_bench_source; both variants write into the database dogana_bench_target, which
-is dropped and created again before each round, so the plan always finds an empty ledger. Both
-databases live on the PostgreSQL of the tests (127.0.0.1:5432, trust auth). With SQLAlchemy 2
+database dogana_bench_source_<run>; both variants write into the database
+dogana_bench_target_<run>, created empty before each round, so the plan always finds an empty
+ledger. Both live on the PostgreSQL of the tests (127.0.0.1:5432, trust auth) and are dropped at
+the end (kept with --keep, or when a variant failed). With SQLAlchemy 2
 PostgresHook runs on psycopg 3, whose executemany pipelines the inserts; fast_executemany then
 changes nothing (it picks execute_values on psycopg2), and is set as a user would set it.
 
@@ -50,6 +51,8 @@ from typing import Any
 import psycopg
 
 SERVER = os.environ.get("DOGANA_BENCH_SERVER", "postgresql://postgres@127.0.0.1:5432")
+# Databases of one run: dogana_bench_source_<run> and dogana_bench_target_<run>, dropped at its
+# end, so that runs at the same time (the smoke test in someone's suite) never share a table.
 SOURCE_DB = "dogana_bench_source"
 TARGET_DB = "dogana_bench_target"
 TABLE = "bench_orders"  # in the source; dogana publishes it under the same name in the target
@@ -135,21 +138,23 @@ def source_rows(start: int, stop: int) -> str:
     return "\n".join(lines) + "\n"
 
 
-def reset_target() -> None:
-    """An empty target database: dogana's plan finds no ledger, so it reads the whole table."""
+def reset_database(database: str) -> None:
+    """An empty database (the target: dogana's plan finds no ledger, so reads the whole table)."""
+    drop_database(database)
     with psycopg.connect(url("postgres"), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {TARGET_DB} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {TARGET_DB}")
+        admin.execute(f"CREATE DATABASE {database}")
 
 
-def prepare_source(rows: int) -> float:
+def drop_database(database: str) -> None:
+    with psycopg.connect(url("postgres"), autocommit=True) as admin:
+        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
+
+
+def prepare_source(database: str, rows: int) -> float:
     """The source table of `rows` rows, loaded with COPY, in its own database. Seconds."""
     started = time.perf_counter()
-    with psycopg.connect(url("postgres"), autocommit=True) as admin:
-        exists = admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", (SOURCE_DB,))
-        if exists.fetchone() is None:
-            admin.execute(f"CREATE DATABASE {SOURCE_DB}")
-    with psycopg.connect(url(SOURCE_DB), autocommit=True) as source:
+    reset_database(database)
+    with psycopg.connect(url(database), autocommit=True) as source:
         source.execute(f"DROP TABLE IF EXISTS {TABLE}")
         source.execute(f"CREATE TABLE {TABLE} ({DDL})")
         copy_sql = f"COPY {TABLE} ({NAMES}) FROM STDIN WITH (FORMAT csv)"
@@ -386,7 +391,7 @@ def in_child(
 # The run ------------------------------------------------------------------------------------------
 
 
-def airflow_env(home: Path) -> dict[str, str]:
+def airflow_env(home: Path, source_db: str, target_db: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
@@ -395,8 +400,8 @@ def airflow_env(home: Path) -> dict[str, str]:
             "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-            f"AIRFLOW_CONN_{SOURCE_CONN.upper()}": url(SOURCE_DB),
-            f"AIRFLOW_CONN_{TARGET_CONN.upper()}": url(TARGET_DB),
+            f"AIRFLOW_CONN_{SOURCE_CONN.upper()}": url(source_db),
+            f"AIRFLOW_CONN_{TARGET_CONN.upper()}": url(target_db),
         }
     )
     root = str(Path(__file__).resolve().parent.parent)
@@ -437,20 +442,23 @@ def main(argv: list[str] | None = None) -> int:
     rows = args.rows
     home = Path(tempfile.mkdtemp(prefix="dogana-bench-pipeline-"))
     (home / "dags").mkdir()
-    env = airflow_env(home)
+    run_id = f"{os.getpid()}_{time.time_ns() % 10**6}"
+    source_db, target_db = f"{SOURCE_DB}_{run_id}", f"{TARGET_DB}_{run_id}"
+    env = airflow_env(home, source_db, target_db)
+    keep = True  # the logs stay when the run stops early or a variant fails
     try:
-        print(f"{rows:,} rows, PostgreSQL {SOURCE_DB}.{TABLE} -> {TARGET_DB}; AIRFLOW_HOME {home}")
+        print(f"{rows:,} rows, PostgreSQL {source_db}.{TABLE} -> {target_db}; AIRFLOW_HOME {home}")
         code = revision()
         print(f"code: {code}; load average before: {load()}")
-        generated = prepare_source(rows)
+        generated = prepare_source(source_db, rows)
         print(f"source generated with COPY in {generated:.1f} s")
         migrate(env)
         dags = write_dags(home)
-        expected = checksum(SOURCE_DB, TABLE)
+        expected = checksum(source_db, TABLE)
         assert expected is not None
         runs: dict[str, list[dict]] = {variant: [] for variant in dags}
         for round_ in range(args.repeat):
-            reset_target()
+            reset_database(target_db)
             moving = ["dogana", "GenericTransfer"]
             order = ["airflow only", *(moving if round_ % 2 == 0 else reversed(moving))]
             for variant in order:
@@ -461,17 +469,19 @@ def main(argv: list[str] | None = None) -> int:
                 if profile is not None:
                     found["profile"] = str(profile)
                 if variant in TARGETS:
-                    found["rows_found"] = checksum(TARGET_DB, TARGETS[variant])
+                    found["rows_found"] = checksum(target_db, TARGETS[variant])
                 runs[variant].append(found)
         print(f"load average after: {load()}")
         if revision() != code:
             print(f"CODE CHANGED DURING THE RUN, now {revision()}: run again for one version")
-        report(rows, expected, runs)
+        keep = not report(rows, expected, runs)
     finally:
-        if args.keep or args.profile:
-            print(f"kept {home}")
+        if keep or args.keep or args.profile:
+            print(f"kept {home} and the databases {source_db}, {target_db}")
         else:
             shutil.rmtree(home, ignore_errors=True)
+            for database in (source_db, target_db):
+                drop_database(database)
     return 0
 
 
@@ -513,11 +523,21 @@ def load() -> str:
     return ", ".join(f"{value:.1f}" for value in os.getloadavg()) + f" ({os.cpu_count()} CPUs)"
 
 
+def round_text(run: dict, expected: tuple[int, int]) -> str:
+    text = f"{run['seconds']:.2f} s"
+    if run["state"] != "success":
+        text += f" {run['state']} (log {run['log']})"
+    if run.get("rows_found", expected) != expected:
+        text += f" rows {run['rows_found']} != {expected}"
+    return text
+
+
 def median_run(found: list[dict]) -> dict:
     return sorted(found, key=lambda run: run["seconds"])[(len(found) - 1) // 2]
 
 
-def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) -> None:
+def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) -> bool:
+    """Print the table; whether every run succeeded and moved the source's rows."""
     repeated = len(runs["dogana"]) > 1
     print()
     if repeated:
@@ -543,7 +563,7 @@ def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) ->
     if repeated:
         print()
         for variant, found in runs.items():
-            print(f"{variant} rounds: " + ", ".join(f"{run['seconds']:.2f} s" for run in found))
+            print(f"{variant} rounds: " + ", ".join(round_text(run, expected) for run in found))
     print()
     for variant in TARGETS:
         tasks = sorted(chosen[variant]["tasks"].items(), key=lambda item: item[1]["started"] or 0)
@@ -561,20 +581,23 @@ def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) ->
         net_ratio = (generic["seconds"] - fixed) / (dogana["seconds"] - fixed)
         net = f" ({net_ratio:.2f}x net of the airflow-only run)"
     print(f"GenericTransfer / dogana: time {ratio:.2f}x{net}, peak RSS {memory:.2f}x")
-    every = [run for found in runs.values() for run in found]
-    sound = all(run["state"] == "success" for run in every) and all(
-        run["rows_found"] == expected for run in every if "rows_found" in run
-    )
-    met = sound and ratio > 1
+    unsound = [
+        f"{variant} round {index + 1}: {round_text(run, expected)}"
+        for variant, found in runs.items()
+        for index, run in enumerate(found)
+        if run["state"] != "success" or run.get("rows_found", expected) != expected
+    ]
+    met = not unsound and ratio > 1
     print(
         "target (faster than GenericTransfer, with the proofs): "
         + ("met" if met else "NOT met")
-        + ("" if sound else " (a run failed or a target differs from the source)")
+        + ("" if not unsound else f" (not every run succeeded: {'; '.join(unsound)})")
     )
     for variant, found in runs.items():
         for run in found:
             if "profile" in run:
                 print(f"profile {variant}: {run['profile']}")
+    return not unsound
 
 
 if __name__ == "__main__":
