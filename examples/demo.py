@@ -27,7 +27,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -207,7 +207,13 @@ def main() -> int:
         orders, invoices, events = load("orders"), load("invoices"), load("events")
         shipments, freshness = load("shipments"), load("freshness")
 
-    today = date.today()
+    # The shipments window is the last 30 UTC days: keep every run on one day.
+    clock = datetime.now(UTC)
+    midnight = datetime.combine(clock.date() + timedelta(days=1), datetime.min.time(), UTC)
+    if midnight - clock < timedelta(minutes=1):
+        print(f"waiting {(midnight - clock).seconds + 1} s for UTC midnight to pass")
+        time.sleep((midnight - clock).total_seconds() + 1)
+    today = datetime.now(UTC).date()
     source(
         """
         PRAGMA journal_mode = WAL;
