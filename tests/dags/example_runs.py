@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -38,6 +38,15 @@ def now() -> datetime:
     """The machine's clock, which is the SQLite source's clock and the PostgreSQL server's."""
     time.sleep(0.002)  # strictly later than any earlier stamp or read
     return datetime.now(UTC)
+
+
+def on_one_utc_day(minutes: int = 2) -> None:
+    """Wait past UTC midnight when it is near: a test whose runs straddle it would see a rolling
+    date window move between them."""
+    clock = datetime.now(UTC)
+    midnight = datetime.combine(clock.date() + timedelta(days=1), datetime.min.time(), UTC)
+    if midnight - clock < timedelta(minutes=minutes):
+        time.sleep((midnight - clock).total_seconds() + 1)
 
 
 class Databases:

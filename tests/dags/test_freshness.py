@@ -7,7 +7,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from example_runs import Databases, load_example, now, states, write_dag, xcom
+from example_runs import Databases, load_example, now, on_one_utc_day, states, write_dag, xcom
 
 from dogana_provider.operators.freshness import ERROR, PASS, WARN, freshness_report, judge
 
@@ -17,6 +17,7 @@ DELIVERY = ("plan", "extract", "gate", "publish")
 
 
 def create_sources(databases: Databases) -> None:
+    on_one_utc_day()  # the shipments window is judged over the last 30 UTC days
     databases.create(
         "CREATE TABLE orders (order_id BIGINT PRIMARY KEY, customer TEXT, amount_cents BIGINT, "
         "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"

@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from example_runs import Databases, load_example, local_path, now, redeliver, states, xcom
+from example_runs import (
+    Databases,
+    load_example,
+    local_path,
+    now,
+    on_one_utc_day,
+    redeliver,
+    states,
+    xcom,
+)
 
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.manifest import Manifest
@@ -44,10 +52,7 @@ def test_the_window_is_read_whole_then_by_its_changes(
     databases: Databases, airflow_home: Path
 ) -> None:
     # Both runs must fall on one UTC day, or the second one reads the moved window whole.
-    clock = datetime.now(UTC)
-    midnight = datetime.combine(clock.date() + timedelta(days=1), datetime.min.time(), UTC)
-    if midnight - clock < timedelta(minutes=2):
-        time.sleep((midnight - clock).total_seconds() + 1)
+    on_one_utc_day()
     today = datetime.now(UTC).date()
     low = today - timedelta(days=29)
     databases.create(
