@@ -68,3 +68,18 @@ def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None
     assert claims_rows(sunday)["orders"][5:7] == ["3", "3"], "the weekly full read repairs it"
     assert "5 PASS, 0 WARN, 0 ERROR" in freshness
     assert re.search(r"\n11 DAG runs in \d+ s; Airflow's logs: ", out)
+
+    # The README shows a real run: the same lines, but for instants, ages, paths and seconds.
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    shown = readme.split("rows; at the end, the freshness check's report. A real run:\n\n```\n")[1]
+    shown = shown.split("```", 1)[0]
+    shown_lines = [line for line in shown.splitlines() if not line.startswith("dev.py: ")]
+    assert [masked(line) for line in shown_lines] == [masked(line) for line in out.splitlines()]
+
+
+def masked(line: str) -> str:
+    line = re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?", "<instant>", line)
+    line = re.sub(r"/tmp/dogana-demo-\w+", "<home>", line)
+    line = re.sub(r"\b\d+m? ?\d*s\b", "<age>", line)
+    line = re.sub(r"runs in \d+ s", "runs in <n> s", line)
+    return " ".join(line.split())
