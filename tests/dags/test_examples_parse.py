@@ -30,3 +30,27 @@ def test_every_example_parses_without_errors_and_is_documented(airflow_home: Pat
         dag = bag.get_dag(dag_id)
         assert dag is not None and dag.doc_md, f"{dag_id}: no doc for the UI"
         assert not dag.catchup and "dogana" in dag.tags
+
+
+def test_connection_ids_come_from_the_environment(
+    airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    monkeypatch.setenv("DOGANA_SOURCE_CONN_ID", "shop_db")
+    monkeypatch.setenv("DOGANA_RECEIVER_CONN_ID", "warehouse")
+    bag = DagBag(dag_folder=str(EXAMPLES))
+    assert bag.import_errors == {}
+    seen = set()
+    for dag_id in DAG_IDS:
+        dag = bag.get_dag(dag_id)
+        assert dag is not None
+        for task in dag.tasks:
+            for attribute, expected in (
+                ("source_conn_id", "shop_db"),
+                ("receiver_conn_id", "warehouse"),
+            ):
+                if hasattr(task, attribute):
+                    assert getattr(task, attribute) == expected, f"{dag_id}.{task.task_id}"
+                    seen.add(attribute)
+    assert seen == {"source_conn_id", "receiver_conn_id"}
