@@ -5,17 +5,10 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from delivery_dags import sqlite_connection
-
-
-@dataclass(frozen=True)
-class ReceiverConnection:
-    conn_id: str
-    kind: str
+from delivery_dags import ReceiverConnection, sqlite_connection
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

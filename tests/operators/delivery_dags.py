@@ -14,6 +14,7 @@ import json
 import textwrap
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pyarrow as pa
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.files import DeliveryWriter
+from dogana_provider.hooks.dogana import DoganaHook
 
 SCHEMA = pa.schema(
     [
@@ -230,6 +232,21 @@ def asset_events(uri: str) -> list[dict[str, Any]]:
             .order_by(AssetEvent.id)
         ).all()
         return [dict(event.extra) for event in events]
+
+
+@dataclass(frozen=True)
+class ReceiverConnection:
+    """A receiver behind a connection id (the receiver_connection fixture), and its kind."""
+
+    conn_id: str
+    kind: str
+
+
+def published(hook: DoganaHook, table: str) -> dict[int, str]:
+    """The published rows, id -> name, and nothing else of the table."""
+    with hook.receiver.read(table) as snapshot:
+        id_at, name_at = snapshot.columns.index("id"), snapshot.columns.index("name")
+        return {row[id_at]: row[name_at] for row in snapshot.rows}
 
 
 def sqlite_connection(path: Path) -> str:

@@ -9,19 +9,19 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from conftest import ReceiverConnection
 from delivery_dags import (
     SCHEMA,
+    ReceiverConnection,
     Source,
     asset_events,
     batch,
     orders_contract,
     pipeline,
+    published,
     states,
     write_dag,
     xcom,
 )
-from test_publish import published
 
 from dogana_core import Outcome, Receipt
 from dogana_core.contract import Contract

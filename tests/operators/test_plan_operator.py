@@ -8,17 +8,17 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ReceiverConnection
 from delivery_dags import (
+    ReceiverConnection,
     Source,
     asset_events,
     orders_contract,
     pipeline,
+    published,
     states,
     write_dag,
     xcom,
 )
-from test_publish import published
 
 from dogana_core import Receipt
 from dogana_core.claims import NO_LIMIT

@@ -6,12 +6,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import ReceiverConnection
 from delivery_dags import (
+    ReceiverConnection,
     Source,
     asset_events,
     orders_contract,
     pipeline,
+    published,
     states,
     write_dag,
     xcom,
@@ -25,13 +26,6 @@ from dogana_provider.operators.publish import dogana_asset
 pytestmark = pytest.mark.airflow
 
 ALL = ("plan", "extract", "gate", "publish")
-
-
-def published(hook: DoganaHook, table: str) -> dict[int, str]:
-    """The published rows, id -> name, and nothing else of the table."""
-    with hook.receiver.read(table) as snapshot:
-        id_at, name_at = snapshot.columns.index("id"), snapshot.columns.index("name")
-        return {row[id_at]: row[name_at] for row in snapshot.rows}
 
 
 def test_deliveries_publish_the_source_and_emit_the_claims(
