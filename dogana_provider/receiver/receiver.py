@@ -17,8 +17,12 @@ again inside publish's transaction, against the locked, current ledger and the s
 replay lookup, preflight and row checks again, never a rebased plan. Holding the lock while
 deciding again means the new decision cannot go stale in turn.
 
-Protocol refusals become rejection receipts; operational failures (a lost connection, a failing
-statement) raise, and the transaction they interrupted rolls back.
+Protocol refusals become rejection receipts, wrong types included (checks.py's column_types);
+operational failures (a lost connection, a full disk, a failing statement) raise, and the
+transaction they interrupted rolls back.
+
+sweep drops staging tables left behind: a crash between the commit that recorded a decision and
+the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
 """
 
 from __future__ import annotations

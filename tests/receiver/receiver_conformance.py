@@ -628,6 +628,26 @@ class ReceiverConformance:
         assert refused.outcome is Outcome.REJECTED
         assert later.sweep(timedelta(0)) == ()
 
+    def test_a_connection_lost_while_staging_raises_and_records_nothing(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        """An operational failure in decide is no rejection: it raises, no receipt is saved."""
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        source.put(2, 2, "n2", at(3))
+        delivery = source.changes(at(2), at(4))
+        lost = self.make(lambda: FaultyConnection(connect(), "SAVEPOINT", lose=True), uid)
+        with pytest.raises((ConnectionError, self.driver_error)):
+            lost.decide(*delivery)
+        assert self.state(receiver, source.table) == before
+        # Where CREATE TABLE commits at once (MariaDB) the half-made staging table is noted,
+        # so a sweep clears it; elsewhere the rollback took it.
+        receiver.sweep(timedelta(0))
+        assert self.staging_left(receiver, delivery[1]) == []
+        assert receiver.receive(*delivery).outcome is Outcome.ACCEPTED
+        assert self.published(receiver, source.table) == source.expected()
+
     def test_a_stale_decision_is_made_again_never_rebased(
         self, receiver: Receiver, source: Source
     ) -> None:
