@@ -514,7 +514,7 @@ def revision() -> str:
             check=True,
         ).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError):
-        return "unknown (not a git checkout)"
+        return f"{root}, not a git checkout"
     files = [line for line in changed if line.strip()]
     return head + (f" with {len(files)} changed files in the packages" if files else "")
 
@@ -564,6 +564,11 @@ def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) ->
         print()
         for variant, found in runs.items():
             print(f"{variant} rounds: " + ", ".join(round_text(run, expected) for run in found))
+        ratios = [
+            generic["seconds"] / dogana["seconds"]
+            for dogana, generic in zip(runs["dogana"], runs["GenericTransfer"], strict=True)
+        ]
+        print("GenericTransfer / dogana by round: " + ", ".join(f"{r:.2f}x" for r in ratios))
     print()
     for variant in TARGETS:
         tasks = sorted(chosen[variant]["tasks"].items(), key=lambda item: item[1]["started"] or 0)
