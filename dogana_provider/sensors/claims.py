@@ -4,7 +4,8 @@ Exact at an instant (a report joining invoices and their lines needs both tables
 instant), complete as of an instant, or fresher than a limit. Each poke reads every ledger in
 one committed state through the receiver and logs one line: the state, the two dates, the
 common instant, and what is still awaited. With deferrable=True the wait moves to the triggerer
-(ClaimsTrigger) and frees the worker slot.
+(ClaimsTrigger) and frees the worker slot. A table not registered yet is awaited like one that
+claims nothing: its first delivery registers it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.triggers.claims import Awaited, ClaimsTrigger
 
 
@@ -81,7 +83,12 @@ class ClaimsSensor(BaseSensorOperator):
 
     def poke(self, context: Any) -> PokeReturnValue:
         awaited = self._awaited()
-        claims = awaited.read(DoganaHook(self.receiver_conn_id), datetime.now(UTC))
+        try:
+            claims = awaited.read(DoganaHook(self.receiver_conn_id), datetime.now(UTC))
+        except UnknownTable as exc:
+            # The first delivery registers the table; until then there is nothing to claim.
+            self.log.info("%s; awaiting %s", exc, awaited.describe())
+            return PokeReturnValue(is_done=False)
         self.log.info("%s", awaited.line(claims))
         return PokeReturnValue(is_done=awaited.met(claims), xcom_value=claims.to_dict())
 

@@ -22,6 +22,7 @@ from dogana_core.claims import NO_LIMIT, Claims, State
 from dogana_core.group import Group
 from dogana_provider.hooks.dogana import DoganaHook, claims_line
 from dogana_provider.operators.arguments import duration, instant, native, window_of
+from dogana_provider.receiver.receiver import UnknownTable
 
 
 @dataclass(frozen=True)
@@ -184,14 +185,20 @@ class ClaimsTrigger(BaseTrigger):
         hook = DoganaHook(self.receiver_conn_id)
         while True:
             now = datetime.now(UTC)
-            claims = await asyncio.to_thread(awaited.read, hook, now)
-            line = awaited.line(claims)
+            claims: Claims | None = None
+            try:
+                found = await asyncio.to_thread(awaited.read, hook, now)
+            except UnknownTable as exc:  # not registered yet: nothing to claim so far
+                line = f"{exc}; awaiting {awaited.describe()}"
+            else:
+                claims, line = found, awaited.line(found)
             self.log.info("%s", line)
-            if awaited.met(claims):
-                yield TriggerEvent({"status": "met", "claims": claims.to_dict(), "line": line})
+            wire = None if claims is None else claims.to_dict()
+            if claims is not None and awaited.met(claims):
+                yield TriggerEvent({"status": "met", "claims": wire, "line": line})
                 return
             if deadline is not None and now >= deadline:
-                yield TriggerEvent({"status": "timeout", "claims": claims.to_dict(), "line": line})
+                yield TriggerEvent({"status": "timeout", "claims": wire, "line": line})
                 return
             wait = self.poll_interval
             if deadline is not None:  # wake at the deadline rather than a poll later

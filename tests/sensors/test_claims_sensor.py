@@ -162,12 +162,13 @@ def deliver_once_running(
 def test_claims_sensor_waits_until_a_publication_meets_the_claims(
     airflow_home: Path, tmp_path: Path, receiver: tuple[str, DoganaHook], deferrable: bool
 ) -> None:
-    """Not met when the sensor starts; a delivery published while it waits (poking, or deferred
-    to ClaimsTrigger) meets it, and the task succeeds with the claims that met it."""
+    """Not even registered when the sensor starts; a delivery published while it waits (poking,
+    or deferred to ClaimsTrigger) meets it, and the task succeeds with the claims that met it."""
     conn_id, hook = receiver
     uid = uuid.uuid4().hex[:8]
     table = f"orders_{uid}"
-    hook.receiver.register(orders_contract(table))
+    # The receiver knows another table; this one is registered by the delivery it awaits.
+    hook.receiver.register(orders_contract(f"other_{uid}"))
     p = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=1)
     module = write_dag(
         airflow_home,
