@@ -17,14 +17,18 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.files import DeliveryWriter
-from dogana_provider.hooks.dogana import DoganaHook
+
+if TYPE_CHECKING:
+    # Not at import: conftest.py imports this module before pytest_configure points Airflow at
+    # the temporary AIRFLOW_HOME, and Airflow reads its configuration when first imported.
+    from dogana_provider.hooks.dogana import DoganaHook
 
 SCHEMA = pa.schema(
     [
