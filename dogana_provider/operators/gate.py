@@ -26,11 +26,12 @@ from typing import Any
 from airflow.sdk import BaseOperator, ObjectStoragePath
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
+from dogana_core.contract import Contract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.operators.arguments import native
+from dogana_provider.operators.arguments import contract_of, native
 from dogana_provider.receiver.receiver import Decision, Receiver
 
 LOCAL_PROTOCOLS = ("", "file", "local")
@@ -48,9 +49,17 @@ class GateOperator(BaseOperator):
         sidecar FILE.json (templated). Files are taken in name order; those already published
         are replays and passed over; the first new one is decided. Nothing new: the task skips.
     :param pattern: which files of the drop folder are deliveries (a glob, templated).
+    :param contract: the table's Contract, its wire dict or a path to its JSON, registered (or
+        evolved) before deciding: pushed deliveries have no plan task to register it (templated).
     """
 
-    template_fields: Sequence[str] = ("receiver_conn_id", "delivery", "drop_folder", "pattern")
+    template_fields: Sequence[str] = (
+        "receiver_conn_id",
+        "delivery",
+        "drop_folder",
+        "pattern",
+        "contract",
+    )
 
     def __init__(
         self,
@@ -59,9 +68,11 @@ class GateOperator(BaseOperator):
         delivery: Any = "{{ ti.xcom_pull(task_ids='extract') }}",
         drop_folder: str | None = None,
         pattern: str = "*",
+        contract: Contract | dict | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.contract = contract
         self.receiver_conn_id = receiver_conn_id
         self.delivery = None if drop_folder is not None else delivery
         self.drop_folder = drop_folder
@@ -69,6 +80,10 @@ class GateOperator(BaseOperator):
 
     def execute(self, context: Any) -> Any:
         receiver = DoganaHook(self.receiver_conn_id).receiver
+        if self.contract is not None:
+            contract = contract_of(self.contract)
+            receiver.register(contract)
+            self.log.info("%s: contract registered", contract.table)
         if self.drop_folder is not None:
             return self._from_drop_folder(receiver)
         delivery = native(self.delivery, "delivery")

@@ -142,7 +142,8 @@ def test_a_drop_folder_delivery_passes_the_same_gate(
     table = f"orders_{uid}"
     contract = orders_contract(table)
     hook = DoganaHook(conn_id)
-    hook.receiver.register(contract)
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(contract.to_json(), encoding="utf-8")
     folder = tmp_path / "drop"
     folder.mkdir()
 
@@ -165,7 +166,10 @@ def test_a_drop_folder_delivery_passes_the_same_gate(
 
         with dag:
             GateOperator(
-                task_id="gate", receiver_conn_id={conn_id!r}, drop_folder={str(folder)!r}
+                task_id="gate",
+                receiver_conn_id={conn_id!r},
+                drop_folder={str(folder)!r},
+                contract={str(contract_path)!r},  # no plan task registers it
             ) >> PublishOperator(task_id="publish", receiver_conn_id={conn_id!r}, table={table!r})
         """,
     )
