@@ -59,6 +59,19 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
             connection,
             f"CREATE INDEX IF NOT EXISTS {name} ON {dialect.quote(contract.table)} ({keys})",
         )
+    window = contract.window_column
+    if window is not None and window in dict(staged.columns):
+        # A replaced window deletes the published rows whose window value is in range: without
+        # an index, every window delivery would scan the whole table.
+        logical = dict(staged.columns)
+        name = dialect.quote(
+            "dogana_window_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20]
+        )
+        column = _index_column(dialect, window, logical.get(window))
+        _execute(
+            connection,
+            f"CREATE INDEX IF NOT EXISTS {name} ON {dialect.quote(contract.table)} ({column})",
+        )
 
 
 def _index_column(dialect: Dialect, column: str, logical: str | None) -> str:
@@ -170,7 +183,8 @@ class _Published:
         table instead (SQLite always does; PostgreSQL does whenever its statistics are missing
         or think a scan cheaper, 10x slower at a million rows). So on a one-column key,
         PostgreSQL is handed the staged keys as one array (= ANY(ARRAY(...)), an index scan
-        whatever the statistics) and SQLite an IN list it looks up in the index.
+        whatever the statistics) and SQLite an IN list it looks up in the index; MariaDB a join
+        (below). Other keys keep EXISTS.
         """
         where, params = self.staged_where(live=live)
         if len(key) == 1 and self.dialect.name in ("postgresql", "sqlite"):
@@ -181,6 +195,21 @@ class _Published:
             else:
                 matching = f"{self.target}.{column} IN ({staged})"
             _execute(self.connection, f"DELETE FROM {self.target} WHERE {matching}", params)
+            return
+        if self.dialect.name == "mysql":
+            # MariaDB runs a single-table DELETE's EXISTS (or IN) once per published row, each
+            # a scan of the staging table: 150 s for 2,000 keys against 200,000 rows. Its
+            # multi-table DELETE joins the distinct staged keys to the key index instead: 5 ms.
+            columns = ", ".join(f"s.{self.dialect.quote(k)}" for k in key)
+            joined = " AND ".join(
+                f"x.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
+            )
+            _execute(
+                self.connection,
+                f"DELETE {self.target} FROM {self.target} JOIN "
+                f"(SELECT DISTINCT {columns} FROM {self.source} s WHERE {where}) x ON {joined}",
+                params,
+            )
             return
         same = " AND ".join(
             f"s.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
