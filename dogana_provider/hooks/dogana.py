@@ -15,14 +15,13 @@ The hook never logs the connection's URI, login or password: only its id and its
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from airflow.providers.common.sql.hooks.sql import DbApiHook
 from airflow.sdk import BaseHook
 
-from dogana_core.claims import NO_LIMIT, Claims
-from dogana_core.group import Group
+from dogana_core.claims import Claims
 from dogana_core.ledger import Ledger
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
@@ -94,21 +93,6 @@ class DoganaHook(BaseHook):
                     )
                 found[table] = state.ledger
         return found
-
-    def claims(
-        self,
-        tables: str | Iterable[str],
-        *,
-        now: datetime | None = None,
-        limit: timedelta = NO_LIMIT,
-        windows: dict[str, Any] | None = None,
-    ) -> Claims:
-        """The claims of one table, or of several together (Group.claims), at now."""
-        names = [tables] if isinstance(tables, str) else list(tables)
-        ledgers = self.ledgers(names)
-        now = datetime.now(UTC) if now is None else now
-        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
-        return group.claims(ledgers, now, limit=limit, windows=windows)
 
 
 def claims_line(claims: Claims) -> str:
