@@ -160,3 +160,30 @@ def test_a_group_is_planned_read_gated_and_published_together(
             )
             Source(Path(sources[table][1])).put(2 + round_, f"{table} more")
     assert published(hook, tables[1]) == {1: f"{tables[1]} one", 2: f"{tables[1]} more"}
+
+
+def test_plan_reads_the_named_shape_when_a_delivery_is_needed(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """shape='full': a weekly job reads the whole table even where changes would be cheaper,
+    and a hard delete in the source leaves the published table with it."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+    source = Source(tmp_path / "source.json")
+    source.put(1, "one")
+    source.put(2, "two")
+    module = write_dag(
+        airflow_home,
+        f"plan_shape_{uid}",
+        pipeline(conn_id, table, contract_path, source, tmp_path, plan="shape='full',"),
+    )
+    assert set(states(module.dag.test()).values()) == {"success"}
+    rows = source.rows()
+    del rows[2]  # a hard delete: no tombstone will ever say so, only a full read
+    source.path.write_text(json.dumps(rows), encoding="utf-8")
+    run = module.dag.test()
+    assert set(states(run).values()) == {"success"}
+    assert xcom(run, "plan")["shape"] == "full"
+    assert published(DoganaHook(conn_id), table) == {1: "one"}
