@@ -36,8 +36,10 @@ def get_provider_info() -> dict[str, Any]:
                 "integration-name": INTEGRATION,
                 "python-modules": [
                     "dogana_provider.operators.plan",
+                    "dogana_provider.operators.extract",
                     "dogana_provider.operators.gate",
                     "dogana_provider.operators.publish",
+                    "dogana_provider.operators.freshness",
                 ],
             }
         ],
