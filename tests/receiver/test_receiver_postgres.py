@@ -71,7 +71,7 @@ def test_a_postgres_hook_selects_the_database(
         assert receiver.verify(source.table).head == receipt.publication_id
     finally:
         with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
-            for name in (source.table, f"s{uid}_tables", f"s{uid}_receipts"):
+            for name in (source.table, f"s{uid}_tables", f"s{uid}_receipts", f"s{uid}_staging"):
                 cursor.execute(f"DROP TABLE IF EXISTS {POSTGRES.quote(name)}")
 
 
