@@ -28,7 +28,9 @@ from urllib.parse import quote, urlsplit
 import psycopg
 import pytest
 
+from dogana_core.claims import Claims
 from dogana_core.gate import Receipt
+from dogana_core.group import Group
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
@@ -216,6 +218,20 @@ class Databases:
         from dogana_provider.hooks.dogana import DoganaHook
 
         return DoganaHook("dogana_default")
+
+    def claims(
+        self,
+        tables: str | Sequence[str],
+        *,
+        limit: timedelta = timedelta.max,
+        windows: dict[str, Any] | None = None,
+    ) -> Claims:
+        """The claims of one table, or of several taken together (Group.claims), now; every
+        ledger read in one committed state."""
+        names = [tables] if isinstance(tables, str) else list(tables)
+        ledgers = self.hook.ledgers(names)
+        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+        return group.claims(ledgers, datetime.now(UTC), limit=limit, windows=windows)
 
     def published(self, table: str, columns: Sequence[str]) -> set[tuple[Any, ...]]:
         """The published rows, projected on columns, read with the ledger in one transaction."""

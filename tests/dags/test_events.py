@@ -47,7 +47,7 @@ def test_events_are_appended_once_each(databases: Databases, airflow_home: Path)
     # The first append starts at the contract's start_at: the history the source keeps.
     assert appended.since == example.EVENTS.start_at and appended.rows == 3
     assert published(databases) == source_events(databases)
-    assert databases.hook.claims("events").exact_as_of == appended.produced_at
+    assert databases.claims("events").exact_as_of == appended.produced_at
 
     record(databases, ("click", "home"), ("buy", "cart"))
     second = databases.run(example.dag)
@@ -57,7 +57,7 @@ def test_events_are_appended_once_each(databases: Databases, airflow_home: Path)
     assert next_append.since == appended.produced_at and next_append.rows == 2
     assert published(databases) == source_events(databases)
     assert sum(published(databases).values()) == 5
-    claims = databases.hook.claims("events", limit=timedelta(hours=1))
+    claims = databases.claims("events", limit=timedelta(hours=1))
     assert claims.state == "complete" and claims.exact_as_of == next_append.produced_at
 
     # The same append gated and published again is a replay: the events are not appended twice.

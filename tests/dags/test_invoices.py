@@ -94,7 +94,7 @@ def test_invoices_and_lines_are_exact_at_one_instant_for_the_report(
     instant = manifests[0].produced_at
     assert manifests[1].produced_at == instant, "one snapshot, one produced_at"
     assert published_state(databases) == source_state(databases)
-    assert databases.hook.claims(["invoices", "invoice_lines"]).exact_as_of == instant
+    assert databases.claims(["invoices", "invoice_lines"]).exact_as_of == instant
     report = xcom(first, "report")
     assert report == {"exact_as_of": instant.isoformat(), "totals": source_totals(databases)}
 
@@ -113,7 +113,7 @@ def test_invoices_and_lines_are_exact_at_one_instant_for_the_report(
     assert (lines.shape, lines.rows) == ("full", 4)
     assert invoices.produced_at == lines.produced_at
     assert published_state(databases) == source_state(databases)
-    exact = databases.hook.claims(["invoices", "invoice_lines"]).exact_as_of
+    exact = databases.claims(["invoices", "invoice_lines"]).exact_as_of
     assert exact == lines.produced_at
     assert (
         xcom(second, "report")["totals"] == source_totals(databases) == {"ada": 1350, "edsger": 750}

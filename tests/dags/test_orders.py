@@ -59,7 +59,7 @@ def soft_delete(databases: Databases, order_id: int) -> None:
 
 
 def exact_at(databases: Databases) -> datetime | None:
-    return databases.hook.claims("orders").exact_as_of
+    return databases.claims("orders").exact_as_of
 
 
 def test_orders_daily_changes_and_weekly_full(databases: Databases, airflow_home: Path) -> None:

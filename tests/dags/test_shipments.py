@@ -70,9 +70,9 @@ def test_the_window_is_read_whole_then_by_its_changes(
     whole = Manifest.from_dict(xcom(first, "extract")["manifest"])
     assert whole.shape == "last_30_days" and whole.window == (low, today)
     assert published(databases) == in_window(databases, low)  # 1, 2 and 3; not 4
-    inside = databases.hook.claims("shipments", windows={"shipments": (low, today)})
+    inside = databases.claims("shipments", windows={"shipments": (low, today)})
     assert inside.exact_as_of == whole.produced_at
-    assert databases.hook.claims("shipments").state == "unknown"  # outside: nothing proven
+    assert databases.claims("shipments").state == "unknown"  # outside: nothing proven
 
     # A new shipment, a corrected weight, a late commit stamped before the last read, and a
     # shipment deleted from the source.
@@ -90,7 +90,7 @@ def test_the_window_is_read_whole_then_by_its_changes(
     deleted = (3, low, 300)
     assert published(databases) == in_window(databases, low) | {deleted}
     # The claims say what a changes read cannot prove: deletions only as of the whole read.
-    claims = databases.hook.claims("shipments", windows={"shipments": (low, today)})
+    claims = databases.claims("shipments", windows={"shipments": (low, today)})
     assert claims.state == "patched" and claims.exact_as_of is None
     assert claims.complete_as_of == changes.produced_at
     assert claims.deletions_as_of == whole.produced_at
