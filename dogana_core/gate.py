@@ -49,6 +49,14 @@ from dogana_core.wire import (
 )
 
 CORE_CHECKS = ("manifest", "receiver_time", "transition")
+"""The gate's own checks, in the order it runs them."""
+
+TOGETHER = "together"
+"""The joint check's name on every receipt of a group delivery (dogana_core.group)."""
+
+RESERVED_CHECKS = (*CORE_CHECKS, TOGETHER)
+"""The spec's core check names: no receiver outcome may take one, since a receipt carrying a
+passed together check names the group it was accepted with."""
 
 
 @dataclass(frozen=True)
@@ -235,8 +243,8 @@ class Gate:
         """Decide a delivery: the core checks, the receiver's outcomes, then the joint checks."""
         now = utc(now, "Gate now")
         core, after = _core(ledger, manifest, now)
-        received = _receiver_checks(outcomes, "outcomes")
-        together = _receiver_checks(joint, "joint")
+        received = _receiver_checks(outcomes, "outcomes", RESERVED_CHECKS)
+        together = _receiver_checks(joint, "joint", CORE_CHECKS)
         checks = (*core, *received, *together)
         if after is None or not all(check.passed for check in checks):
             return Gate.reject(ledger, manifest, checks, now=now, source=source)
@@ -308,13 +316,15 @@ def _core(
     return (fits, on_time, transition), after
 
 
-def _receiver_checks(checks: Iterable[Check], what: str) -> tuple[Check, ...]:
+def _receiver_checks(
+    checks: Iterable[Check], what: str, reserved: tuple[str, ...]
+) -> tuple[Check, ...]:
     checks = tuple(checks)
     for check in checks:
         if not isinstance(check, Check):
             raise InvalidContract(
                 f"Gate.evaluate {what}: expected Check values, got {type(check).__name__}"
             )
-        if check.name in CORE_CHECKS:
+        if check.name in reserved:
             raise InvalidContract(f"Gate.evaluate {what}: {check.name!r} is a core check's name")
     return checks

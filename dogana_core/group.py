@@ -39,6 +39,7 @@ from typing import Any, TypeVar
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.contract import Contract
 from dogana_core.errors import InvalidContract, PlanningError
+from dogana_core.gate import TOGETHER as TOGETHER
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
@@ -53,9 +54,6 @@ from dogana_core.region import Region
 from dogana_core.values import DATETIME_MAX, utc
 
 T = TypeVar("T")
-
-TOGETHER = "together"
-"""The joint check's name on every receipt of a group delivery."""
 
 _DIGEST = re.compile(r"\bdigest ([0-9a-f]{64})\b")
 

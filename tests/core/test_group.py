@@ -22,6 +22,7 @@ from planning_fixtures import (
 from dogana_core import Contract, InvalidContract, Manifest, PlanningError, Shape
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import (
+    TOGETHER,
     Group,
     check_disjoint,
     plan_together,
@@ -316,6 +317,15 @@ def test_a_manifest_accepted_alone_is_a_new_decision() -> None:
     alone = [Gate.evaluate(ledgers[t], m, now=at(6)) for t, m in manifests.items()]
     assert all(r.accepted for r in alone)
     assert group.replay(manifests, alone) is None
+
+
+def test_a_receiver_check_named_together_cannot_pass_for_a_group_acceptance() -> None:
+    """together is a core check's name: a receipt accepted alone cannot carry it."""
+    _, ledgers, manifests = group_delivery(at(5))
+    forged = Check(TOGETHER, True, f"digest {together_digest(manifests.values())}")
+    for table, manifest in manifests.items():
+        with pytest.raises(InvalidContract, match="core check"):
+            Gate.evaluate(ledgers[table], manifest, (forged,), now=at(6))
 
 
 def test_a_group_with_another_companion_is_a_new_decision() -> None:

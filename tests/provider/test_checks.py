@@ -142,9 +142,10 @@ def test_names_are_fixed_once_one_per_fact() -> None:
 
 
 def test_names_never_take_a_core_checks_name() -> None:
-    from dogana_core.gate import CORE_CHECKS
+    from dogana_core.gate import RESERVED_CHECKS
 
-    assert not set(CheckName) & set(CORE_CHECKS)
+    assert set(RESERVED_CHECKS) == {"manifest", "receiver_time", "transition", "together"}
+    assert not set(CheckName) & set(RESERVED_CHECKS)
 
 
 def test_an_honest_delivery_passes_every_check_it_calls_for(
