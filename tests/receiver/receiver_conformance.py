@@ -21,6 +21,8 @@ import pytest
 from receiver_deliveries import (
     NOW,
     SCHEMA,
+    EventsSource,
+    LogSource,
     Source,
     at,
     day,
@@ -931,3 +933,70 @@ class ReceiverConformance:
         source.put(40, 9, "forty", at(9))
         self.publish_checked(receiver, source, source.full(at(10)))
         assert receiver.verify(source.table).publications == 5
+
+    def test_scripted_sequence_history_publishes_what_the_source_held(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        """Full and log reads by an integer position: upserts and tombstones, then a full read."""
+        source = LogSource(f"seq_{uid}", tmp_path)
+        receiver.register(source.contract)
+
+        def deliver(delivery: tuple[Path, Any]) -> None:
+            receipt = receiver.receive(*delivery)
+            assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+            assert receiver.verify(source.table).head == receipt.publication_id
+            with receiver.read(source.table) as snapshot:
+                names = snapshot.columns
+                rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+            assert {r["id"]: (r["lsn"], r["v"]) for r in rows} == source.expected()
+            assert snapshot.ledger.generation == source.position
+
+        for id_ in range(1, 11):
+            source.put(id_, f"v{id_}")
+        deliver(source.full(at(1)))
+        read = source.position
+        source.put(3, "three")
+        source.delete(7)
+        source.put(11, "eleven")
+        deliver(source.log(read, at(2)))
+        read = source.position
+        source.put(11, "eleven again")
+        source.delete(1)
+        source.put(1, "one reborn")
+        source.delete(4)
+        deliver(source.log(read, at(3)))
+        source.delete(11)
+        source.put(12, "twelve")
+        deliver(source.full(at(4)))
+        assert receiver.verify(source.table).publications == 4
+
+    def test_scripted_append_history_publishes_what_the_source_held(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        """Keyless appends, and a window read replacing a corrected day, duplicates kept."""
+        source = EventsSource(f"events_{uid}", tmp_path)
+        receiver.register(source.contract)
+
+        def deliver(delivery: tuple[Path, Any]) -> None:
+            receipt = receiver.receive(*delivery)
+            assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+            assert receiver.verify(source.table).head == receipt.publication_id
+            with receiver.read(source.table) as snapshot:
+                names = snapshot.columns
+                rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+            assert sorted((str(r["day"])[:10], r["what"]) for r in rows) == source.expected()
+
+        source.add(1, "a", at(1))
+        source.add(1, "a", at(1))
+        source.add(2, "b", at(1))
+        deliver(source.append(source.contract.start_at, at(2)))
+        source.add(2, "c", at(3))
+        source.add(3, "d", at(3))
+        deliver(source.append(at(2), at(4)))
+        source.drop_day(2)
+        source.add(2, "b corrected", at(5))
+        source.add(2, "b corrected", at(5))
+        # The last step: after it, day 2 and the rest are complete as of different instants,
+        # and an append must start where every region it covers ends (Transitions 3).
+        deliver(source.window(2, 2, at(6)))
+        assert receiver.verify(source.table).publications == 3

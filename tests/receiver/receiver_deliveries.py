@@ -160,3 +160,102 @@ class Source:
 
     def expected(self) -> dict[int, tuple[str, str]]:
         return {id_: (row["name"], row["day"].isoformat()) for id_, row in self.rows.items()}
+
+
+LOG_SCHEMA = pa.schema(
+    [("id", pa.int64()), ("lsn", pa.int64()), ("v", pa.string()), ("deleted", pa.bool_())]
+)
+
+
+@dataclass
+class LogSource:
+    """The sequence source: live rows by id, each at the log position of its last change.
+
+    A delete is a log entry too: a tombstone at its own position, read by the log reads after it
+    unless the key lives again (a read carries each key once, in its latest state).
+    """
+
+    table: str
+    directory: Path
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    tombstones: list[dict[str, Any]] = field(default_factory=list)
+    position: int = 0
+
+    @property
+    def contract(self) -> Contract:
+        return sequence_contract(self.table)
+
+    def put(self, id_: int, v: str) -> None:
+        self.position += 1
+        self.rows[id_] = {"id": id_, "lsn": self.position, "v": v, "deleted": False}
+
+    def delete(self, id_: int) -> None:
+        self.position += 1
+        del self.rows[id_]
+        self.tombstones = [row for row in self.tombstones if row["id"] != id_]
+        self.tombstones.append({"id": id_, "lsn": self.position, "deleted": True})
+
+    def full(self, t: datetime) -> tuple[Path, Manifest]:
+        rows = sorted(self.rows.values(), key=lambda row: row["id"])
+        path = write(self.directory, rows, LOG_SCHEMA)
+        return path, self.contract.manifest(
+            "full", t, rows=len(rows), generation=self.position, content_hash=sha256(path)
+        )
+
+    def log(self, since: int, t: datetime) -> tuple[Path, Manifest]:
+        """The log entries after position since, up to the current position."""
+        live = [row for row in self.rows.values() if row["lsn"] > since]
+        dead = [r for r in self.tombstones if r["lsn"] > since and r["id"] not in self.rows]
+        path = write(self.directory, live + dead, LOG_SCHEMA)
+        return path, self.contract.manifest(
+            "log",
+            t,
+            since=since,
+            generation=self.position,
+            rows=len(live),
+            tombstones=len(dead),
+            content_hash=sha256(path),
+        )
+
+    def expected(self) -> dict[int, tuple[int, str]]:
+        return {id_: (row["lsn"], row["v"]) for id_, row in self.rows.items()}
+
+
+EVENTS_SCHEMA = pa.schema([("day", pa.date32()), ("what", pa.string())])
+
+
+@dataclass
+class EventsSource:
+    """The keyless events source: rows with no key, each noted with the time it was written."""
+
+    table: str
+    directory: Path
+    events: list[tuple[datetime, dict[str, Any]]] = field(default_factory=list)
+
+    @property
+    def contract(self) -> Contract:
+        return events_contract(self.table)
+
+    def add(self, day_: int, what: str, t: datetime) -> None:
+        self.events.append((t, {"day": day(day_), "what": what}))
+
+    def drop_day(self, day_: int) -> None:
+        """Rows of a day corrected at the source: a window read replaces them."""
+        self.events = [(t, row) for t, row in self.events if row["day"] != day(day_)]
+
+    def append(self, since: datetime, t: datetime) -> tuple[Path, Manifest]:
+        rows = [row for written, row in self.events if since < written <= t]
+        path = write(self.directory, rows, EVENTS_SCHEMA)
+        return path, self.contract.manifest(
+            "append", t, since=since, rows=len(rows), content_hash=sha256(path)
+        )
+
+    def window(self, low: int, high: int, t: datetime) -> tuple[Path, Manifest]:
+        rows = [row for _, row in self.events if day(low) <= row["day"] <= day(high)]
+        path = write(self.directory, rows, EVENTS_SCHEMA)
+        return path, self.contract.manifest(
+            "window", t, window=(day(low), day(high)), rows=len(rows), content_hash=sha256(path)
+        )
+
+    def expected(self) -> list[tuple[str, str]]:
+        return sorted((row["day"].isoformat(), row["what"]) for _, row in self.events)
