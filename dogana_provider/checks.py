@@ -262,6 +262,21 @@ def column_types(
     )
 
 
+def uncheckable(reason: object) -> Check:
+    """The rows could not be checked at all (the contract cannot plan them): a refusal."""
+    return _check(CheckName.ROWS, False, f"cannot check the rows: {reason}")
+
+
+def replayed_over_other_bytes(manifest: Manifest, sha256: str | None) -> Check:
+    """A manifest already accepted, delivered again over bytes its content_hash does not match."""
+    return _check(
+        CheckName.CONTENT_HASH,
+        False,
+        f"manifest {manifest.identity} was accepted for other bytes: the file's bytes hash to "
+        f"{sha256}, the manifest declares {manifest.content_hash}",
+    )
+
+
 def content_hash(staged: Staged, manifest: Manifest) -> Check:
     """The file's bytes, hashed as they were read, hash to content_hash."""
     if staged.sha256 is None:

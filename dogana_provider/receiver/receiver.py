@@ -42,7 +42,6 @@ from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.checks import CheckName
 from dogana_provider.receiver.actions import (
     add_missing_columns,
     create_published,
@@ -309,12 +308,7 @@ class Receiver:
         """Step 1: the original acceptance replayed, unless the declared bytes differ."""
         if manifest.content_hash is None or manifest.content_hash == sha256:
             return original.replay()
-        refused = Check(
-            str(CheckName.CONTENT_HASH),
-            False,
-            f"manifest {manifest.identity} was accepted for other bytes: the file's bytes hash to "
-            f"{sha256}, the manifest declares {manifest.content_hash}",
-        )
+        refused = checks.replayed_over_other_bytes(manifest, sha256)
         return self._reject(state.ledger, manifest, (refused,), now)
 
     def _reject(
@@ -365,7 +359,7 @@ class Receiver:
         except InvalidContract as exc:
             # checks.verify plans from the shape; a manifest naming no shape of the contract is
             # refused by preflight first, so this is a contract that changed under us.
-            found = [Check(str(CheckName.ROWS), False, f"cannot check the rows: {exc}")]
+            found = [checks.uncheckable(exc)]
         return Gate.evaluate(state.ledger, manifest, found, now=now, source=self.source)
 
     def _decide_again(
@@ -377,12 +371,7 @@ class Receiver:
         if original is not None:
             if manifest.content_hash is None or manifest.content_hash == staged.sha256:
                 return original.replay()
-            refused = Check(
-                str(CheckName.CONTENT_HASH),
-                False,
-                f"manifest {manifest.identity} was accepted for other bytes: the file's bytes "
-                f"hash to {staged.sha256}, the manifest declares {manifest.content_hash}",
-            )
+            refused = checks.replayed_over_other_bytes(manifest, staged.sha256)
             return Gate.reject(state.ledger, manifest, (refused,), now=now, source=self.source)
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):

@@ -26,7 +26,6 @@ from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.checks import CheckName
 from dogana_provider.receiver.actions import add_missing_columns, execute_plan
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.store import TableState
@@ -216,12 +215,7 @@ def _reject_all(
     for table in group.tables:
         manifest = manifests[table]
         if table in refused:
-            check = Check(
-                str(CheckName.CONTENT_HASH),
-                False,
-                f"manifest {manifest.identity} was accepted for other bytes: the file's bytes "
-                f"hash to {refused[table]}, the manifest declares {manifest.content_hash}",
-            )
+            check = checks.replayed_over_other_bytes(manifest, refused[table])
         else:
             check = Check(
                 TOGETHER,
