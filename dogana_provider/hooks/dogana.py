@@ -25,6 +25,7 @@ from dogana_core.claims import Claims
 from dogana_core.ledger import Ledger
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
+from dogana_provider.sql import declared_types
 
 
 class DoganaHook(BaseHook):
@@ -79,11 +80,19 @@ class DoganaHook(BaseHook):
         """The ledgers of tables, read in ONE read transaction: one committed state.
 
         Separate reads could straddle a group's commit and show two tables at different instants
-        (The receiver, what it owes 4).
+        (The receiver, what it owes 4). A table not registered raises UnknownTable, also in a
+        database where no table was ever registered (the receiver's own tables are made by the
+        first registration), so a sensor or a freshness check waits or reports instead of
+        failing on a missing table.
         """
         receiver = self.receiver
         found: dict[str, Ledger] = {}
         with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            if not declared_types(connection, receiver.dialect, f"{self.prefix}_tables"):
+                raise UnknownTable(
+                    f"no contract is registered in receiver {self.receiver_conn_id!r}: no table "
+                    "was ever registered there"
+                )
             for table in tables:
                 state = receiver.store.state(connection, table)
                 if state is None:

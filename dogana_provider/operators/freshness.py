@@ -158,7 +158,7 @@ class FreshnessOperator(BaseOperator):
         results = []
         for table, options in self._tables().items():
             try:
-                ledger: Ledger | None = hook.receiver.ledger(table)
+                ledger: Ledger | None = hook.ledgers([table])[table]
             except UnknownTable:
                 ledger = None
             window = options.get("window")

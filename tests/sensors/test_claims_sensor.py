@@ -199,3 +199,25 @@ def test_claims_sensor_waits_until_a_publication_meets_the_claims(
         later.join()
     assert states(run) == {"wait": "success"}
     assert Claims.from_dict(xcom(run, "wait")).exact_as_of == p
+
+
+def test_a_receiver_that_never_registered_a_table_is_awaited_in_both_modes(
+    airflow_home: Path, receiver: tuple[str, DoganaHook]
+) -> None:
+    """A fresh receiver database has not even its own tables yet: the sensor waits, in both
+    modes, until its timeout (here a soft fail), instead of failing on a database error."""
+    conn_id, _ = receiver
+    uid = uuid.uuid4().hex[:8]
+    at = datetime.now(UTC).isoformat()
+    wait = f"tables='orders', exact_at={at!r}, soft_fail=True, poke_interval=0.3, timeout=1"
+    module = write_dag(
+        airflow_home,
+        f"sensors_fresh_{uid}",
+        sensor_dag(
+            f"sensors_fresh_{uid}",
+            conn_id,
+            {"poke": wait, "deferred": f"{wait}, deferrable=True"},
+        ),
+    )
+    run = module.dag.test()
+    assert states(run) == {"poke": "skipped", "deferred": "skipped"}
