@@ -37,7 +37,8 @@ class PlanDeliveryOperator(BaseOperator):
     :param table: the table, checked against the contract's; optional.
     :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
     :param shape: read this shape when a delivery is needed (next_extraction), instead of the
-        cheapest shape the planner finds; a scheduled job's routine read.
+        cheapest shape the planner finds; a scheduled job's routine read (templated: a rendering
+        of "" or "None" is no shape, so "{{ dag_run.conf.get('shape') }}" picks one by hand).
     :param fresh_as_of: the table must be complete as of this instant (templated).
     :param max_age: the table must be complete as of now - max_age (timedelta or seconds).
     :param exact_at: the table must be exact at this instant: both dates at it (templated).
@@ -53,6 +54,7 @@ class PlanDeliveryOperator(BaseOperator):
         "contract",
         "table",
         "receiver_conn_id",
+        "shape",
         "fresh_as_of",
         "exact_at",
         "deletions_as_of",
@@ -125,8 +127,9 @@ class PlanDeliveryOperator(BaseOperator):
             raise AirflowSkipException(
                 f"{contract.table}: claims suffice ({claims_line(claims)}); nothing to deliver"
             )
-        if self.shape is not None:
-            request = next_extraction(ledger, self.shape, request.until, window=window)
+        shape = _shape(self.shape)
+        if shape is not None:
+            request = next_extraction(ledger, shape, request.until, window=window)
         self.log.info("%s: plan %s", contract.table, _request_line(request))
         return request.to_dict()
 
@@ -179,6 +182,12 @@ class PlanDeliveryOperator(BaseOperator):
         for request in requests:
             self.log.info("group %s: plan %s", names, _request_line(request))
         return [request.to_dict() for request in requests]
+
+
+def _shape(value: Any) -> str | None:
+    """The shape asked for, or None; a template rendering nothing renders "" or "None"."""
+    text = None if value is None else str(value).strip()
+    return None if text in (None, "", "None") else text
 
 
 def _requirement_line(requirement: Requirement) -> str:

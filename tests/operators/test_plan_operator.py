@@ -165,8 +165,8 @@ def test_a_group_is_planned_read_gated_and_published_together(
 def test_plan_reads_the_named_shape_when_a_delivery_is_needed(
     airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
 ) -> None:
-    """shape='full': a weekly job reads the whole table even where changes would be cheaper,
-    and a hard delete in the source leaves the published table with it."""
+    """shape='full', here templated from params: a weekly job reads the whole table even where
+    changes would be cheaper, and a hard delete in the source leaves the published table with it."""
     conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
     table = f"orders_{uid}"
     contract_path = tmp_path / "orders.contract.json"
@@ -177,7 +177,14 @@ def test_plan_reads_the_named_shape_when_a_delivery_is_needed(
     module = write_dag(
         airflow_home,
         f"plan_shape_{uid}",
-        pipeline(conn_id, table, contract_path, source, tmp_path, plan="shape='full',"),
+        pipeline(
+            conn_id,
+            table,
+            contract_path,
+            source,
+            tmp_path,
+            plan="shape='{{ params.shape }}', params={'shape': 'full'},",
+        ),
     )
     assert set(states(module.dag.test()).values()) == {"success"}
     rows = source.rows()
