@@ -229,6 +229,15 @@ MARIADB = Dialect(
 )
 
 
+def execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
+    """Run one statement that returns no rows on a DB-API connection, closing its cursor."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+    finally:
+        cursor.close()
+
+
 def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, str]:
     """Each column of a table with the type its database declares for it, as its catalog says.
 

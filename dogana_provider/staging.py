@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from dogana_core.contract import Contract
 from dogana_provider.files import Column, DeliveredFile, UnreadableFile
-from dogana_provider.sql import Dialect
+from dogana_provider.sql import Dialect, execute
 
 ROW_COLUMN = "_dogana_row"
 
@@ -113,11 +113,7 @@ def stage_file(
 
 def drop(connection: Any, dialect: Dialect, table: str) -> None:
     """Drop a staging table; one already gone (a sweep, a retried drop) is no error."""
-    cursor = connection.cursor()
-    try:
-        cursor.execute(f"DROP TABLE IF EXISTS {dialect.quote(table)}")
-    finally:
-        cursor.close()
+    execute(connection, f"DROP TABLE IF EXISTS {dialect.quote(table)}")
 
 
 def _create(
@@ -125,11 +121,7 @@ def _create(
 ) -> None:
     columns = [f"{dialect.quote(ROW_COLUMN)} {dialect.column_type('int')} NOT NULL"]
     columns += [f"{dialect.quote(name)} {dialect.column_type(kind)}" for name, kind in types]
-    cursor = connection.cursor()
-    try:
-        cursor.execute(f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
-    finally:
-        cursor.close()
+    execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
 
 
 def _insert(

@@ -27,7 +27,7 @@ from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
-from dogana_provider.sql import Dialect
+from dogana_provider.sql import Dialect, execute
 from dogana_provider.staging import Staged
 
 
@@ -46,7 +46,7 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
         f"{dialect.quote(name)} {dialect.column_type(kind)}"
         for name, kind in published_columns(staged, contract)
     )
-    _execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
+    execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
     if contract.keyed:
         # Upserts, tombstones and replaced windows find published rows by key: without an
         # index, a small changes delivery would scan the whole table.
@@ -55,7 +55,7 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
         name = dialect.quote(
             "dogana_key_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20]
         )
-        _execute(
+        execute(
             connection,
             f"CREATE INDEX IF NOT EXISTS {name} ON {dialect.quote(contract.table)} ({keys})",
         )
@@ -68,7 +68,7 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
             "dogana_window_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20]
         )
         column = _index_column(dialect, window, logical.get(window))
-        _execute(
+        execute(
             connection,
             f"CREATE INDEX IF NOT EXISTS {name} ON {dialect.quote(contract.table)} ({column})",
         )
@@ -88,7 +88,7 @@ def add_missing_columns(
     have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
-            _execute(
+            execute(
                 connection,
                 f"ALTER TABLE {dialect.quote(contract.table)} ADD COLUMN "
                 f"{dialect.quote(name)} {dialect.column_type(kind)}",
@@ -135,7 +135,7 @@ class _Published:
     def run(self, action: Action) -> None:
         kind = action.operation
         if kind is ActionKind.REPLACE_ALL:
-            _execute(self.connection, f"DELETE FROM {self.target}")
+            execute(self.connection, f"DELETE FROM {self.target}")
             self.insert_live()
         elif kind is ActionKind.REPLACE_WINDOW:
             self.delete_window(action)
@@ -156,7 +156,7 @@ class _Published:
         names = ", ".join(self.dialect.quote(name) for name, _ in self.columns)
         selected = ", ".join(f"s.{self.dialect.quote(name)}" for name, _ in self.columns)
         where, params = self.staged_where(live=True)
-        _execute(
+        execute(
             self.connection,
             f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
             f"WHERE {where}",
@@ -169,7 +169,7 @@ class _Published:
         logical = str(self.contract.type_of(window))
         column = self.dialect.ordered(f"{self.target}.{self.dialect.quote(window)}", logical)
         low, high = (self.dialect.bind(logical, bound) for bound in action.window)
-        _execute(
+        execute(
             self.connection,
             f"DELETE FROM {self.target} WHERE {column} >= {self.p} AND {column} <= {self.p}",
             (low, high),
@@ -194,7 +194,7 @@ class _Published:
                 matching = f"{self.target}.{column} = ANY (ARRAY({staged}))"
             else:
                 matching = f"{self.target}.{column} IN ({staged})"
-            _execute(self.connection, f"DELETE FROM {self.target} WHERE {matching}", params)
+            execute(self.connection, f"DELETE FROM {self.target} WHERE {matching}", params)
             return
         if self.dialect.name == "mysql":
             # MariaDB runs a single-table DELETE's EXISTS (or IN) once per published row, each
@@ -204,7 +204,7 @@ class _Published:
             joined = " AND ".join(
                 f"x.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
             )
-            _execute(
+            execute(
                 self.connection,
                 f"DELETE {self.target} FROM {self.target} JOIN "
                 f"(SELECT DISTINCT {columns} FROM {self.source} s WHERE {where}) x ON {joined}",
@@ -214,17 +214,9 @@ class _Published:
         same = " AND ".join(
             f"s.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
         )
-        _execute(
+        execute(
             self.connection,
             f"DELETE FROM {self.target} WHERE EXISTS "
             f"(SELECT 1 FROM {self.source} s WHERE {same} AND {where})",
             params,
         )
-
-
-def _execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-    finally:
-        cursor.close()

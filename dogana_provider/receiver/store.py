@@ -35,7 +35,7 @@ from dogana_core.errors import InconsistentPublication
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_provider.receiver.transactions import streaming_cursor
-from dogana_provider.sql import Dialect
+from dogana_provider.sql import Dialect, execute
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
 
@@ -132,7 +132,7 @@ class Store:
         return TableState(table, Ledger.from_json(row[0]))
 
     def insert_table(self, connection: Any, ledger: Ledger) -> None:
-        _execute(
+        execute(
             connection,
             f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
             f"VALUES ({self.p}, {self.p}, {self.p}, {self.p})",
@@ -140,7 +140,7 @@ class Store:
         )
 
     def update_table(self, connection: Any, ledger: Ledger) -> None:
-        _execute(
+        execute(
             connection,
             f"UPDATE {self.tables} SET contract = {self.p}, ledger = {self.p}, "
             f"publication_id = {self.p} WHERE table_name = {self.p}",
@@ -162,7 +162,7 @@ class Store:
         ) or (0, 0)
         accepted = receipt.outcome is Outcome.ACCEPTED
         identity = receipt.manifest.identity
-        _execute(
+        execute(
             connection,
             f"INSERT INTO {self.receipts} (table_name, seq, publication, manifest_identity, "
             f"accepted_identity, outcome, receipt) VALUES "
@@ -211,7 +211,7 @@ class Store:
 
     def add_staging(self, connection: Any, staging: str, table: str, created_at: str) -> None:
         """Note a staging table before creating it: a crash after the CREATE leaves it found."""
-        _execute(
+        execute(
             connection,
             f"INSERT INTO {self.staging} (staging_table, table_name, created_at, recorded) "
             f"VALUES ({self.p}, {self.p}, {self.p}, 0)",
@@ -223,14 +223,14 @@ class Store:
 
         Called in the transaction that saves the receipt, so the mark commits with it.
         """
-        _execute(
+        execute(
             connection,
             f"UPDATE {self.staging} SET recorded = 1 WHERE staging_table = {self.p}",
             (staging,),
         )
 
     def remove_staging(self, connection: Any, staging: str) -> None:
-        _execute(
+        execute(
             connection, f"DELETE FROM {self.staging} WHERE staging_table = {self.p}", (staging,)
         )
 
@@ -287,17 +287,9 @@ class Store:
         return Verified(table, counted["receipts"], counted["publications"], head)
 
 
-def _execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-    finally:
-        cursor.close()
-
-
 def _execute_all(connection: Any, statements: list[str]) -> None:
     for sql in statements:
-        _execute(connection, sql)
+        execute(connection, sql)
 
 
 def _one(connection: Any, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
