@@ -767,6 +767,35 @@ def test_contract_identity_is_stable_across_equivalent_utc_offsets(
     assert again == value and again.identity == value.identity
 
 
+def at_offset(document: Any, hours: int) -> Any:
+    """The wire document with every $datetime tag written at another UTC offset, or None when an
+    instant falls outside Python's range there."""
+    if isinstance(document, list):
+        return [at_offset(item, hours) for item in document]
+    if not isinstance(document, dict):
+        return document
+    if set(document) == {"$datetime"}:
+        moved = shifted(datetime.fromisoformat(document["$datetime"]), hours)
+        assume(moved is not None)
+        assert moved is not None
+        return {"$datetime": moved.isoformat()}
+    return {name: at_offset(value, hours) for name, value in document.items()}
+
+
+@settings(max_examples=150)
+@given(wire_values(), st.integers(min_value=-12, max_value=14))
+def test_identity_is_stable_across_equivalent_utc_offsets_on_the_wire(
+    value: Wire, hours: int
+) -> None:
+    """A sender may write its datetimes at any offset: the value read is the same instant, with
+    the same identity, and it writes itself back in UTC."""
+    document = at_offset(value.to_dict(), hours)
+    read = type(value).from_json(json.dumps(document))
+    assert read == value
+    assert read.identity == value.identity
+    assert read.to_dict() == value.to_dict()
+
+
 @settings(max_examples=150)
 @given(manifests(), st.integers(min_value=-12, max_value=14))
 def test_manifest_identity_is_stable_across_equivalent_utc_offsets(
