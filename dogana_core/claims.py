@@ -124,14 +124,7 @@ class RegionClaim(Wire):
         if not check_text(self.table, "RegionClaim.table"):
             raise InvalidContract("RegionClaim.table: names the table the region belongs to")
         # Region checks the canonical form and the dates, and normalises them.
-        region = Region(
-            self.low,
-            self.high,
-            self.low_open,
-            self.high_open,
-            self.complete_as_of,
-            self.deletions_as_of,
-        )
+        region = self.region
         for name in ("low", "high", "complete_as_of", "deletions_as_of"):
             object.__setattr__(self, name, getattr(region, name))
         try:
