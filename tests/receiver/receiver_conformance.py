@@ -68,6 +68,23 @@ UNSTORABLE: dict[str, pa.Array] = {
 }
 
 
+def a_hook_selects_the_database(
+    hook: Any, dialect: Dialect, uid: str, tmp_path: Path, drop_tables: Callable[[], None]
+) -> None:
+    """A receiver made from a common-sql hook runs on the hook's database, then drops its tables."""
+    receiver = Receiver.from_hook(hook, prefix=f"s{uid}", clock=lambda: NOW)
+    assert receiver.dialect is dialect
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    source.put(1, 1, "one", at(1))
+    try:
+        receipt = receiver.receive(*source.full(at(2)))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        assert receiver.verify(source.table).head == receipt.publication_id
+    finally:
+        drop_tables()
+
+
 class FaultyConnection:
     """A real connection whose cursor raises right after a statement containing ``needle`` ran.
 

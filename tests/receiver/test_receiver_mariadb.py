@@ -11,11 +11,8 @@ from urllib.parse import urlsplit
 import MySQLdb
 import pyarrow as pa
 import pytest
-from receiver_conformance import Connect, ReceiverConformance
-from receiver_deliveries import NOW, Source, at
+from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
 
-from dogana_core.gate import Outcome
-from dogana_provider.receiver import Receiver
 from dogana_provider.sql import MARIADB
 
 pytestmark = pytest.mark.mariadb
@@ -77,16 +74,10 @@ def test_a_mysql_hook_selects_the_database(
 
     monkeypatch.setenv("AIRFLOW_CONN_DOGANA_TARGET", mariadb_url)
     uid = uuid.uuid4().hex[:10]
-    receiver = Receiver.from_hook(
-        MySqlHook(mysql_conn_id="dogana_target"), prefix=f"s{uid}", clock=lambda: NOW
+    a_hook_selects_the_database(
+        MySqlHook(mysql_conn_id="dogana_target"),
+        MARIADB,
+        uid,
+        tmp_path,
+        lambda: drop_tables(mariadb_url, uid),
     )
-    assert receiver.dialect is MARIADB
-    source = Source(f"orders_{uid}", tmp_path)
-    receiver.register(source.contract)
-    source.put(1, 1, "one", at(1))
-    try:
-        receipt = receiver.receive(*source.full(at(2)))
-        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-        assert receiver.verify(source.table).head == receipt.publication_id
-    finally:
-        drop_tables(mariadb_url, uid)

@@ -14,14 +14,25 @@ import psycopg2
 import psycopg2.errors
 import pyarrow as pa
 import pytest
-from receiver_conformance import Connect, ReceiverConformance
-from receiver_deliveries import NOW, Source, at
+from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
+from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
-from dogana_provider.receiver import Receiver
 from dogana_provider.sql import POSTGRES
 
 pytestmark = pytest.mark.postgres
+
+
+def drop_tables(url: str, needle: str) -> None:
+    """Drop every table whose name holds needle (a test's uid)."""
+    with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
+            (needle,),
+        )
+        for (name,) in cursor.fetchall():
+            cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")
 
 
 class TestPostgres(ReceiverConformance):
@@ -39,14 +50,7 @@ class TestPostgres(ReceiverConformance):
     def _drop_tables(self, postgres_url: str, uid: str) -> Iterator[None]:
         """Drop every table this test created (all carry its uid), so runs do not pile up."""
         yield
-        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
-                (uid,),
-            )
-            for (name,) in cursor.fetchall():
-                cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")
+        drop_tables(postgres_url, uid)
 
 
 @pytest.mark.airflow
@@ -58,21 +62,13 @@ def test_a_postgres_hook_selects_the_database(
 
     monkeypatch.setenv("AIRFLOW_CONN_DOGANA_TARGET", postgres_url)
     uid = uuid.uuid4().hex[:10]
-    receiver = Receiver.from_hook(
-        PostgresHook(postgres_conn_id="dogana_target"), prefix=f"s{uid}", clock=lambda: NOW
+    a_hook_selects_the_database(
+        PostgresHook(postgres_conn_id="dogana_target"),
+        POSTGRES,
+        uid,
+        tmp_path,
+        lambda: drop_tables(postgres_url, uid),
     )
-    assert receiver.dialect is POSTGRES
-    source = Source(f"orders_{uid}", tmp_path)
-    receiver.register(source.contract)
-    source.put(1, 1, "one", at(1))
-    try:
-        receipt = receiver.receive(*source.full(at(2)))
-        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-        assert receiver.verify(source.table).head == receipt.publication_id
-    finally:
-        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
-            for name in (source.table, f"s{uid}_tables", f"s{uid}_receipts", f"s{uid}_staging"):
-                cursor.execute(f"DROP TABLE IF EXISTS {POSTGRES.quote(name)}")
 
 
 @pytest.fixture
@@ -157,11 +153,4 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
         assert receiver.verify(source.table).publications == 2
         assert suite.staging_left(receiver, decision.receipt.manifest) == []
     finally:
-        with psycopg2.connect(postgres_url) as connection, connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT table_name FROM information_schema.tables "
-                "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
-                (uid,),
-            )
-            for (name,) in cursor.fetchall():
-                cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")
+        drop_tables(postgres_url, uid)

@@ -125,20 +125,8 @@ def test_publishers_in_separate_processes_win_one_head_each(
                 ids = {row[snapshot.columns.index("id")] for row in snapshot.rows}
             assert ids == set(source.expected())
     finally:
-        from test_receiver_mariadb import drop_tables
-
         if kind == "mariadb":
-            drop_tables(url, uid)
+            from test_receiver_mariadb import drop_tables
         else:
-            import psycopg2
-
-            from dogana_provider.sql import POSTGRES
-
-            with psycopg2.connect(url) as connection, connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT table_name FROM information_schema.tables "
-                    "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
-                    (uid,),
-                )
-                for (name,) in cursor.fetchall():
-                    cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")
+            from test_receiver_postgres import drop_tables
+        drop_tables(url, uid)
