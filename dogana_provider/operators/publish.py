@@ -6,15 +6,18 @@ same staged rows, never a rebased plan), runs the plan on the published table, s
 and the receipt, and drops the staging table. A group's tables are published in one commit.
 
 Then every outlet Asset gets an event whose extra states the table's claims after the commit:
-complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. A replay
-publishes nothing, and still emits the event: the run that published may have failed before its
-own event, and the claims it states are true.
+complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. A delivery
+of a window (a window shape) states them over that window, named in the extra's "window"
+([low, high], or null for the whole table): a rolling window's table is unknown outside it, so
+its whole-table dates are null forever and would tell a reader nothing. A replay publishes
+nothing, and still emits the event: the run that published may have failed before its own
+event, and the claims it states are true.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from airflow.sdk import Asset, BaseOperator
@@ -86,7 +89,7 @@ class PublishOperator(BaseOperator):
         if rejected:
             # A stale decision made again under the lock, and refused: recorded, not published.
             raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
-        self._emit(context, hook, [r.table for r in receipts])
+        self._emit(context, hook, receipts)
         if len(receipts) == 1 and not (isinstance(data, dict) and "decisions" in data):
             return receipts[0].to_dict()
         return [receipt.to_dict() for receipt in receipts]
@@ -98,23 +101,30 @@ class PublishOperator(BaseOperator):
         decision = GroupDecision(group, receipts, staged if len(staged) == len(receipts) else ())
         return hook.receiver.publish_group(decision)
 
-    def _emit(self, context: Any, hook: DoganaHook, tables: list[str]) -> None:
-        """Each outlet Asset's event extra: the claims of its table, or of every table."""
+    def _emit(self, context: Any, hook: DoganaHook, receipts: Sequence[Receipt]) -> None:
+        """Each outlet Asset's event extra: the claims of its table, or of every table, over
+        the window each delivery covered (the whole table when it covered no window)."""
         assets = [outlet for outlet in self.outlets if isinstance(outlet, Asset)]
         if not assets:
             return
+        tables = [receipt.table for receipt in receipts]
+        windows = {r.table: r.manifest.window for r in receipts if r.manifest.window is not None}
         now = datetime.now(UTC)
         # One read of every ledger: the claims and the head come from one committed state.
         ledgers = hook.ledgers(tables)
         extras: dict[str | None, dict[str, Any]] = {}
         for table, ledger in ledgers.items():
-            claims = ledger.claims(now, limit=NO_LIMIT)
-            extras[table] = _extra([table], claims, ledger.publication_id)
-            self.log.info("%s: published; claims %s", table, claims_line(claims))
+            window = windows.get(table)
+            claims = ledger.claims(now, limit=NO_LIMIT, window=window)
+            extras[table] = _extra([table], claims, ledger.publication_id, window)
+            over = "" if window is None else f" over window {_plain(window)}"
+            self.log.info("%s: published; claims%s %s", table, over, claims_line(claims))
         group = Group(tuple(ledger.contract for ledger in ledgers.values()))
-        together = group.claims(ledgers, now, limit=NO_LIMIT)
+        together = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows or None)
         heads = [ledger.publication_id for ledger in ledgers.values()]
         extras[None] = _extra(tables, together, heads[0] if len(heads) == 1 else None)
+        if windows:  # a group's extra: {table: [low, high]} for its windowed tables
+            extras[None]["window"] = {table: _plain(w) for table, w in windows.items()}
         for asset in assets:
             named = next((t for t in tables if asset.uri.endswith(f"/{t}")), None)
             extra = extras[named] if len(tables) > 1 else extras[tables[0]]
@@ -122,7 +132,9 @@ class PublishOperator(BaseOperator):
             self.log.info("asset %s: event extra %s", asset.uri, extra)
 
 
-def _extra(tables: list[str], claims: Any, publication_id: str | None) -> dict[str, Any]:
+def _extra(
+    tables: list[str], claims: Any, publication_id: str | None, window: Any = None
+) -> dict[str, Any]:
     def iso(value: datetime | None) -> str | None:
         return None if value is None else value.isoformat()
 
@@ -132,7 +144,15 @@ def _extra(tables: list[str], claims: Any, publication_id: str | None) -> dict[s
         "deletions_as_of": iso(claims.deletions_as_of),
         "exact_as_of": iso(claims.exact_as_of),
         "publication_id": publication_id,
+        "window": _plain(window),
     }
+
+
+def _plain(window: Any) -> list[Any] | None:
+    """A window as JSON: [low, high], dates and datetimes in ISO 8601; None stays None."""
+    if window is None:
+        return None
+    return [v.isoformat() if isinstance(v, date | datetime) else v for v in window]
 
 
 def _published_line(receipt: Receipt) -> str:

@@ -10,6 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from example_runs import (
     Databases,
+    asset_events,
     load_example,
     local_path,
     now,
@@ -94,6 +95,14 @@ def test_the_window_is_read_whole_then_by_its_changes(
     assert claims.state == "patched" and claims.exact_as_of is None
     assert claims.complete_as_of == changes.produced_at
     assert claims.deletions_as_of == whole.produced_at
+    # The Asset event states the same over the window, not the whole table's unknown dates.
+    event = asset_events("dogana://dogana_default/shipments")[-1]
+    assert event["window"] == [low.isoformat(), today.isoformat()]
+    assert (event["complete_as_of"], event["deletions_as_of"], event["exact_as_of"]) == (
+        changes.produced_at.isoformat(),
+        whole.produced_at.isoformat(),
+        None,
+    )
 
     # The same delivery again: a replay, nothing changes.
     ledger = databases.hook.receiver.ledger("shipments")

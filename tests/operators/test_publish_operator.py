@@ -90,4 +90,5 @@ def test_deliveries_publish_the_source_and_emit_the_claims(
         "deletions_as_of": p.isoformat(),
         "exact_as_of": p.isoformat(),
         "publication_id": changes.publication_id,
+        "window": None,
     }
