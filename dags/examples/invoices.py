@@ -109,6 +109,8 @@ with DAG(
         # Runs whether this run published or found the tables already exact; not after a
         # failed delivery.
         trigger_rule="none_failed",
+        # Frees the worker slot between pokes and needs no triggerer; deferrable=True instead
+        # waits in the triggerer (ClaimsTrigger), polling every poke_interval.
         mode="reschedule",
         poke_interval=300,
         timeout=6 * 3600,
