@@ -188,6 +188,17 @@ class ReceiverConformance:
         prefixes = tuple(STAGING_PREFIX + m.identity[:16] for m in manifests)
         return [name for name in names if name.startswith(prefixes)]
 
+    def assert_refused_changes_nothing(
+        self, receiver: Receiver, table: str, before: tuple[Any, ...], receipt: Receipt
+    ) -> None:
+        """A refusal adds its own receipt and nothing else: rows, ledger and earlier receipts as
+        they were, no staging table left, the stored ledger still the fold of the receipts."""
+        assert receipt.outcome is Outcome.REJECTED
+        after = self.state(receiver, table)
+        assert after[:2] == before[:2] and after[2] == [*before[2], receipt.identity]
+        assert self.staging_left(receiver, receipt.manifest) == []
+        receiver.verify(table)
+
     def publish_checked(
         self, receiver: Receiver, source: Source, delivery: tuple[Path, Any]
     ) -> Receipt:
@@ -421,20 +432,21 @@ class ReceiverConformance:
         receipt = receiver.receive(path, manifest)
         assert receipt.outcome is Outcome.REJECTED
         assert failing in {c.name for c in receipt.failed}, receipt.failed
-        after = self.state(receiver, source.table)
-        assert after[:2] == before[:2] and after[2][:-1] == before[2]
-        assert self.staging_left(receiver, manifest) == []
-        receiver.verify(source.table)
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
 
     def test_a_window_value_outside_the_window_is_refused(
         self, receiver: Receiver, source: Source, tmp_path: Path
     ) -> None:
+        source.put(1, 3, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
         row = {"id": 1, "day": day(5), "name": "x", "updated_at": at(1), "deleted": False}
         path = write(tmp_path, [row])
-        manifest = source.contract.manifest("window", at(2), window=(day(3), day(4)), rows=1)
+        manifest = source.contract.manifest("window", at(3), window=(day(3), day(4)), rows=1)
         receipt = receiver.receive(path, manifest)
         assert [c.name for c in receipt.failed] == ["window_inside"]
-        assert receiver.verify(source.table).publications == 0
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        assert receiver.verify(source.table).publications == 1
 
     def test_wrong_columns_are_refused_by_the_column_hash(
         self, receiver: Receiver, uid: str, tmp_path: Path
@@ -452,8 +464,10 @@ class ReceiverConformance:
             [(n, t) for n, t in zip(SCHEMA.names, SCHEMA.types, strict=True) if n != "name"]
         )
         wrong = write(tmp_path, [row], schema)
+        before = self.state(receiver, contract.table)
         receipt = receiver.receive(wrong, contract.manifest("full", at(3), rows=1))
         assert [c.name for c in receipt.failed] == ["column_hash"]
+        self.assert_refused_changes_nothing(receiver, contract.table, before, receipt)
         assert receiver.verify(contract.table).publications == 1
 
     def test_a_column_of_another_type_than_the_published_one_is_refused(
@@ -474,10 +488,7 @@ class ReceiverConformance:
         assert receipt.outcome is Outcome.REJECTED
         assert [c.name for c in receipt.failed] == ["column_types"], receipt.failed
         assert "name is int in the file" in receipt.failed[0].detail
-        after = self.state(receiver, source.table)
-        assert after[:2] == before[:2] and after[2][:-1] == before[2]
-        assert self.staging_left(receiver, manifest) == []
-        receiver.verify(source.table)
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
 
     def test_an_accepted_receipt_names_the_column_types_check(
         self, receiver: Receiver, source: Source
@@ -523,12 +534,16 @@ class ReceiverConformance:
     def test_a_key_of_the_wrong_type_is_refused(
         self, receiver: Receiver, source: Source, tmp_path: Path
     ) -> None:
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
         schema = pa.schema([("id", pa.string()), ("day", pa.date32()), ("name", pa.string())])
         path = write(tmp_path, [{"id": "one", "day": day(1), "name": "x"}], schema)
-        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=1))
+        receipt = receiver.receive(path, source.contract.manifest("full", at(3), rows=1))
         assert receipt.outcome is Outcome.REJECTED
         assert "rows" in {c.name for c in receipt.failed}
-        assert receiver.verify(source.table).publications == 0
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        assert receiver.verify(source.table).publications == 1
 
     def test_a_receipt_is_filed_under_the_contract_table(
         self, receiver: Receiver, source: Source, tmp_path: Path
@@ -556,12 +571,15 @@ class ReceiverConformance:
     def test_a_malformed_file_is_refused(
         self, receiver: Receiver, source: Source, tmp_path: Path
     ) -> None:
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
         path = tmp_path / "broken.parquet"
         path.write_bytes(b"not parquet at all")
-        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=1))
+        receipt = receiver.receive(path, source.contract.manifest("full", at(3), rows=1))
         assert receipt.outcome is Outcome.REJECTED
         assert "rows" in {c.name for c in receipt.failed}
-        receiver.verify(source.table)
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
 
     # Faults, staleness, concurrency ----------------------------------------------------------
 
