@@ -1,23 +1,22 @@
 """The installed `dogana` console script, and real delivered files for it to read.
 
 Tests run the script installed next to the interpreter (pip install -e . puts it there), in a
-subprocess, as a sender or an operator would.
+subprocess, as a sender or an operator would. The orders rows and the file writer are shared
+with the row checks' tests (order_files).
 """
 
 from __future__ import annotations
 
-import csv
 import os
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any
 
-import pyarrow as pa
-import pyarrow.parquet as pq
+from order_files import ORDERS_SCHEMA as SCHEMA
+from order_files import PRODUCED, order, write
+from order_files import honest_orders as honest
 
 from dogana_core import Contract, Manifest, Shape
 from dogana_core.gate import Check, Gate, Receipt
@@ -25,7 +24,6 @@ from dogana_core.ledger import Ledger
 
 DOGANA = Path(sys.executable).parent / "dogana"
 
-PRODUCED = datetime(2026, 10, 19, 2, 0, tzinfo=UTC)
 SINCE = datetime(2026, 10, 18, 2, 0, tzinfo=UTC)
 SEPTEMBER = (date(2026, 9, 1), date(2026, 9, 30))
 
@@ -41,16 +39,6 @@ ORDERS = Contract(
     cursor_column="updated_at",
     deleted_column="is_deleted",
     types={"id": "int", "order_date": "date", "updated_at": "datetime", "is_deleted": "bool"},
-)
-
-SCHEMA = pa.schema(
-    [
-        ("id", pa.int64()),
-        ("order_date", pa.date32()),
-        ("updated_at", pa.timestamp("us", tz="UTC")),
-        ("is_deleted", pa.bool_()),
-        ("amount", pa.float64()),
-    ]
 )
 
 
@@ -76,50 +64,6 @@ def dogana(*args: str | Path, cwd: Path) -> Result:
         env={**os.environ, "COLUMNS": "200"},
     )
     return Result(done.returncode, done.stdout, done.stderr)
-
-
-def order(
-    id: int | None,
-    day: int | None = 15,
-    *,
-    updated: datetime | None = None,
-    deleted: bool | None = False,
-    amount: float = 9.5,
-) -> dict[str, Any]:
-    return {
-        "id": id,
-        "order_date": None if day is None else date(2026, 9, day),
-        "updated_at": PRODUCED - timedelta(hours=1) if updated is None else updated,
-        "is_deleted": deleted,
-        "amount": amount,
-    }
-
-
-def honest() -> list[dict[str, Any]]:
-    return [order(1, 1), order(2, 15), order(3, 30)]
-
-
-def write(path: Path, rows: Sequence[Mapping[str, Any]], schema: pa.Schema = SCHEMA) -> Path:
-    """Rows as Parquet or CSV, by the path's suffix."""
-    if path.suffix == ".parquet":
-        pq.write_table(pa.Table.from_pylist(list(rows), schema=schema), path)
-        return path
-    with open(path, "w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(schema.names)
-        for row in rows:
-            writer.writerow([_csv(row.get(name)) for name in schema.names])
-    return path
-
-
-def _csv(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, date):
-        return value.isoformat()
-    return str(value)
 
 
 def write_contract(directory: Path, contract: Contract = ORDERS) -> Path:
@@ -150,3 +94,22 @@ def history() -> list[Receipt]:
         ledger, again, [Check("key_unique", False, "id=2 twice")], now=PRODUCED + timedelta(hours=3)
     )
     return [first, second, third]
+
+
+__all__ = [
+    "DOGANA",
+    "NIGHT",
+    "ORDERS",
+    "PRODUCED",
+    "SCHEMA",
+    "SEPTEMBER",
+    "SINCE",
+    "Result",
+    "dogana",
+    "history",
+    "honest",
+    "order",
+    "write",
+    "write_contract",
+    "write_manifest",
+]
