@@ -27,6 +27,9 @@ from urllib.parse import quote, urlsplit
 
 import psycopg
 import pytest
+from airflow_runs import asset_events as asset_events
+from airflow_runs import states as states
+from airflow_runs import xcom as xcom
 
 from dogana_core.claims import Claims
 from dogana_core.gate import Receipt
@@ -272,41 +275,6 @@ def write_dag(airflow_home: Path, name: str, text: str) -> Any:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def states(run: Any) -> dict[str, str]:
-    """Each task's final state in a DagRun, as a string."""
-    from airflow.utils.session import create_session
-
-    with create_session() as session:
-        return {ti.task_id: str(ti.state) for ti in run.get_task_instances(session=session)}
-
-
-def xcom(run: Any, task_id: str, key: str = "return_value") -> Any:
-    """What a task of run pushed (its return value by default), or None."""
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
-
-    query = XComModel.get_many(run_id=run.run_id, key=key, dag_ids=run.dag_id, task_ids=task_id)
-    with create_session() as session:
-        row = session.scalars(query).first()
-        return None if row is None else XComModel.deserialize_value(row)
-
-
-def asset_events(uri: str) -> list[dict[str, Any]]:
-    """The extras of every event of the Asset with this URI, oldest first."""
-    from airflow.models.asset import AssetEvent, AssetModel
-    from airflow.utils.session import create_session
-    from sqlalchemy import select
-
-    with create_session() as session:
-        events = session.scalars(
-            select(AssetEvent)
-            .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
-            .where(AssetModel.uri == uri)
-            .order_by(AssetEvent.id)
-        ).all()
-        return [dict(event.extra) for event in events]
 
 
 REDELIVER = '''
