@@ -12,9 +12,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from delivery_dags import sqlite_connection, states, write_dag, xcom
+from delivery_dags import orders_contract, sqlite_connection, states, write_dag, xcom
 
-from dogana_core import Contract, Shape
 from dogana_core.gate import Receipt
 from dogana_core.manifest import Manifest
 from dogana_provider.hooks.dogana import DoganaHook
@@ -23,20 +22,6 @@ from dogana_provider.sql import SQLITE
 pytestmark = pytest.mark.airflow
 
 TASKS = ("plan", "extract", "gate", "publish")
-
-
-def contract_for(table: str) -> Contract:
-    return Contract(
-        table,
-        ("id",),
-        {
-            "full": Shape.complete(cost=10),
-            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
-        },
-        cursor_column="updated_at",
-        deleted_column="deleted",
-        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
-    )
 
 
 class SqliteSource:
@@ -81,7 +66,7 @@ def test_extract_feeds_the_gate_and_publish_a_full_read_then_changes(
         f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
     )
     contract_path = tmp_path / "orders.contract.json"
-    contract_path.write_text(contract_for(table).to_json(), encoding="utf-8")
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
     output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
     module = write_dag(
         airflow_home,
