@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -42,6 +43,32 @@ def write_rows(
     with DeliveryWriter(path, contract, SCHEMA, overwrite=overwrite) as writer:
         writer.write(batch(chosen))
         return writer.close()
+
+
+def gate_and_publish(
+    delivery: dict[str, object], folder: Path, conn_id: str, table: str, prelude: str = ""
+) -> str:
+    """A DAG body: a task handing over the delivery (kept as JSON in folder), then Gate and
+    Publish on it; prelude runs first in the DAG file."""
+    path = folder / "delivery.json"
+    path.write_text(json.dumps(delivery), encoding="utf-8")
+    return textwrap.dedent(prelude) + textwrap.dedent(
+        f"""
+        import json
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            @task
+            def extract():
+                with open({str(path)!r}) as file:
+                    return json.load(file)
+
+            extract() >> GateOperator(task_id="gate", receiver_conn_id={conn_id!r}) >> (
+                PublishOperator(task_id="publish", receiver_conn_id={conn_id!r}, table={table!r})
+            )
+        """
+    )
 
 
 def test_a_tampered_file_is_rejected_recorded_and_fails_the_task(
@@ -95,25 +122,8 @@ def test_a_replayed_delivery_changes_nothing(
         "manifest": written.manifest(contract, "full", p).to_dict(),
         "uri": Path(written.path).as_uri(),
     }
-    (tmp_path / "delivery.json").write_text(json.dumps(delivery), encoding="utf-8")
     module = write_dag(
-        airflow_home,
-        f"replay_{uid}",
-        f"""
-        import json
-        from dogana_provider.operators.gate import GateOperator
-        from dogana_provider.operators.publish import PublishOperator
-
-        with dag:
-            @task
-            def extract():
-                with open({str(tmp_path / "delivery.json")!r}) as file:
-                    return json.load(file)
-
-            extract() >> GateOperator(task_id="gate", receiver_conn_id={conn_id!r}) >> (
-                PublishOperator(task_id="publish", receiver_conn_id={conn_id!r}, table={table!r})
-            )
-        """,
+        airflow_home, f"replay_{uid}", gate_and_publish(delivery, tmp_path, conn_id, table)
     )
     first = module.dag.test()
     assert set(states(first).values()) == {"success"}
@@ -206,30 +216,15 @@ def test_a_delivery_on_object_storage_is_streamed_to_the_gate(
     uri = f"memory://deliveries-{uid}/orders.parquet"
     fsspec.filesystem("memory").pipe(uri, Path(written.path).read_bytes())
     delivery = {"manifest": written.manifest(contract, "full", p).to_dict(), "uri": uri}
-    (tmp_path / "delivery.json").write_text(json.dumps(delivery), encoding="utf-8")
-    module = write_dag(
-        airflow_home,
-        f"remote_{uid}",
-        f"""
-        import json
+    attach = """
         from airflow.sdk.io import attach
         from fsspec.implementations.memory import MemoryFileSystem
-        from dogana_provider.operators.gate import GateOperator
 
         # memory:// is no provider's scheme: attach fsspec's, as a DAG attaches any filesystem.
         attach("memory", fs=MemoryFileSystem())
-        from dogana_provider.operators.publish import PublishOperator
-
-        with dag:
-            @task
-            def extract():
-                with open({str(tmp_path / "delivery.json")!r}) as file:
-                    return json.load(file)
-
-            extract() >> GateOperator(task_id="gate", receiver_conn_id={conn_id!r}) >> (
-                PublishOperator(task_id="publish", receiver_conn_id={conn_id!r}, table={table!r})
-            )
-        """,
+        """
+    module = write_dag(
+        airflow_home, f"remote_{uid}", gate_and_publish(delivery, tmp_path, conn_id, table, attach)
     )
     run = module.dag.test()
     assert set(states(run).values()) == {"success"}
