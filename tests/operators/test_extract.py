@@ -8,7 +8,6 @@ reads the XCom it pushed, the file at its URI, and has the reference receiver de
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 import sqlite3
 import uuid
@@ -19,7 +18,7 @@ from pathlib import Path
 import psycopg
 import pyarrow.parquet as pq
 import pytest
-from delivery_dags import states, write_dag, xcom
+from delivery_dags import sqlite_connection, states, write_dag, xcom
 
 from dogana_core import Contract, Shape
 from dogana_core.gate import Outcome
@@ -70,6 +69,14 @@ def sqlite_source(path: Path, tables: list[str]) -> None:
         )
     connection.commit()
     connection.close()
+
+
+def sqlite_source_behind(
+    conn_id: str, path: Path, table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLite source of ROWS in table, at path, reached through the connection conn_id."""
+    sqlite_source(path, [table])
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(path))
 
 
 @pytest.fixture
@@ -124,10 +131,7 @@ def test_extract_from_sqlite_pushes_the_manifest_and_the_file_uri(
 ) -> None:
     uid = uuid.uuid4().hex[:8]
     table, conn_id, dag_id = f"orders_{uid}", f"source_{uid}", f"extract_sqlite_{uid}"
-    database = tmp_path / "source.sqlite"
-    sqlite_source(database, [table])
-    connection = json.dumps({"conn_type": "sqlite", "host": str(database)})
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", connection)
+    sqlite_source_behind(conn_id, tmp_path / "source.sqlite", table, monkeypatch)
     contract = contract_for(table)
     contract_path = tmp_path / "orders.contract.json"
     contract_path.write_text(contract.to_json(), encoding="utf-8")
@@ -245,10 +249,7 @@ def test_extract_to_an_fsspec_url_copies_the_hashed_bytes(
 
     uid = uuid.uuid4().hex[:8]
     table, conn_id, dag_id = f"orders_{uid}", f"source_{uid}", f"extract_memory_{uid}"
-    database = tmp_path / "source.sqlite"
-    sqlite_source(database, [table])
-    connection = json.dumps({"conn_type": "sqlite", "host": str(database)})
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", connection)
+    sqlite_source_behind(conn_id, tmp_path / "source.sqlite", table, monkeypatch)
     contract = contract_for(table)
     request = ExtractionRequest(table, "full", T0)
     module = write_dag(
@@ -290,10 +291,7 @@ def test_a_request_for_another_table_fails_the_task(
 ) -> None:
     uid = uuid.uuid4().hex[:8]
     table, conn_id, dag_id = f"orders_{uid}", f"source_{uid}", f"extract_wrong_{uid}"
-    database = tmp_path / "source.sqlite"
-    sqlite_source(database, [table])
-    connection = json.dumps({"conn_type": "sqlite", "host": str(database)})
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", connection)
+    sqlite_source_behind(conn_id, tmp_path / "source.sqlite", table, monkeypatch)
     request = ExtractionRequest("somewhere_else", "full", T0)
     module = write_dag(
         airflow_home,
