@@ -196,9 +196,10 @@ def test_extract_a_group_from_postgres_in_one_snapshot(
         ExtractionRequest(invoices, "full", until).to_dict(),
         ExtractionRequest(lines, "changes", until, since=T0 + timedelta(hours=2)).to_dict(),
     ]
-    # The lines come from a DAG author's query, the request's bounds bound as parameters.
+    # The lines come from a DAG author's query, templated (the table's name from params), the
+    # request's bounds bound as parameters.
     lines_sql = (
-        f'SELECT id, upper(name) AS name, updated_at, deleted FROM "{lines}" '
+        'SELECT id, upper(name) AS name, updated_at, deleted FROM "{{ params.lines }}" '
         "WHERE updated_at > %(since)s"
     )
     output = (tmp_path / "out").as_uri()
@@ -219,6 +220,7 @@ def test_extract_a_group_from_postgres_in_one_snapshot(
                 group={[c.to_dict() for c in contracts]!r},
                 request=plan(),
                 table_sql={{{lines!r}: {lines_sql!r}}},
+                params={{"lines": {lines!r}}},
                 output_folder={output!r},
             )
         """,
