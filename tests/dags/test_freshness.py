@@ -78,6 +78,18 @@ def test_freshness_fails_until_every_table_is_delivered_then_passes(
     )
 
 
+def test_a_receiver_never_delivered_to_reports_every_table_missing(
+    databases: Databases, airflow_home: Path
+) -> None:
+    """Not even the receiver's own tables exist yet: the report says so, table by table."""
+    freshness = load_example(airflow_home, "freshness")
+    run = databases.run(freshness.dag)
+    assert states(run) == {"freshness": "failed"}
+    text = xcom(run, "freshness", key="report")
+    assert "0 PASS, 0 WARN, 5 ERROR" in text
+    assert "ERROR orders: no contract registered in the receiver" in text
+
+
 def test_a_table_older_than_its_limit_fails_with_the_report(
     databases: Databases, airflow_home: Path
 ) -> None:
