@@ -185,7 +185,7 @@ def cmd_manifest(args: argparse.Namespace) -> int:
         shape = contract.shape(args.shape)
     except InvalidContract as exc:
         raise Refused(
-            f"{args.contract}: {exc}; shapes: {', '.join(n for n, _ in contract.shapes)}"
+            f"{args.contract}: --shape: {exc}; shapes: {', '.join(n for n, _ in contract.shapes)}"
         ) from None
     fields: dict[str, Any] = {}
     if args.window is not None:

@@ -286,6 +286,19 @@ def test_manifest_refuses_an_invalid_contract_naming_file_and_field(tmp_path: Pa
     )
 
 
+def test_manifest_refuses_a_shape_the_contract_does_not_name(
+    tmp_path: Path, contract: Path
+) -> None:
+    file = write(tmp_path / "orders.csv", honest())
+    result = dogana(
+        "manifest", file, "--contract", contract, "--shape", "weekly", "--produced-at", "now",
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 1
+    assert result.err.startswith(f"dogana manifest: refused: {contract}: --shape: ")
+    assert "no shape named 'weekly'; shapes: changes, month, nightly" in result.err
+
+
 def test_manifest_refuses_an_unreadable_file_naming_the_column(
     tmp_path: Path, contract: Path
 ) -> None:
