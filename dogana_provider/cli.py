@@ -346,6 +346,11 @@ def cmd_claims(args: argparse.Namespace) -> int:
                 f"{args.ledger}: --window: table {ledger.contract.table} has no window column"
             )
         low, high = (parse_value(v, window_type, "--window") for v in args.window)
+        if low > high:  # type: ignore[operator]  # both of the window column's one type
+            raise Refused(
+                f"{args.ledger}: --window: low {args.window[0]} is after high {args.window[1]}; "
+                "a window runs from LOW to HIGH, both included"
+            )
         window = (low, high)
     try:
         claims = ledger.claims(now, limit=limit, window=window)

@@ -110,6 +110,19 @@ def test_claims_json_over_a_window_is_the_ledgers_claims(tmp_path: Path) -> None
     assert expected.exact_as_of == PRODUCED
 
 
+def test_claims_refuses_a_window_whose_low_is_after_its_high_naming_the_option(
+    tmp_path: Path,
+) -> None:
+    ledger = tmp_path / "orders.ledger.json"
+    ledger.write_text(Ledger.from_receipts(ORDERS, history()).to_json())
+    result = dogana(
+        "claims", ledger, "--now", "2026-10-20T00:00:00Z", "--limit", "7d",
+        "--window", "2026-09-30", "2026-09-01", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.code == 1
+    assert f"{ledger}: --window: low 2026-09-30 is after high 2026-09-01" in result.err
+
+
 def test_claims_refuses_a_window_on_a_table_without_one(tmp_path: Path) -> None:
     whole = ORDERS.replace(
         shapes={"nightly": ORDERS.shape("nightly")},
