@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+import tracemalloc
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from receiver_deliveries import (
@@ -38,6 +40,7 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.plan import ActionKind
+from dogana_provider.files import BATCH_ROWS
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.receiver import STAGING_PREFIX
 from dogana_provider.receiver.transactions import transactional_ddl
@@ -1035,3 +1038,43 @@ class ReceiverConformance:
         # and an append must start where every region it covers ends (Transitions 3).
         deliver(source.window(2, 2, at(6)))
         assert receiver.verify(source.table).publications == 3
+
+    # Performance -----------------------------------------------------------------------------
+
+    def test_memory_is_flat_in_the_delivery_size(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        """Rows stream from file to database a batch at a time: a delivery twice as large peaks
+        at about the same Python memory (a whole-file read would double it)."""
+
+        def peak(table: str, rows: int) -> int:
+            contract = orders_contract(table)
+            receiver.register(contract)
+            ids = pa.array(range(rows), pa.int64())
+            path = tmp_path / f"{table}.parquet"
+            pq.write_table(
+                pa.table(
+                    {
+                        "id": ids,
+                        "day": pa.array([day(1)] * rows, pa.date32()),
+                        "name": pc.cast(ids, pa.string()),
+                        "updated_at": pa.array([at(1)] * rows, SCHEMA.field("updated_at").type),
+                        "deleted": pa.array([False] * rows),
+                    }
+                ),
+                path,
+                row_group_size=BATCH_ROWS,
+            )
+            tracemalloc.start()
+            try:
+                receipt = receiver.receive(path, contract.manifest("full", at(2), rows=rows))
+                _, top = tracemalloc.get_traced_memory()
+            finally:
+                tracemalloc.stop()
+            assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+            return top
+
+        # Two batches already reach the plateau: one read ahead while the other is loaded.
+        small = peak(f"small_{uid}", 2 * BATCH_ROWS)
+        large = peak(f"large_{uid}", 4 * BATCH_ROWS)
+        assert large < 1.5 * small, (small, large)
