@@ -202,6 +202,18 @@ class ReceiverConformance:
         assert self.staging_left(receiver, receipt.manifest) == []
         receiver.verify(table)
 
+    def receive_verified(
+        self, receiver: Receiver, table: str, delivery: tuple[Path, Any]
+    ) -> tuple[Any, list[dict[str, Any]]]:
+        """Receive an acceptable delivery, verify, and read back the ledger and rows as dicts."""
+        receipt = receiver.receive(*delivery)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        assert receiver.verify(table).head == receipt.publication_id
+        with receiver.read(table) as snapshot:
+            names = snapshot.columns
+            rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+        return snapshot.ledger, rows
+
     def publish_checked(
         self, receiver: Receiver, source: Source, delivery: tuple[Path, Any]
     ) -> Receipt:
@@ -980,14 +992,9 @@ class ReceiverConformance:
         receiver.register(source.contract)
 
         def deliver(delivery: tuple[Path, Any]) -> None:
-            receipt = receiver.receive(*delivery)
-            assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-            assert receiver.verify(source.table).head == receipt.publication_id
-            with receiver.read(source.table) as snapshot:
-                names = snapshot.columns
-                rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+            ledger, rows = self.receive_verified(receiver, source.table, delivery)
             assert {r["id"]: (r["lsn"], r["v"]) for r in rows} == source.expected()
-            assert snapshot.ledger.generation == source.position
+            assert ledger.generation == source.position
 
         for id_ in range(1, 11):
             source.put(id_, f"v{id_}")
@@ -1016,12 +1023,7 @@ class ReceiverConformance:
         receiver.register(source.contract)
 
         def deliver(delivery: tuple[Path, Any]) -> None:
-            receipt = receiver.receive(*delivery)
-            assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-            assert receiver.verify(source.table).head == receipt.publication_id
-            with receiver.read(source.table) as snapshot:
-                names = snapshot.columns
-                rows = [dict(zip(names, row, strict=True)) for row in snapshot.rows]
+            _, rows = self.receive_verified(receiver, source.table, delivery)
             assert sorted((str(r["day"])[:10], r["what"]) for r in rows) == source.expected()
 
         source.add(1, "a", at(1))
