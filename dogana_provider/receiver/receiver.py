@@ -210,12 +210,19 @@ class Receiver:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
                 return receipt
+        self._apply_accepted(connection, state, receipt, staged)
+        return receipt
+
+    def _apply_accepted(
+        self, connection: Any, state: TableState, receipt: Receipt, staged: Staged
+    ) -> None:
+        """Step 4's writes for an acceptance on a locked state: the plan on the published table,
+        ledger.follow(receipt) and the receipt; the caller's transaction commits them."""
         ledger = state.ledger.follow(receipt)
         assert receipt.transition is not None
         execute_plan(connection, self.dialect, receipt.transition.plan, staged, state.contract)
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
-        return receipt
 
     def receive_group(
         self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]

@@ -26,7 +26,7 @@ from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.receiver.actions import add_missing_columns, execute_plan
+from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.store import TableState
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
@@ -141,12 +141,7 @@ def _publish_locked(
                 receiver.store.save(connection, receipt)
             return receipts
     for receipt, files in zip(receipts, staged, strict=True):
-        state = states[receipt.table]
-        ledger = state.ledger.follow(receipt)
-        assert receipt.transition is not None
-        execute_plan(connection, receiver.dialect, receipt.transition.plan, files, state.contract)
-        receiver.store.update_table(connection, ledger)
-        receiver.store.save(connection, receipt)
+        receiver._apply_accepted(connection, states[receipt.table], receipt, files)
     return receipts
 
 
