@@ -906,6 +906,23 @@ class ReceiverConformance:
         assert [r.identity for r in again] == [r.identity for r in receipts]
         assert [self.state(receiver, s.table) for s in (orders, lines)] == before
 
+    def test_a_group_repeated_over_other_bytes_is_refused_for_every_table(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        receipts = receiver.receive_group(group, deliveries)
+        assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+        before = [self.state(receiver, s.table) for s in (orders, lines)]
+        other = write(tmp_path, [{"id": 99, "day": day(1), "name": "other", "updated_at": at(1)}])
+        _, manifest = deliveries[orders.table]  # the same manifest, declaring the first bytes
+        again = receiver.receive_group(group, {**deliveries, orders.table: (other, manifest)})
+        assert [r.outcome for r in again] == [Outcome.REJECTED] * 2
+        assert [c.name for c in again[0].failed] == ["content_hash"]
+        assert [c.name for c in again[1].failed] == ["together"]
+        for source, was, receipt in zip((orders, lines), before, again, strict=True):
+            self.assert_refused_changes_nothing(receiver, source.table, was, receipt)
+
     def test_a_group_is_all_or_nothing(self, receiver: Receiver, uid: str, tmp_path: Path) -> None:
         group, orders, lines = self.pair(receiver, uid, tmp_path)
         receiver.receive_group(
