@@ -5,10 +5,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 from typing import ClassVar
+from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
-from receiver_conformance import Connect, ReceiverConformance
+from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
 from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
@@ -66,3 +67,19 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(tmp_pa
     assert suite.published(receiver, source.table) == source.expected()
     assert receiver.verify(source.table).publications == 2
     assert suite.staging_left(receiver, decision.receipt.manifest) == []
+
+
+@pytest.mark.airflow
+def test_a_sqlite_hook_selects_the_database(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An Airflow connection id picks the database: the receiver runs through SqliteHook."""
+    from airflow.providers.sqlite.hooks.sqlite import SqliteHook
+
+    # Airflow reads a SQLite connection's file from the URI's host, percent-encoded.
+    database = quote(str(tmp_path / "hook.sqlite"), safe="")
+    monkeypatch.setenv("AIRFLOW_CONN_DOGANA_TARGET", f"sqlite://{database}")
+    a_hook_selects_the_database(
+        SqliteHook(sqlite_conn_id="dogana_target"), SQLITE, "hook", tmp_path, lambda: None
+    )
+    assert (tmp_path / "hook.sqlite").stat().st_size > 0  # the connection's file, not another
