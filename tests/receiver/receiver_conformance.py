@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from receiver_deliveries import (
@@ -249,6 +250,19 @@ class ReceiverConformance:
         assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
         published = self.published(receiver, source.table)
         assert {id_: name for id_, (name, _) in published.items()} == dict(enumerate(names))
+
+    def test_a_csv_delivery_is_published_as_a_parquet_one(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        for id_ in range(1, 6):
+            source.put(id_, id_, f"n{id_}, with a comma", at(1))
+        parquet, manifest = source.full(at(2))
+        path = tmp_path / "full.csv"
+        pa_csv.write_csv(pq.read_table(parquet), path)
+        receipt = receiver.receive(path, manifest.replace(content_hash=sha256(path)))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        assert self.published(receiver, source.table) == source.expected()
+        receiver.verify(source.table)
 
     def test_replace_window_replaces_its_window_only(
         self, receiver: Receiver, source: Source
