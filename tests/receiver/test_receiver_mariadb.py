@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +15,9 @@ import MySQLdb
 import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
+from receiver_deliveries import Source, at
 
+from dogana_core.gate import Outcome
 from dogana_provider.sql import MARIADB
 
 pytestmark = pytest.mark.mariadb
@@ -81,3 +86,104 @@ def test_a_mysql_hook_selects_the_database(
         tmp_path,
         lambda: drop_tables(mariadb_url, uid),
     )
+
+
+@pytest.fixture
+def small_disk() -> Iterator[Path]:
+    """An 8 MiB tmpfs the MariaDB server may write to: a real disk that fills up.
+
+    Needs root (to mount) and a server on this machine (to write there); skips with the reason
+    otherwise, except in CI, which runs as root beside its server and must run it.
+    """
+    directory = Path("/mnt") / f"dogana_full_{uuid.uuid4().hex[:8]}"
+    reason = None
+    if os.geteuid() != 0:
+        reason = "not root: cannot mount a small tmpfs to fill"
+    else:
+        directory.mkdir(parents=True)
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=8M", "tmpfs", str(directory)],
+            capture_output=True,
+            text=True,
+        )
+        if mounted.returncode != 0:
+            directory.rmdir()
+            reason = f"mount -t tmpfs refused: {mounted.stderr.strip()}"
+    if reason is not None:
+        if os.environ.get("CI", "").strip().lower() == "true":
+            pytest.fail(f"{reason} (CI=true runs as root: the disk-full test must run)")
+        pytest.skip(reason)
+    try:
+        shutil.chown(directory, "mysql", "mysql")
+        yield directory
+    finally:
+        subprocess.run(["umount", str(directory)], check=False)
+        directory.rmdir()
+
+
+def move_to(url: str, table: str, directory: Path) -> None:
+    """Rebuild table with its .ibd file in directory.
+
+    MariaDB ignores DATA DIRECTORY on ALTER TABLE (warning 1618), so the table is created anew
+    there from its own definition, filled from the old one, and swapped in by RENAME.
+    """
+    connection = connector(url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(f"SHOW CREATE TABLE {MARIADB.quote(table)}")
+        (_, ddl) = cursor.fetchone()
+        head = f"CREATE TABLE {MARIADB.quote(table)} "
+        assert ddl.startswith(head), ddl
+        moving, old = MARIADB.quote(table + "_moving"), MARIADB.quote(table + "_old")
+        cursor.execute(
+            f"CREATE TABLE {moving} {ddl[len(head) :]} DATA DIRECTORY = %s", (str(directory),)
+        )
+        cursor.execute(f"INSERT INTO {moving} SELECT * FROM {MARIADB.quote(table)}")
+        connection.commit()
+        cursor.execute(
+            f"RENAME TABLE {MARIADB.quote(table)} TO {old}, {moving} TO {MARIADB.quote(table)}"
+        )
+        cursor.execute(f"DROP TABLE {old}")
+    finally:
+        connection.close()
+    assert any(directory.rglob(f"{table}.ibd")), f"{table}.ibd is not on {directory}"
+
+
+def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
+    mariadb_url: str, small_disk: Path, tmp_path: Path
+) -> None:
+    """ERROR 1114 "The table ... is full" for real: its InnoDB file is on a full disk.
+
+    The published table's .ibd lives on a tmpfs of 8 MiB; a delivery of about 16 MiB fills it
+    during the INSERT. The transaction rolls back: rows, ledger and receipts are as they were,
+    no receipt claims the publication, and the staging table waits for a retry, which succeeds
+    once the disk is remounted with room.
+    """
+    uid = uuid.uuid4().hex[:10]
+    suite = TestMariaDB()
+    receiver = suite.make(connector(mariadb_url), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    try:
+        source.put(1, 1, "one", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        move_to(mariadb_url, source.table, small_disk)
+        before = suite.state(receiver, source.table)
+        for id_ in range(2, 60_002):
+            source.put(id_, id_ % 30, "x" * 200 + str(id_), at(3))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        assert decision.to_publish, decision.receipt.failed
+        with pytest.raises(MySQLdb.OperationalError, match="is full") as raised:
+            receiver.publish(decision)
+        assert raised.value.args[0] == 1114, raised.value.args
+        assert suite.state(receiver, source.table) == before
+        receiver.verify(source.table)
+        assert len(suite.staging_left(receiver, decision.receipt.manifest)) == 1
+        subprocess.run(["mount", "-o", "remount,size=64M", str(small_disk)], check=True)
+        receipt = receiver.publish(decision)
+        assert receipt.outcome is Outcome.ACCEPTED
+        assert suite.published(receiver, source.table) == source.expected()
+        assert receiver.verify(source.table).publications == 2
+        assert suite.staging_left(receiver, decision.receipt.manifest) == []
+    finally:
+        drop_tables(mariadb_url, uid)
