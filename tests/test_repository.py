@@ -87,6 +87,34 @@ def test_core_source_imports_standard_library_only() -> None:
     assert not offending, "\n".join(offending)
 
 
+def test_no_module_imports_another_modules_private_names() -> None:
+    """Modules meet at public names (the receiver's two paths at receiver/steps.py's Steps), and
+    the group path never imports the single-table one that composes it."""
+    offending = []
+    for path in sorted([*CORE.rglob("*.py"), *(ROOT / "dogana_provider").rglob("*.py")]):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            in_receiver = path.parent.name == "receiver"
+            if in_receiver and isinstance(node, ast.Attribute) and _reaches_in(node):
+                offending.append(f"{path.relative_to(ROOT)}:{node.lineno}: .{node.attr}")
+            if not isinstance(node, ast.ImportFrom) or not node.module:
+                continue
+            where = f"{path.relative_to(ROOT)}:{node.lineno}"
+            private = [a.name for a in node.names if a.name.startswith("_") and a.name[-2:] != "__"]
+            if private and node.module.partition(".")[0] in ("dogana_core", "dogana_provider"):
+                offending.append(f"{where}: from {node.module} import {', '.join(private)}")
+            if path.name == "together.py" and node.module.endswith("receiver.receiver"):
+                offending.append(f"{where}: together.py imports receiver.py")
+    assert not offending, "\n".join(offending)
+
+
+def _reaches_in(node: ast.Attribute) -> bool:
+    """obj._private where obj is not the object's own self or cls."""
+    owner = node.value.id if isinstance(node.value, ast.Name) else None
+    private = node.attr.startswith("_") and not node.attr.endswith("__")
+    return private and owner not in ("self", "cls")
+
+
 def test_provider_version_is_the_distribution_version() -> None:
     import dogana_provider
 

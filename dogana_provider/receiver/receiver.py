@@ -21,13 +21,15 @@ Protocol refusals become rejection receipts, wrong types included (checks.py's c
 operational failures (a lost connection, a full disk, a failing statement) raise, and the
 transaction they interrupted rolls back.
 
+The parts both this single-table path and a group's (together.py) use live in steps.py's Steps:
+the two paths share it and nothing else.
+
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
 the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -36,20 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from dogana_core.contract import Contract
-from dogana_core.errors import InvalidContract, SerializationError
+from dogana_core.errors import SerializationError
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.receiver.actions import (
-    add_missing_columns,
-    create_published,
-    execute_plan,
-    existing_columns,
-)
+from dogana_provider.receiver.actions import add_missing_columns, existing_columns
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
+from dogana_provider.receiver.steps import Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import (
@@ -59,13 +57,9 @@ from dogana_provider.receiver.transactions import (
     transactional_ddl,
 )
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
-from dogana_provider.staging import Staged, drop, stage_file
+from dogana_provider.staging import Staged, drop
 
-STAGING_PREFIX = "dogana_stage_"
-
-
-class UnknownTable(LookupError):
-    """A delivery or a read for a table no contract was registered for."""
+__all__ = ["Decision", "Receiver", "Snapshot", "UnknownTable", "dialect_of"]
 
 
 @dataclass(frozen=True)
@@ -115,9 +109,10 @@ class Receiver:
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         source: str | None = None,
     ) -> None:
+        self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
         self.dialect = dialect
-        self.store = Store(dialect, prefix)
+        self.store = self.steps.store
         self.clock = clock
         self.source = source
 
@@ -148,7 +143,7 @@ class Receiver:
 
     def ledger(self, table: str) -> Ledger:
         with transaction(self.connect, self.dialect, write=False) as connection:
-            return self._state(connection, table).ledger
+            return self.steps.state(connection, table).ledger
 
     # The four steps ---------------------------------------------------------------------------
 
@@ -162,7 +157,7 @@ class Receiver:
         table = manifest.table if table is None else table
         path = str(path)
         with transaction(self.connect, self.dialect, write=False) as connection:
-            state = self._state(connection, table)
+            state = self.steps.state(connection, table)
             original = self.store.accepted(connection, table, manifest.identity)
         now = self.clock()
         if original is not None:
@@ -172,11 +167,11 @@ class Receiver:
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Decision(self._reject(state.ledger, manifest, preflight, now))
-        staged = self._stage(path, manifest, state.contract)
+        staged = self.steps.stage(path, manifest, state.contract)
         receipt = self._evaluate(state, manifest, staged, now)
         if receipt.outcome is Outcome.REJECTED:
             with transaction(self.connect, self.dialect) as connection:
-                self._save_rejection(connection, receipt)
+                self.steps.save_rejection(connection, receipt)
                 self.store.staging_recorded(connection, staged.table)
             self.discard(Decision(receipt, staged))
             return Decision(receipt)
@@ -196,33 +191,22 @@ class Receiver:
             # Whatever the outcome (published, refused, replayed), the staged rows are spent.
             self.store.staging_recorded(connection, staged.table)
             if ddl_joins:
-                self._drop(connection, staged)
+                self.steps.drop(connection, staged)
         if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
             self.discard(decision)
         return receipt
 
     def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:
         """Lock the head, decide again if stale, then plan, ledger and receipt; no commit."""
-        state = self._locked_state(connection, receipt.table)
+        state = self.steps.locked_state(connection, receipt.table)
         if state.head != receipt.base_publication_id or state.contract != receipt.contract:
             receipt = self._decide_again(connection, state, receipt.manifest, staged)
             if receipt.outcome is Outcome.REJECTED:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
                 return receipt
-        self._apply_accepted(connection, state, receipt, staged)
+        self.steps.apply_accepted(connection, state, receipt, staged)
         return receipt
-
-    def _apply_accepted(
-        self, connection: Any, state: TableState, receipt: Receipt, staged: Staged
-    ) -> None:
-        """Step 4's writes for an acceptance on a locked state: the plan on the published table,
-        ledger.follow(receipt) and the receipt; the caller's transaction commits them."""
-        ledger = state.ledger.follow(receipt)
-        assert receipt.transition is not None
-        execute_plan(connection, self.dialect, receipt.transition.plan, staged, state.contract)
-        self.store.update_table(connection, ledger)
-        self.store.save(connection, receipt)
 
     def receive_group(
         self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
@@ -233,10 +217,10 @@ class Receiver:
     def decide_group(
         self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
     ) -> GroupDecision:
-        return decide_group(self, group, deliveries)
+        return decide_group(self.steps, group, deliveries)
 
     def publish_group(self, decision: GroupDecision) -> tuple[Receipt, ...]:
-        return publish_group(self, decision)
+        return publish_group(self.steps, decision)
 
     def sweep(self, older_than: timedelta) -> tuple[str, ...]:
         """Drop the staging tables no publication will use; return their names.
@@ -247,7 +231,7 @@ class Receiver:
         store's staging tables are considered. Safe to repeat and to run beside publishers, as
         long as older_than is longer than a decision waits for its publish.
         """
-        cutoff = _stamp(self.clock() - older_than)
+        cutoff = stamp(self.clock() - older_than)
         with transaction(self.connect, self.dialect, write=False) as connection:
             noted = self.store.staging_tables(connection)
         swept = []
@@ -263,8 +247,7 @@ class Receiver:
         """Drop a decision's staging table (nothing is recorded): after a rejection, or to give
         up an acceptance without publishing it."""
         if decision.staged is not None:
-            with transaction(self.connect, self.dialect) as connection:
-                self._drop(connection, decision.staged)
+            self.steps.discard((decision.staged,))
 
     # Reading ----------------------------------------------------------------------------------
 
@@ -281,7 +264,7 @@ class Receiver:
     def read(self, table: str) -> Iterator[Snapshot]:
         """The ledger and the published rows, from one committed state; rows are streamed."""
         with transaction(self.connect, self.dialect, write=False) as connection:
-            state = self._state(connection, table)
+            state = self.steps.state(connection, table)
             columns = tuple(existing_columns(connection, self.dialect, table))
             cursor = streaming_cursor(connection, self.dialect)
             try:
@@ -291,18 +274,6 @@ class Receiver:
                 cursor.close()
 
     # Steps' parts -----------------------------------------------------------------------------
-
-    def _state(self, connection: Any, table: str) -> TableState:
-        state = self.store.state(connection, table)
-        if state is None:
-            raise UnknownTable(f"no contract is registered for table {table!r}")
-        return state
-
-    def _locked_state(self, connection: Any, table: str) -> TableState:
-        state = self.store.state(connection, table, lock=True)
-        if state is None:
-            raise UnknownTable(f"table {table!r} was unregistered before publishing")
-        return state
 
     def _replay(
         self,
@@ -323,27 +294,8 @@ class Receiver:
     ) -> Receipt:
         receipt = Gate.reject(ledger, manifest, found, now=now, source=self.source)
         with transaction(self.connect, self.dialect) as connection:
-            self._save_rejection(connection, receipt)
+            self.steps.save_rejection(connection, receipt)
         return receipt
-
-    def _save_rejection(self, connection: Any, receipt: Receipt) -> None:
-        # The lock numbers receipts without gaps or duplicates under concurrent writers.
-        self.store.state(connection, receipt.table, lock=True)
-        self.store.save(connection, receipt)
-
-    def _stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
-        """Step 3's load: the file's rows in a new staging table, committed for publish."""
-        name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
-        with transaction(self.connect, self.dialect) as connection:
-            # Noted first: where CREATE TABLE commits at once (MariaDB), a crash after it still
-            # leaves the table where sweep finds it.
-            self.store.add_staging(connection, name, contract.table, _stamp(self.clock()))
-            staged = stage_file(connection, self.dialect, name, path, contract)
-            if staged.unreadable is None:
-                create_published(connection, self.dialect, staged, contract)
-            else:  # stage_file dropped it already
-                self.store.remove_staging(connection, name)
-        return staged
 
     def _evaluate(
         self, state: TableState, manifest: Manifest, staged: Staged, now: datetime
@@ -354,19 +306,7 @@ class Receiver:
     def _evaluate_on(
         self, connection: Any, state: TableState, manifest: Manifest, staged: Staged, now: datetime
     ) -> Receipt:
-        try:
-            found = checks.verify(
-                connection,
-                self.dialect,
-                staged,
-                state.contract,
-                manifest,
-                published=state.contract.table,
-            )
-        except InvalidContract as exc:
-            # checks.verify plans from the shape; a manifest naming no shape of the contract is
-            # refused by preflight first, so this is a contract that changed under us.
-            found = [checks.uncheckable(exc)]
+        found = self.steps.row_checks(connection, state, manifest, staged)
         return Gate.evaluate(state.ledger, manifest, found, now=now, source=self.source)
 
     def _decide_again(
@@ -385,11 +325,6 @@ class Receiver:
             return Gate.reject(state.ledger, manifest, preflight, now=now, source=self.source)
         return self._evaluate_on(connection, state, manifest, staged, now)
 
-    def _drop(self, connection: Any, staged: Staged) -> None:
-        if staged.unreadable is None:  # stage_file already dropped an unreadable file's table
-            drop(connection, self.dialect, staged.table)
-        self.store.remove_staging(connection, staged.table)
-
 
 def dialect_of(hook: Any) -> Dialect:
     """The Dialect of a DbApiHook's database, from its SQLAlchemy dialect name."""
@@ -399,11 +334,6 @@ def dialect_of(hook: Any) -> Dialect:
     if dialect is None:
         raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql, mysql)")
     return dialect
-
-
-def _stamp(moment: datetime) -> str:
-    """A UTC instant as fixed-width text, so that text order is time order on every database."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _stream(cursor: Any, size: int = 1000) -> Iterator[tuple[Any, ...]]:

@@ -1,6 +1,6 @@
 """Tables together: one delivery per table of a Group, decided as one and published in one commit.
 
-The same four steps as one table's (receiver.py), over every table at once ("Tables together",
+The same four steps as one table's (steps.py), over every table at once ("Tables together",
 Delivery and Replay):
 
     1. replay: the group is answered with its recorded receipts when every manifest was accepted
@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
@@ -28,12 +28,10 @@ from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.hashing import file_sha256
+from dogana_provider.receiver.steps import Steps
 from dogana_provider.receiver.store import TableState
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
 from dogana_provider.staging import Staged
-
-if TYPE_CHECKING:
-    from dogana_provider.receiver.receiver import Receiver
 
 
 @dataclass(frozen=True)
@@ -51,15 +49,15 @@ class GroupDecision:
 
 
 def decide_group(
-    receiver: Receiver, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
+    steps: Steps, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
 ) -> GroupDecision:
     tables = group.tables
     paths = {table: str(deliveries[table][0]) for table in tables}
     manifests = {table: deliveries[table][1] for table in tables}
-    with transaction(receiver.connect, receiver.dialect, write=False) as connection:
-        states = {table: receiver._state(connection, table) for table in tables}
-        recorded = _recorded(receiver, connection, manifests)
-    now = receiver.clock()
+    with transaction(steps.connect, steps.dialect, write=False) as connection:
+        states = {table: steps.state(connection, table) for table in tables}
+        recorded = _recorded(steps, connection, manifests)
+    now = steps.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
         hashes = {
@@ -69,84 +67,80 @@ def decide_group(
         refused = _other_bytes(manifests, hashes)
         if not refused:
             return GroupDecision(group, replayed)
-        receipts = _reject_all(receiver, group, states, manifests, refused, now)
-        return GroupDecision(group, _save(receiver, receipts))
+        receipts = _reject_all(steps, group, states, manifests, refused, now)
+        return GroupDecision(group, _save(steps, receipts))
     if not all(
         check.passed
         for table in tables
         for check in Gate.preflight(states[table].ledger, manifests[table], now=now)
     ):
-        receipts = group.apply(
-            _ledgers(states), manifests, now=now, sources=_sources(receiver, group)
-        )
-        return GroupDecision(group, _save(receiver, receipts))
+        receipts = group.apply(_ledgers(states), manifests, now=now, sources=_sources(steps, group))
+        return GroupDecision(group, _save(steps, receipts))
     staged = tuple(
-        receiver._stage(paths[table], manifests[table], states[table].contract) for table in tables
+        steps.stage(paths[table], manifests[table], states[table].contract) for table in tables
     )
-    with transaction(receiver.connect, receiver.dialect, write=False) as connection:
-        receipts = _evaluate(receiver, connection, group, states, manifests, staged, now)
+    with transaction(steps.connect, steps.dialect, write=False) as connection:
+        receipts = _evaluate(steps, connection, group, states, manifests, staged, now)
     decision = GroupDecision(group, receipts, staged)
     if decision.to_publish:
         return decision
-    _save(receiver, receipts, staged)
-    _discard(receiver, staged)
+    _save(steps, receipts, staged)
+    steps.discard(staged)
     return GroupDecision(group, receipts)
 
 
-def publish_group(receiver: Receiver, decision: GroupDecision) -> tuple[Receipt, ...]:
+def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
     if not decision.to_publish:
         return decision.receipts
     staged = decision.staged
-    with transaction(receiver.connect, receiver.dialect) as connection:
+    with transaction(steps.connect, steps.dialect) as connection:
         for receipt, files in zip(decision.receipts, staged, strict=True):
-            add_missing_columns(connection, receiver.dialect, files, receipt.contract)
-    ddl_joins = transactional_ddl(receiver.dialect)
-    with transaction(receiver.connect, receiver.dialect) as connection:
-        receipts = _publish_locked(receiver, connection, decision)
+            add_missing_columns(connection, steps.dialect, files, receipt.contract)
+    ddl_joins = transactional_ddl(steps.dialect)
+    with transaction(steps.connect, steps.dialect) as connection:
+        receipts = _publish_locked(steps, connection, decision)
         for files in staged:  # published, refused or replayed: the staged rows are spent
-            receiver.store.staging_recorded(connection, files.table)
+            steps.store.staging_recorded(connection, files.table)
         if ddl_joins:
             for files in staged:
-                receiver._drop(connection, files)
+                steps.drop(connection, files)
     if not ddl_joins:
-        _discard(receiver, staged)
+        steps.discard(staged)
     return receipts
 
 
-def _publish_locked(
-    receiver: Receiver, connection: Any, decision: GroupDecision
-) -> tuple[Receipt, ...]:
+def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> tuple[Receipt, ...]:
     group, receipts, staged = decision.group, decision.receipts, decision.staged
     states: dict[str, TableState] = {}
     for table in sorted(group.tables):
-        states[table] = receiver._locked_state(connection, table)
+        states[table] = steps.locked_state(connection, table)
     stale = any(
         states[r.table].head != r.base_publication_id or states[r.table].contract != r.contract
         for r in receipts
     )
     if stale:
         manifests = {r.table: r.manifest for r in receipts}
-        now = receiver.clock()
-        replayed = group.replay(manifests, _recorded(receiver, connection, manifests))
+        now = steps.clock()
+        replayed = group.replay(manifests, _recorded(steps, connection, manifests))
         if replayed is not None:
             hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
             refused = _other_bytes(manifests, hashes)
             if not refused:
                 return replayed
-            receipts = _reject_all(receiver, group, states, manifests, refused, now)
+            receipts = _reject_all(steps, group, states, manifests, refused, now)
         else:
-            receipts = _evaluate(receiver, connection, group, states, manifests, staged, now)
+            receipts = _evaluate(steps, connection, group, states, manifests, staged, now)
         if not all(r.outcome is Outcome.ACCEPTED for r in receipts):
             for receipt in receipts:
-                receiver.store.save(connection, receipt)
+                steps.store.save(connection, receipt)
             return receipts
     for receipt, files in zip(receipts, staged, strict=True):
-        receiver._apply_accepted(connection, states[receipt.table], receipt, files)
+        steps.apply_accepted(connection, states[receipt.table], receipt, files)
     return receipts
 
 
 def _evaluate(
-    receiver: Receiver,
+    steps: Steps,
     connection: Any,
     group: Group,
     states: Mapping[str, TableState],
@@ -155,7 +149,7 @@ def _evaluate(
     now: datetime,
 ) -> tuple[Receipt, ...]:
     """Preflight, row checks of every staged file, then Group.apply: all accepted or none."""
-    sources = _sources(receiver, group)
+    sources = _sources(steps, group)
     if not all(
         check.passed
         for table in group.tables
@@ -163,24 +157,15 @@ def _evaluate(
     ):
         return group.apply(_ledgers(states), manifests, now=now, sources=sources)
     outcomes = {
-        table: checks.verify(
-            connection,
-            receiver.dialect,
-            files,
-            states[table].contract,
-            manifests[table],
-            published=table,
-        )
+        table: steps.row_checks(connection, states[table], manifests[table], files)
         for table, files in zip(group.tables, staged, strict=True)
     }
     return group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
 
 
-def _recorded(
-    receiver: Receiver, connection: Any, manifests: Mapping[str, Manifest]
-) -> list[Receipt]:
+def _recorded(steps: Steps, connection: Any, manifests: Mapping[str, Manifest]) -> list[Receipt]:
     found = (
-        receiver.store.accepted(connection, table, manifest.identity)
+        steps.store.accepted(connection, table, manifest.identity)
         for table, manifest in manifests.items()
     )
     return [receipt for receipt in found if receipt is not None]
@@ -198,7 +183,7 @@ def _other_bytes(
 
 
 def _reject_all(
-    receiver: Receiver,
+    steps: Steps,
     group: Group,
     states: Mapping[str, TableState],
     manifests: Mapping[str, Manifest],
@@ -219,31 +204,25 @@ def _reject_all(
                 + ", ".join(sorted(refused)),
             )
         receipts.append(
-            Gate.reject(states[table].ledger, manifest, (check,), now=now, source=receiver.source)
+            Gate.reject(states[table].ledger, manifest, (check,), now=now, source=steps.source)
         )
     return tuple(receipts)
 
 
 def _save(
-    receiver: Receiver, receipts: tuple[Receipt, ...], staged: tuple[Staged, ...] = ()
+    steps: Steps, receipts: tuple[Receipt, ...], staged: tuple[Staged, ...] = ()
 ) -> tuple[Receipt, ...]:
-    with transaction(receiver.connect, receiver.dialect) as connection:
+    with transaction(steps.connect, steps.dialect) as connection:
         for receipt in receipts:
-            receiver._save_rejection(connection, receipt)
+            steps.save_rejection(connection, receipt)
         for files in staged:
-            receiver.store.staging_recorded(connection, files.table)
+            steps.store.staging_recorded(connection, files.table)
     return receipts
-
-
-def _discard(receiver: Receiver, staged: tuple[Staged, ...]) -> None:
-    with transaction(receiver.connect, receiver.dialect) as connection:
-        for files in staged:
-            receiver._drop(connection, files)
 
 
 def _ledgers(states: Mapping[str, TableState]) -> dict[str, Any]:
     return {table: state.ledger for table, state in states.items()}
 
 
-def _sources(receiver: Receiver, group: Group) -> dict[str, str | None]:
-    return {table: receiver.source for table in group.tables}
+def _sources(steps: Steps, group: Group) -> dict[str, str | None]:
+    return {table: steps.source for table in group.tables}

@@ -43,7 +43,7 @@ from dogana_core.group import Group
 from dogana_core.plan import ActionKind
 from dogana_provider.files import BATCH_ROWS
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
-from dogana_provider.receiver.receiver import STAGING_PREFIX
+from dogana_provider.receiver.steps import STAGING_PREFIX
 from dogana_provider.receiver.transactions import transactional_ddl
 from dogana_provider.sql import Dialect
 

@@ -1,0 +1,119 @@
+"""The parts of the four steps that one table's path (receiver.py) and a group's (together.py)
+share: reading and locking a table's state, staging a file, checking its rows, saving a rejection,
+applying an acceptance, and dropping a staging table.
+
+Both paths hold one Steps and call only its public methods, so neither reaches into the other;
+receiver.py composes together.py, never the reverse.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from dogana_core.contract import Contract
+from dogana_core.errors import InvalidContract
+from dogana_core.gate import Check, Receipt
+from dogana_core.manifest import Manifest
+from dogana_provider import checks
+from dogana_provider.receiver.actions import create_published, execute_plan
+from dogana_provider.receiver.store import Store, TableState
+from dogana_provider.receiver.transactions import Connect, transaction
+from dogana_provider.sql import Dialect
+from dogana_provider.staging import Staged, drop, stage_file
+
+STAGING_PREFIX = "dogana_stage_"
+
+
+class UnknownTable(LookupError):
+    """A delivery or a read for a table no contract was registered for."""
+
+
+@dataclass(frozen=True)
+class Steps:
+    """One database's store, reached through connect(), with the receiver's clock and source."""
+
+    connect: Connect
+    dialect: Dialect
+    store: Store
+    clock: Callable[[], datetime]
+    source: str | None = None
+
+    def state(self, connection: Any, table: str) -> TableState:
+        state = self.store.state(connection, table)
+        if state is None:
+            raise UnknownTable(f"no contract is registered for table {table!r}")
+        return state
+
+    def locked_state(self, connection: Any, table: str) -> TableState:
+        state = self.store.state(connection, table, lock=True)
+        if state is None:
+            raise UnknownTable(f"table {table!r} was unregistered before publishing")
+        return state
+
+    def save_rejection(self, connection: Any, receipt: Receipt) -> None:
+        # The lock numbers receipts without gaps or duplicates under concurrent writers.
+        self.store.state(connection, receipt.table, lock=True)
+        self.store.save(connection, receipt)
+
+    def stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
+        """Step 3's load: the file's rows in a new staging table, committed for publish."""
+        name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
+        with transaction(self.connect, self.dialect) as connection:
+            # Noted first: where CREATE TABLE commits at once (MariaDB), a crash after it still
+            # leaves the table where sweep finds it.
+            self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
+            staged = stage_file(connection, self.dialect, name, path, contract)
+            if staged.unreadable is None:
+                create_published(connection, self.dialect, staged, contract)
+            else:  # stage_file dropped it already
+                self.store.remove_staging(connection, name)
+        return staged
+
+    def row_checks(
+        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
+    ) -> list[Check]:
+        """Every named row check of a staged file against the table's contract (checks.py)."""
+        try:
+            return checks.verify(
+                connection,
+                self.dialect,
+                staged,
+                state.contract,
+                manifest,
+                published=state.contract.table,
+            )
+        except InvalidContract as exc:
+            # checks.verify plans from the shape; a manifest naming no shape of the contract is
+            # refused by preflight first, so this is a contract that changed under us.
+            return [checks.uncheckable(exc)]
+
+    def apply_accepted(
+        self, connection: Any, state: TableState, receipt: Receipt, staged: Staged
+    ) -> None:
+        """Step 4's writes for an acceptance on a locked state: the plan on the published table,
+        ledger.follow(receipt) and the receipt; the caller's transaction commits them."""
+        ledger = state.ledger.follow(receipt)
+        assert receipt.transition is not None
+        execute_plan(connection, self.dialect, receipt.transition.plan, staged, state.contract)
+        self.store.update_table(connection, ledger)
+        self.store.save(connection, receipt)
+
+    def drop(self, connection: Any, staged: Staged) -> None:
+        if staged.unreadable is None:  # stage_file already dropped an unreadable file's table
+            drop(connection, self.dialect, staged.table)
+        self.store.remove_staging(connection, staged.table)
+
+    def discard(self, staged: tuple[Staged, ...]) -> None:
+        """Drop staging tables in a transaction of their own (nothing is recorded)."""
+        with transaction(self.connect, self.dialect) as connection:
+            for files in staged:
+                self.drop(connection, files)
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC instant as fixed-width text, so that text order is time order on every database."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
