@@ -105,6 +105,10 @@ class Requirement(Wire):
 
     Queries that negate an input (NOT EXISTS, anti-joins, difference) or compute exact COUNT and
     SUM need deletions_as_of as well: without it, a deleted row still present is counted.
+
+    deletions_as_of may be later than complete_as_of (negation asks for exactly that): a region's
+    deletions date is never after its complete date, so it needs complete_as_of at deletions_as_of
+    too, a stronger requirement planned like any other (floor).
     """
 
     table: str = wire_field(Text(nonempty=True))
@@ -119,18 +123,16 @@ class Requirement(Wire):
             raise InvalidContract("Requirement.table: names the table")
         set_(self, "complete_as_of", utc(self.complete_as_of, "Requirement.complete_as_of"))
         if self.deletions_as_of is not None:
-            deletions = utc(self.deletions_as_of, "Requirement.deletions_as_of")
-            if deletions > self.complete_as_of:
-                # A region's dates always have d <= c, so asking for d above c is asking for c = d:
-                # refuse it rather than silently read it as a stronger requirement.
-                raise InvalidContract(
-                    "Requirement.deletions_as_of: a region's deletions date is never after its "
-                    f"complete date; {deletions.isoformat()} is after "
-                    f"{self.complete_as_of.isoformat()}"
-                )
-            set_(self, "deletions_as_of", deletions)
+            set_(self, "deletions_as_of", utc(self.deletions_as_of, "Requirement.deletions_as_of"))
         if self.window is not None:
             set_(self, "window", check_window(self.window, "Requirement.window"))
+
+    @property
+    def floor(self) -> datetime:
+        """The complete_as_of it needs: complete_as_of, or deletions_as_of when that is later."""
+        if self.deletions_as_of is None:
+            return self.complete_as_of
+        return max(self.complete_as_of, self.deletions_as_of)
 
     @classmethod
     def exact(cls, table: str, instant: datetime, *, window: Any = None) -> Requirement:
@@ -329,7 +331,7 @@ def cheapest_read(
     """
     contract = ledger.contract
     requirement = _requirement_for(contract, requirement)
-    floor = requirement.complete_as_of
+    floor = requirement.floor
     reasons: list[str] = []
     candidates = sorted(contract.shapes, key=lambda item: (item[1].cost, item[0]))
     for name, shape in candidates:
@@ -389,7 +391,7 @@ def _claims(ledger: Ledger, window: Window | None) -> Claims:
 
 def _meets(ledger: Ledger, requirement: Requirement) -> bool:
     claims = _claims(ledger, requirement.window)
-    if claims.complete_as_of is None or claims.complete_as_of < requirement.complete_as_of:
+    if claims.complete_as_of is None or claims.complete_as_of < requirement.floor:
         return False
     required = requirement.deletions_as_of
     return required is None or (

@@ -66,10 +66,19 @@ def test_requirement_refuses_a_datetime_without_offset() -> None:
         Requirement.from_json(Requirement("orders", at(2)).to_json().replace("+00:00", ""))
 
 
-def test_requirement_refuses_deletions_after_complete() -> None:
-    """A region's dates have d <= c, so a deletions date after the complete date never holds."""
-    with pytest.raises(InvalidContract, match="deletions"):
-        Requirement("orders", at(1), deletions_as_of=at(2))
+def test_a_requirement_with_deletions_after_complete_is_planned_as_complete_at_deletions() -> None:
+    """Deletions as of Monday implies complete as of Monday: a stronger requirement, planned
+    like any other (negation produces it), here a tombstone feed reading until Monday or later."""
+    sunday, monday = at(0), at(24)
+    contract = orders(full=Shape.complete(cost=10), feed=Shape.changes(tombstones=True, cost=1))
+    ledger = full_at(contract, at(-24))
+    requirement = Requirement("orders", sunday, deletions_as_of=monday)
+    assert (requirement.complete_as_of, requirement.floor) == (sunday, monday)
+    assert Requirement.from_json(requirement.to_json()) == requirement
+    request = plan_delivery(ledger, requirement)
+    assert request is not None and request.shape == "feed" and request.until >= monday
+    assert claims(deliver(ledger, request)) == (request.until, request.until)
+    assert plan_delivery(deliver(ledger, request), requirement) is None
 
 
 def test_requirement_refuses_a_window_whose_low_is_after_its_high() -> None:
