@@ -29,3 +29,12 @@ def test_readme_shows_the_thirty_seconds_example_as_it_runs() -> None:
     readme = (ROOT / "README.md").read_text()
     example = (ROOT / "examples" / "thirty_seconds.py").read_text()
     assert f"```python\n{example}```" in readme
+
+
+def test_readme_opens_with_the_install_line_and_the_quickstart_dag() -> None:
+    readme = (ROOT / "README.md").read_text()
+    dag = (ROOT / "examples" / "quickstart.py").read_text()
+    opening = readme.split("\n## ", 2)[1]
+    assert opening.startswith("Install\n")
+    assert 'pip install "airflow-provider-dogana[postgres]"' in opening
+    assert f"```python\n{dag}```" in opening

@@ -1,1 +1,1 @@
-"""Hooks: DoganaHook, the receiver behind an Airflow connection."""
+"""Hooks: DoganaHook, the receiver behind a connection; sql_hook, a connection's own SQL hook."""

@@ -23,6 +23,7 @@ from airflow.sdk import BaseHook
 
 from dogana_core.claims import Claims
 from dogana_core.ledger import Ledger
+from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
 from dogana_provider.sql import declared_types
@@ -49,15 +50,7 @@ class DoganaHook(BaseHook):
 
     def get_db_hook(self) -> DbApiHook:
         """The connection's own DbApiHook (SqliteHook, PostgresHook, MySqlHook...)."""
-        connection = self.get_connection(self.receiver_conn_id)
-        hook = connection.get_hook()
-        if not isinstance(hook, DbApiHook):
-            raise ValueError(
-                f"connection {self.receiver_conn_id!r} is of type {connection.conn_type!r}, whose "
-                f"hook {type(hook).__name__} is not a common-sql DbApiHook; a dogana receiver "
-                "needs a sqlite, postgres or mysql connection"
-            )
-        return hook
+        return sql_hook(self.receiver_conn_id, "receiver")
 
     def get_conn(self) -> Receiver:
         """The receiver, built once per hook."""

@@ -34,6 +34,7 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
+from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.operators.arguments import contract_of, duration, native
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
 
@@ -147,7 +148,7 @@ class ExtractOperator(BaseOperator):
         contracts = self._contracts()
         requests = self._requests(contracts)
         folder = self._folder(context)
-        hook = _hook(self.source_conn_id)
+        hook = sql_hook(self.source_conn_id, "source")
         source = snapshots_for(
             hook,
             max_wait=self.max_wait,
@@ -285,17 +286,3 @@ def _per_table(value: Any, table: str) -> Any:
 def _safe(text: str) -> str:
     # A run id holds ':' and '+'; a folder name should not need quoting in any URL scheme.
     return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
-
-
-def _hook(conn_id: str) -> Any:
-    """The connection's DbApiHook (SqliteHook, PostgresHook, MySqlHook), chosen by its type."""
-    from airflow.sdk import BaseHook
-
-    connection = BaseHook.get_connection(conn_id)
-    hook = connection.get_hook()
-    if not hasattr(hook, "get_conn") or not hasattr(hook, "dialect_name"):
-        raise ValueError(
-            f"connection {conn_id!r} of type {connection.conn_type!r} is not a SQL connection "
-            "(sqlite, postgres, mysql)"
-        )
-    return hook

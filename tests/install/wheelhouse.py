@@ -1,0 +1,157 @@
+"""Fresh environments for tests/install: a process environment without the MariaDB client
+headers, and a wheelhouse that keeps each resolved environment's wheels between runs.
+
+The package index's files come without caching headers, so pip's HTTP cache keeps none of them
+and each fresh environment would download Airflow and its hundred dependencies again. A
+wheelhouse folder per set of requirements is filled once by `pip download` (resolved against
+the index, as a user's install is, which pins them as Airflow's constraint files pin a release)
+and installed from with --no-index. dogana's own wheel is never kept: each run installs the one
+it built.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from packaging.requirements import Requirement
+from packaging.version import Version
+
+# Wheelhouses not used for this long are removed, so old Airflow releases do not pile up.
+KEEP_UNUSED_DAYS = 30
+# The tools whose answers would let a build find the MariaDB client headers.
+HEADER_TOOLS = ("pkg-config", "mysql_config", "mariadb_config")
+
+
+def run(
+    command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run command; on failure, fail the test with the end of what it printed."""
+    done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        pytest.fail(
+            f"{' '.join(command)} exited {done.returncode}:\n"
+            f"{done.stdout[-6000:]}\n{done.stderr[-6000:]}",
+            pytrace=False,
+        )
+    return done
+
+
+def clean_environment(shadow: Path, venv: Path) -> dict[str, str]:
+    """This process's environment as a user's shell would have it, with venv activated.
+
+    Nothing of the test session's Airflow, of the developer's .venv or of pkg-config's settings
+    leaks in; pkg-config, mysql_config and mariadb_config are shadowed by scripts that find
+    nothing, so a package that needs the MariaDB headers to build fails to install.
+    """
+    shadow.mkdir(parents=True, exist_ok=True)
+    for tool in HEADER_TOOLS:
+        script = shadow / tool
+        script.write_text(
+            f'#!/bin/sh\necho "{tool}: hidden by tests/install: no MariaDB headers here" >&2\n'
+            "exit 1\n"
+        )
+        script.chmod(0o755)
+    leaked = ("AIRFLOW", "DOGANA", "PKG_CONFIG", "MYSQLCLIENT", "PYTHON", "VIRTUAL_ENV")
+    env = {name: value for name, value in os.environ.items() if not name.startswith(leaked)}
+    own_bin = Path(sys.executable).parent
+    path = [part for part in env.get("PATH", "").split(os.pathsep) if part]
+    path = [part for part in path if Path(part) != own_bin]
+    env["PATH"] = os.pathsep.join([str(venv / "bin"), str(shadow), *path])
+    env["VIRTUAL_ENV"] = str(venv)
+    return env
+
+
+@dataclass(frozen=True)
+class Wheelhouse:
+    root: Path
+
+    @classmethod
+    def default(cls) -> Wheelhouse:
+        """DOGANA_WHEELHOUSE, or dogana/wheelhouse in the user's cache folder."""
+        if os.environ.get("DOGANA_WHEELHOUSE"):
+            return cls(Path(os.environ["DOGANA_WHEELHOUSE"]))
+        cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        return cls(cache / "dogana" / "wheelhouse")
+
+    def newest(self, requirement: Requirement) -> str:
+        """The newest final release of requirement's project that its specifier allows."""
+        listed = run([sys.executable, "-m", "pip", "index", "versions", requirement.name]).stdout
+        found = re.search(r"^Available versions: (.+)$", listed, re.MULTILINE)
+        assert found, listed
+        versions = [Version(v.strip()) for v in found.group(1).split(",")]
+        allowed = [v for v in versions if not v.is_prerelease and v in requirement.specifier]
+        assert allowed, f"no release of {requirement} on the index: {listed}"
+        return str(max(allowed))
+
+    def prepare(self, requirements: list[str], env: dict[str, str]) -> Path:
+        """The folder holding every wheel requirements resolve to, downloaded when missing."""
+        folder = self.root / self._key(requirements)
+        if (folder / ".complete").exists():
+            os.utime(folder)
+            return folder
+        self._prune()
+        partial = folder.with_name(folder.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        partial.mkdir(parents=True)
+        run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(partial),
+             *requirements],
+            env=env,
+        )  # fmt: skip
+        for requirement in requirements:  # the wheel under test is not kept
+            if Path(_path_of(requirement)).is_file():
+                (partial / Path(_path_of(requirement)).name).unlink(missing_ok=True)
+        (partial / ".complete").write_text("\n".join(requirements) + "\n")
+        partial.rename(folder)
+        return folder
+
+    def install(self, venv: Path, folder: Path, args: list[str], env: dict[str, str]) -> None:
+        run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
+             "--find-links", str(folder), *args],
+            env=env,
+        )  # fmt: skip
+
+    def _key(self, requirements: list[str]) -> str:
+        """Named after what it holds; a local wheel counts by what it requires, not its bytes."""
+        digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
+        names = []
+        for requirement in requirements:
+            path = Path(_path_of(requirement))
+            if path.is_file() and path.suffix == ".whl":
+                digest.update(_requires(path).encode() + requirement[len(str(path)) :].encode())
+            else:
+                digest.update(requirement.encode())
+                names.append(re.sub(r"[^A-Za-z0-9.]+", "-", requirement))
+        tag = f"py{sys.version_info[0]}{sys.version_info[1]}"
+        return "-".join([tag, *names, digest.hexdigest()[:12]])
+
+    def _prune(self) -> None:
+        if not self.root.is_dir():
+            return
+        cutoff = time.time() - KEEP_UNUSED_DAYS * 86400
+        for folder in self.root.iterdir():
+            if folder.is_dir() and folder.stat().st_mtime < cutoff:
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _path_of(requirement: str) -> str:
+    """A local path requirement without its extras: /x/y.whl[postgres] -> /x/y.whl."""
+    return requirement.split("[", 1)[0]
+
+
+def _requires(wheel: Path) -> str:
+    with zipfile.ZipFile(wheel) as archive:
+        [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
+        metadata = archive.read(name).decode("utf-8")
+    return "\n".join(sorted(line for line in metadata.splitlines() if line.startswith("Requires-")))
