@@ -6,7 +6,12 @@ same staged rows, never a rebased plan), runs the plan on the published table, s
 and the receipt, and drops the staging table. A group's tables are published in one commit.
 
 Then every outlet Asset gets an event whose extra states the table's claims after the commit:
-complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. A delivery
+complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. Each table's
+Asset (dogana_asset) carries its own table's claims; an outlet naming a table this task does not
+publish is refused before anything is published, since its event could only state another
+table's dates. An AssetAlias outlet (dogana_alias) gets one event per published table, for that
+table's Asset: the way a task mapped over contracts known only at run time emits each of its
+tables, since static outlets are fixed when the DAG is parsed. A delivery
 of a window (a window shape) states them over that window, named in the extra's "window"
 ([low, high], or null for the whole table): a rolling window's table is unknown outside it, so
 its whole-table dates are null forever and would tell a reader nothing. A replay publishes
@@ -20,7 +25,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from airflow.sdk import Asset, BaseOperator
+from airflow.sdk import Asset, AssetAlias, BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from dogana_core.claims import NO_LIMIT
@@ -44,6 +49,16 @@ def dogana_asset(table: str, receiver_conn_id: str = DoganaHook.default_conn_nam
     return Asset(uri=f"{ASSET_SCHEME}://{receiver_conn_id}/{table}")
 
 
+def dogana_alias(receiver_conn_id: str = DoganaHook.default_conn_name) -> AssetAlias:
+    """An AssetAlias for the outlets of a publish whose tables are known only at run time.
+
+    A PublishOperator with this outlet emits, for each table it publishes, an event of that
+    table's dogana_asset carrying its claims; a DAG scheduled on dogana_asset(table) runs after
+    it as after a static outlet.
+    """
+    return AssetAlias(name=f"{ASSET_SCHEME}://{receiver_conn_id}")
+
+
 class PublishOperator(BaseOperator):
     """Publish a decision from the gate task, and emit Asset events carrying the claims.
 
@@ -51,8 +66,10 @@ class PublishOperator(BaseOperator):
     :param decision: the Decision's wire dict (templated; by default the XCom of task ``gate``).
     :param table: the table published; when outlets are not given, they default to
         ``[dogana_asset(table, receiver_conn_id)]``.
-    :param outlets: Assets to emit events for. With several tables (a group), an outlet whose
-        URI names a table (dogana_asset) carries that table's claims, any other the group's.
+    :param outlets: Assets to emit events for. A table's Asset (dogana_asset) carries that
+        table's claims, and must name a table this task publishes; any other Asset carries the
+        claims of every table it publishes, together; an AssetAlias (dogana_alias) gets each
+        published table's Asset event.
     """
 
     template_fields: Sequence[str] = ("receiver_conn_id", "decision")
@@ -78,11 +95,14 @@ class PublishOperator(BaseOperator):
         data = native(self.decision, "decision")
         if data is None:
             raise ValueError("decision: nothing to publish; is the gate task's XCom there?")
-        if isinstance(data, dict) and "decisions" in data:
-            decisions = [Decision.from_dict(item) for item in data["decisions"]]
+        grouped = isinstance(data, dict) and "decisions" in data
+        items = data["decisions"] if grouped else [data]
+        decisions = [Decision.from_dict(item) for item in items]
+        self._check_outlets([decision.receipt.table for decision in decisions])
+        if grouped:
             receipts = self._publish_group(hook, decisions)
         else:
-            receipts = (hook.receiver.publish(Decision.from_dict(data)),)
+            receipts = (hook.receiver.publish(decisions[0]),)
         for receipt in receipts:
             self.log.info("%s: %s", receipt.table, _published_line(receipt))
         rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
@@ -90,9 +110,29 @@ class PublishOperator(BaseOperator):
             # A stale decision made again under the lock, and refused: recorded, not published.
             raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
         self._emit(context, hook, receipts)
-        if len(receipts) == 1 and not (isinstance(data, dict) and "decisions" in data):
+        if len(receipts) == 1 and not grouped:
             return receipts[0].to_dict()
         return [receipt.to_dict() for receipt in receipts]
+
+    def _check_outlets(self, tables: list[str]) -> None:
+        """Refuse, before publishing, a table's Asset naming a table this task does not publish:
+        its event would state another table's dates to every DAG scheduled on it."""
+        for outlet in self.outlets:
+            if not isinstance(outlet, Asset):
+                continue
+            named = _asset_table(outlet)
+            if named is None:
+                continue
+            conn_id, table = named
+            if conn_id == self.receiver_conn_id and table in tables:
+                continue
+            published = ", ".join(f"{ASSET_SCHEME}://{self.receiver_conn_id}/{t}" for t in tables)
+            raise ValueError(
+                f"outlet {outlet.uri}: not a table this task publishes ({published}); nothing "
+                "was published. Give each table's Asset to the task that publishes it, or, for "
+                "tables known only at run time (a mapped publish), the outlet dogana_alias("
+                f"{self.receiver_conn_id!r})"
+            )
 
     def _publish_group(self, hook: DoganaHook, decisions: list[Decision]) -> tuple[Receipt, ...]:
         receipts = tuple(decision.receipt for decision in decisions)
@@ -102,10 +142,9 @@ class PublishOperator(BaseOperator):
         return hook.receiver.publish_group(decision)
 
     def _emit(self, context: Any, hook: DoganaHook, receipts: Sequence[Receipt]) -> None:
-        """Each outlet Asset's event extra: the claims of its table, or of every table, over
-        the window each delivery covered (the whole table when it covered no window)."""
-        assets = [outlet for outlet in self.outlets if isinstance(outlet, Asset)]
-        if not assets:
+        """Each outlet's event extra: the claims of its table, or of every table, over the
+        window each delivery covered (the whole table when it covered no window)."""
+        if not any(isinstance(outlet, Asset | AssetAlias) for outlet in self.outlets):
             return
         tables = [receipt.table for receipt in receipts]
         windows = {r.table: r.manifest.window for r in receipts if r.manifest.window is not None}
@@ -119,17 +158,34 @@ class PublishOperator(BaseOperator):
             extras[table] = _extra([table], claims, ledger.publication_id, window)
             over = "" if window is None else f" over window {_plain(window)}"
             self.log.info("%s: published; claims%s %s", table, over, claims_line(claims))
-        group = Group(tuple(ledger.contract for ledger in ledgers.values()))
-        together = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows or None)
-        heads = [ledger.publication_id for ledger in ledgers.values()]
-        extras[None] = _extra(tables, together, heads[0] if len(heads) == 1 else None)
-        if windows:  # a group's extra: {table: [low, high]} for its windowed tables
-            extras[None]["window"] = {table: _plain(w) for table, w in windows.items()}
-        for asset in assets:
-            named = next((t for t in tables if asset.uri.endswith(f"/{t}")), None)
-            extra = extras[named] if len(tables) > 1 else extras[tables[0]]
-            context["outlet_events"][asset].extra = extra
-            self.log.info("asset %s: event extra %s", asset.uri, extra)
+        if len(tables) == 1:  # any other Asset: the one table's claims
+            extras[None] = extras[tables[0]]
+        else:  # any other Asset: the group's claims, every table at once
+            group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+            together = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows or None)
+            extras[None] = _extra(tables, together, None)
+            if windows:  # {table: [low, high]} for its windowed tables
+                extras[None]["window"] = {table: _plain(w) for table, w in windows.items()}
+        for outlet in self.outlets:
+            if isinstance(outlet, AssetAlias):
+                for table in tables:
+                    asset = dogana_asset(table, self.receiver_conn_id)
+                    context["outlet_events"][outlet].add(asset, extra=extras[table])
+                    self.log.info("asset %s: event extra %s", asset.uri, extras[table])
+            elif isinstance(outlet, Asset):
+                named = _asset_table(outlet)
+                extra = extras[None if named is None else named[1]]
+                context["outlet_events"][outlet].extra = extra
+                self.log.info("asset %s: event extra %s", outlet.uri, extra)
+
+
+def _asset_table(asset: Asset) -> tuple[str, str] | None:
+    """(receiver_conn_id, table) of a dogana_asset; None for any other Asset."""
+    scheme, _, rest = asset.uri.partition("://")
+    conn_id, _, table = rest.partition("/")
+    if scheme != ASSET_SCHEME:
+        return None
+    return conn_id, table
 
 
 def _extra(

@@ -233,13 +233,19 @@ def pipeline(
     *,
     plan: str = "",
     tamper: bool = False,
+    publish: str = "",
 ) -> str:
-    """A DAG body: Plan -> extract (the stand-in) -> Gate -> Publish, for one table."""
+    """A DAG body: Plan -> extract (the stand-in) -> Gate -> Publish, for one table.
+
+    plan and publish are more keyword arguments of those operators, as Python source; publish
+    names the table when it says nothing else.
+    """
+    publish = publish or f"table={table!r}"
     return f"""
         import delivery_dags
         from dogana_provider.operators.gate import GateOperator
         from dogana_provider.operators.plan import PlanDeliveryOperator
-        from dogana_provider.operators.publish import PublishOperator
+        from dogana_provider.operators.publish import PublishOperator, dogana_asset
 
         with dag:
             planned = PlanDeliveryOperator(
@@ -258,7 +264,7 @@ def pipeline(
 
             gate = GateOperator(task_id="gate", receiver_conn_id={conn_id!r})
             publish = PublishOperator(
-                task_id="publish", receiver_conn_id={conn_id!r}, table={table!r}
+                task_id="publish", receiver_conn_id={conn_id!r}, {publish}
             )
             extract(planned.output) >> gate >> publish
         """

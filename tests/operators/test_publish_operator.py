@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -92,3 +93,102 @@ def test_deliveries_publish_the_source_and_emit_the_claims(
         "publication_id": changes.publication_id,
         "window": None,
     }
+
+
+def test_an_outlet_naming_a_table_not_published_is_refused_before_publishing(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """A publish of orders with the events Asset among its outlets: that event could only carry
+    orders' dates, so the task fails naming the outlet, and nothing is published."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table, other = f"orders_{uid}", f"events_{uid}"
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+    source = Source(tmp_path / "source.json")
+    source.put(1, "one")
+    outlets = f"[dogana_asset({table!r}, {conn_id!r}), dogana_asset({other!r}, {conn_id!r})]"
+    module = write_dag(
+        airflow_home,
+        f"outlets_{uid}",
+        pipeline(conn_id, table, contract_path, source, tmp_path, publish=f"outlets={outlets}"),
+    )
+
+    run = module.dag.test()
+
+    assert states(run)["publish"] == "failed"
+    hook = DoganaHook(conn_id)
+    assert hook.receiver.ledger(table).publication_id is None
+    assert published(hook, table) == {}
+    assert asset_events(dogana_asset(other, conn_id).uri) == []
+
+
+def test_a_mapped_publish_gives_each_table_its_own_claims(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """One pipeline mapped over two contracts known at run time, publishing through the alias
+    dogana_alias: each table's Asset gets one event, carrying its own table and head."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    tables = (f"orders_{uid}", f"events_{uid}")
+    deliveries = []
+    for number, table in enumerate(tables):
+        contract_path = tmp_path / f"{table}.contract.json"
+        contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+        source = Source(tmp_path / f"{table}.source.json")
+        for id_ in range(number + 1):  # orders one row, events two: their heads differ
+            source.put(id_, f"{table} {id_}")
+        deliveries.append({"contract_path": str(contract_path), "source_path": str(source.path)})
+    module = write_dag(
+        airflow_home,
+        f"mapped_{uid}",
+        f"""
+        import delivery_dags
+        from airflow.sdk import task_group
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator, dogana_alias
+
+        @task
+        def contracts():
+            return {deliveries!r}
+
+        @task_group
+        def deliver(contract_path, source_path):
+            planned = PlanDeliveryOperator(
+                task_id="plan", contract=contract_path, receiver_conn_id={conn_id!r}
+            )
+
+            @task
+            def extract(request, contract_path, source_path):
+                return delivery_dags.extract(
+                    request, contract_path, source_path, {str(tmp_path)!r}
+                )
+
+            gate = GateOperator(
+                task_id="gate",
+                receiver_conn_id={conn_id!r},
+                delivery=extract(planned.output, contract_path, source_path),
+            )
+            PublishOperator(
+                task_id="publish",
+                receiver_conn_id={conn_id!r},
+                decision=gate.output,
+                outlets=[dogana_alias({conn_id!r})],
+            )
+
+        with dag:
+            deliver.expand_kwargs(contracts())
+        """,
+    )
+
+    run = module.dag.test()
+
+    assert set(states(run).values()) == {"success"}
+    hook = DoganaHook(conn_id)
+    for number, table in enumerate(tables):
+        [extra] = asset_events(dogana_asset(table, conn_id).uri)
+        ledger = hook.receiver.ledger(table)
+        p = ledger.claims(datetime.now(UTC), limit=NO_LIMIT).complete_as_of
+        assert extra["tables"] == [table]
+        assert extra["publication_id"] == ledger.publication_id
+        assert extra["complete_as_of"] == p.isoformat()
+        assert len(published(hook, table)) == number + 1
