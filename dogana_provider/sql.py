@@ -57,6 +57,14 @@ class Dialect:
     """Whether its float column keeps NaN: SQLite turns it into NULL, MariaDB refuses it."""
     stores_infinity: bool = True
     """Whether its float column keeps +-inf: MariaDB's DOUBLE has no infinities."""
+    folds_names: bool = False
+    """Whether two names differing only in case name one table or column: SQLite's do; so do
+    MariaDB's columns, the store's table_name keys (a case-insensitive collation) and, on a
+    server with lower_case_table_names, its tables; PostgreSQL's quoted names never do."""
+
+    def name_key(self, identifier: str) -> str:
+        """identifier as this database compares it with other names (identifiers are ASCII)."""
+        return identifier.lower() if self.folds_names else identifier
 
     def quote(self, identifier: str) -> str:
         """A validated identifier, quoted; anything else raises InvalidContract."""
@@ -149,6 +157,7 @@ SQLITE = Dialect(
     # SQLite's default BINARY collation compares UTF-8 bytes, which is code-point order.
     text_collation=None,
     stores_nan=False,
+    folds_names=True,
 )
 
 
@@ -226,6 +235,7 @@ MARIADB = Dialect(
     text_collation=None,
     stores_nan=False,
     stores_infinity=False,
+    folds_names=True,
 )
 
 

@@ -104,6 +104,26 @@ def existing_columns(connection: Any, dialect: Dialect, table: str) -> list[str]
         cursor.close()
 
 
+def count_published(
+    connection: Any, dialect: Dialect, contract: Contract, window: tuple[Any, Any] | None
+) -> int:
+    """The published rows, or those whose window value is in [low, high]."""
+    sql = f"SELECT COUNT(*) FROM {dialect.quote(contract.table)}"
+    params: tuple[Any, ...] = ()
+    if window is not None:
+        assert contract.window_column is not None
+        kind = str(contract.type_of(contract.window_column))
+        column = dialect.ordered(dialect.quote(contract.window_column), kind)
+        sql += f" WHERE {column} >= {dialect.placeholder} AND {column} <= {dialect.placeholder}"
+        params = (dialect.bind(kind, window[0]), dialect.bind(kind, window[1]))
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        return int(cursor.fetchone()[0])
+    finally:
+        cursor.close()
+
+
 def execute_plan(
     connection: Any, dialect: Dialect, plan: ApplyPlan, staged: Staged, contract: Contract
 ) -> None:

@@ -38,16 +38,16 @@ from pathlib import Path
 from typing import Any
 
 from dogana_core.contract import Contract
-from dogana_core.errors import SerializationError
+from dogana_core.errors import InconsistentPublication, InvalidContract, SerializationError
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.receiver.actions import add_missing_columns, existing_columns
+from dogana_provider.receiver.actions import add_missing_columns, count_published, existing_columns
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
-from dogana_provider.receiver.steps import Steps, UnknownTable, stamp
+from dogana_provider.receiver.steps import STAGING_PREFIX, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import (
@@ -132,6 +132,7 @@ class Receiver:
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
         with transaction(self.connect, self.dialect) as connection:
+            self._refuse_collision(connection, contract.table)
             state = self.store.state(connection, contract.table, lock=True)
             if state is None:
                 ledger = Ledger.new(contract)
@@ -140,6 +141,29 @@ class Receiver:
                 ledger = state.ledger.with_contract(contract)
                 self.store.update_table(connection, ledger)
             return ledger
+
+    def _refuse_collision(self, connection: Any, table: str) -> None:
+        """Refuse a table that names, in this database, another registered table or one of the
+        receiver's own (its store's tables, its staging tables).
+
+        Names are compared as the database compares them (Dialect.name_key): on SQLite orders
+        and ORDERS are one table, whose rows two ledgers would each claim as theirs.
+        """
+        key = self.dialect.name_key
+        own = [*self.store.own_names, f"{STAGING_PREFIX}*"]
+        registered = [name for name in self.store.table_names(connection) if name != table]
+        for name in [*registered, *own]:
+            if name.endswith("*"):
+                clash = key(table).startswith(key(name[:-1]))
+            else:
+                clash = key(table) == key(name)
+            if clash:
+                whose = "a registered table" if name in registered else "the receiver's own"
+                how = " without regard to case" if self.dialect.folds_names else ""
+                raise InvalidContract(
+                    f"Contract.table: {table!r} names the same {self.dialect.name} table as "
+                    f"{name!r}, {whose} ({self.dialect.name} compares table names{how})"
+                )
 
     def ledger(self, table: str) -> Ledger:
         with transaction(self.connect, self.dialect, write=False) as connection:
@@ -252,9 +276,27 @@ class Receiver:
     # Reading ----------------------------------------------------------------------------------
 
     def verify(self, table: str) -> Verified:
-        """The stored ledger is Ledger.from_receipts over the stored receipts, head included."""
+        """The stored ledger is Ledger.from_receipts over the stored receipts, head included, and
+        the published rows agree with the latest acceptance where that is cheap to see.
+
+        After a complete read (of the whole table, or of a window) the published rows (in that
+        window) are exactly the rows it delivered, so their count must be its row count; a
+        table whose rows something else changed raises InconsistentPublication as well.
+        """
         with transaction(self.connect, self.dialect, write=False) as connection:
-            return self.store.verify(connection, table)
+            verified = self.store.verify(connection, table)
+            last = self.store.last_accepted(connection, table)
+            if last is None or not last.contract.shape(last.manifest.shape).is_complete:
+                return verified
+            window = last.manifest.window
+            counted = count_published(connection, self.dialect, last.contract, window)
+        if counted != last.manifest.rows:
+            where = "" if window is None else f" in window [{window[0]}, {window[1]}]"
+            raise InconsistentPublication(
+                f"table {table!r}: {counted} published rows{where}, but its latest publication "
+                f"{last.publication_id} is a complete read of {last.manifest.rows} rows"
+            )
+        return verified
 
     def receipts(self, table: str) -> list[Receipt]:
         with transaction(self.connect, self.dialect, write=False) as connection:

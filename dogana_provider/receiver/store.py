@@ -80,6 +80,10 @@ class Store:
         self._index = dialect.quote(f"{prefix}_receipts_manifest")
         self.staging = dialect.quote(f"{prefix}_staging")
         self.p = dialect.placeholder
+        self.own_names = tuple(
+            f"{prefix}_{name}" for name in ("tables", "receipts", "receipts_manifest", "staging")
+        )
+        """The names this store's tables and index take in the database."""
 
     # Schema ---------------------------------------------------------------------------------
 
@@ -130,6 +134,15 @@ class Store:
         if row is None:
             return None
         return TableState(table, Ledger.from_json(row[0]))
+
+    def table_names(self, connection: Any) -> list[str]:
+        """Every registered table's name: one row each, read whole."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"SELECT table_name FROM {self.tables}")
+            return [str(name) for (name,) in cursor.fetchall()]
+        finally:
+            cursor.close()
 
     def insert_table(self, connection: Any, ledger: Ledger) -> None:
         execute(
@@ -186,6 +199,17 @@ class Store:
             f"WHERE table_name = {self.p} AND manifest_identity = {self.p} "
             f"AND accepted_identity IS NOT NULL",
             (table, manifest_identity),
+        )
+        return None if row is None else Receipt.from_json(row[0])
+
+    def last_accepted(self, connection: Any, table: str) -> Receipt | None:
+        """The table's latest acceptance, the one its published rows are as of."""
+        row = _one(
+            connection,
+            f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} "
+            f"AND publication = (SELECT MAX(publication) FROM {self.receipts} "
+            f"WHERE table_name = {self.p})",
+            (table, table),
         )
         return None if row is None else Receipt.from_json(row[0])
 

@@ -37,10 +37,11 @@ from receiver_deliveries import (
 )
 
 from dogana_core.contract import column_hash
-from dogana_core.errors import InvalidContract
+from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.plan import ActionKind
+from dogana_core.planner import Requirement, plan_delivery
 from dogana_provider.files import BATCH_ROWS
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.steps import STAGING_PREFIX
@@ -892,6 +893,72 @@ class ReceiverConformance:
         assert receiver.ledger(source.table).contract == cheaper
         source.put(2, 2, "n2", at(3))
         self.publish_checked(receiver, source, source.full(at(4)))
+
+    def test_a_table_name_colliding_as_the_database_compares_names_is_refused(
+        self, receiver: Receiver, source: Source, uid: str, tmp_path: Path
+    ) -> None:
+        """ORDERS_x beside orders_x: one table on SQLite (and one store key on MariaDB), whose
+        rows two ledgers would each claim, so it is refused at registration naming both; two
+        tables on PostgreSQL, kept apart. The store's own names are refused everywhere."""
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        upper = Source(f"ORDERS_{uid}", tmp_path)
+        if self.dialect.folds_names:
+            with pytest.raises(InvalidContract, match=f"'{upper.table}'.*'{source.table}'"):
+                receiver.register(upper.contract)
+        else:
+            receiver.register(upper.contract)
+            upper.put(9, 9, "upper", at(1))
+            self.publish_checked(receiver, upper, upper.full(at(2)))
+        assert self.state(receiver, source.table) == before
+        receiver.verify(source.table)
+        for own in (f"s{uid}_tables", f"S{uid}_RECEIPTS", f"s{uid}_staging", STAGING_PREFIX + "x"):
+            table = own if self.dialect.folds_names or own.islower() else own.lower()
+            with pytest.raises(InvalidContract, match=f"'{table}'.*the receiver's own"):
+                receiver.register(orders_contract(table))
+        assert self.state(receiver, source.table) == before
+
+    def test_verify_refuses_published_rows_that_disagree_with_the_latest_complete_read(
+        self, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        for id_ in range(1, 6):
+            source.put(id_, id_ % 3, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(6, 1, "six", at(3))
+        self.publish_checked(receiver, source, source.window(1, 1, at(4)))
+        # Something besides the receiver deletes a published row: the ledger still claims it.
+        connection = receiver.connect()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(f"DELETE FROM {self.dialect.quote(source.table)} WHERE id = 6")
+            connection.commit()
+        finally:
+            connection.close()
+        with pytest.raises(InconsistentPublication, match=r"2 published rows in window.* 3 rows"):
+            receiver.verify(source.table)
+
+    def test_a_requirement_with_deletions_after_complete_is_planned_and_met(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        """Deletions as of MON with completeness as of SUN (negation asks for it): planned as
+        a read until MON or later, and once that is published, nothing more is planned."""
+        sunday, monday = at(2), at(26)
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(sunday))
+        requirement = Requirement(source.table, sunday, deletions_as_of=monday)
+        request = plan_delivery(receiver.ledger(source.table), requirement)
+        assert request is not None and request.until >= monday
+        source.delete(2)
+        source.put(4, 4, "n4", at(25))
+        if request.since is None:
+            delivery = source.full(request.until)
+        else:
+            delivery = source.changes(request.since, request.until, (2,))
+        self.publish_checked(receiver, source, delivery)
+        assert plan_delivery(receiver.ledger(source.table), requirement) is None
 
     # Tables together ---------------------------------------------------------------------------
 
