@@ -29,10 +29,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
+from itertools import chain
 from typing import Any
 
 from dogana_core.errors import InvalidContract, SerializationError
-from dogana_core.region import Region, before
+from dogana_core.region import Chunk, Region, Summary, before
 from dogana_core.values import Scalar, check_text, utc
 from dogana_core.wire import (
     JSON,
@@ -223,6 +224,52 @@ class Claims(Wire):
         c, d = _minima(claims)
         return cls(now, limit, claims, State.worst(claim.state for claim in claims), c, d)
 
+    @classmethod
+    def of_runs(
+        cls, now: datetime, limit: timedelta, table: str, runs: Iterable[Chunk | list[Region]]
+    ) -> Claims:
+        """Claims.at over one table's regions as RegionMap.runs gives them, and equal to it.
+
+        A chunk held whole is stated from its Summary, and its RegionClaims are built once and
+        kept in the chunk, for the two cases that do not depend on now: no region expired, or
+        every known region expired. So claims over a long history cost a step per chunk, plus
+        the regions of the chunks that straddle now - limit or the window's edges.
+        """
+        now = utc(now, "Claims.now")
+        _check_limit(limit)
+        parts: list[tuple[RegionClaim, ...]] = []
+        summaries: list[Summary] = []
+        for run in runs:
+            if isinstance(run, Chunk):
+                parts.append(_chunk_claims(table, run, now, limit))
+                summaries.append(run.summary)
+            else:
+                parts.append(
+                    tuple(_claim(table, r, state_at(*r.evidence, now, limit)) for r in run)
+                )
+                summaries.append(Summary.of(run))
+        regions = tuple(chain.from_iterable(parts))
+        if not regions:
+            raise InvalidContract("Claims.regions: claims state at least one RegionClaim")
+        known = [summary for summary in summaries if summary.earliest is not None]
+        if any(summary.unknown for summary in summaries):
+            state, c, d = State.UNKNOWN, None, None
+        else:
+            c = min(summary.earliest for summary in known)  # type: ignore[type-var]
+            d = min(summary.deletions for summary in known)  # type: ignore[type-var]
+            if limit != NO_LIMIT and now - c > limit:  # type: ignore[operator]
+                state = State.EXPIRED
+            elif any(summary.patched for summary in known):
+                state = State.PATCHED
+            else:
+                state = State.COMPLETE
+        claims = object.__new__(cls)
+        # Built valid, so not checked again: Claims.__post_init__ would state every region anew.
+        claims.__dict__.update(
+            now=now, limit=limit, regions=regions, state=state, complete_as_of=c, deletions_as_of=d
+        )
+        return claims
+
     @property
     def exact_as_of(self) -> datetime | None:
         """p when every region is exact at p, its dates (p, p); else None. Freshness aside."""
@@ -234,6 +281,51 @@ class Claims(Wire):
 
     def of_table(self, table: str) -> tuple[RegionClaim, ...]:
         return tuple(region for region in self.regions if region.table == table)
+
+
+def _chunk_claims(
+    table: str, chunk: Chunk, now: datetime, limit: timedelta
+) -> tuple[RegionClaim, ...]:
+    summary = chunk.summary
+    if limit == NO_LIMIT or summary.earliest is None or now - summary.earliest <= limit:
+        expired = False
+    elif summary.latest is not None and now - summary.latest > limit:
+        expired = True
+    else:  # now - limit falls inside the chunk: each region's state depends on now
+        return tuple(_claim(table, r, state_at(*r.evidence, now, limit)) for r in chunk.regions)
+    key = ("claims", table, expired)
+    claims: tuple[RegionClaim, ...] | None = chunk.memo.get(key)
+    if claims is None:
+        claims = tuple(_claim(table, r, _settled(r, expired)) for r in chunk.regions)
+        chunk.memo[key] = claims
+    return claims
+
+
+def _settled(region: Region, expired: bool) -> State:
+    """A region's state when whether it expired is known: what state_at gives then."""
+    c, d = region.evidence
+    if c is None or d is None:
+        return State.UNKNOWN
+    if expired:
+        return State.EXPIRED
+    return State.PATCHED if d < c else State.COMPLETE
+
+
+def _claim(table: str, region: Region, state: State) -> RegionClaim:
+    """RegionClaim.of for a valid region and the state state_at gives it, without checking
+    them again (claims over a long history build thousands)."""
+    claim = object.__new__(RegionClaim)
+    claim.__dict__.update(
+        table=table,
+        low=region.low,
+        high=region.high,
+        low_open=region.low_open,
+        high_open=region.high_open,
+        complete_as_of=region.complete_as_of,
+        deletions_as_of=region.deletions_as_of,
+        state=state,
+    )
+    return claim
 
 
 def _check_limit(limit: Any) -> None:

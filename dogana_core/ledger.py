@@ -192,9 +192,7 @@ class Ledger(Wire):
             if before(b, a):
                 raise InvalidContract(f"Ledger.claims: window low {a!r} is after high {b!r}")
             low, high = (None if is_domain_minimum(a) else a), successor(b)
-        return Claims.at(
-            now, limit, [(self.contract.table, region) for region in self._map.over(low, high)]
-        )
+        return Claims.of_runs(now, limit, self.contract.table, self._map.runs(low, high))
 
     # Deciding ------------------------------------------------------------------------------------
 

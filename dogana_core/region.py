@@ -19,20 +19,25 @@ depend on this choice: other implementations must write regions the same way.
 RegionMap holds a ledger's regions as a persistent sequence of small chunks with a bisect index,
 so that replacing the regions a delivery covers costs what it touches, plus a copy of the
 chunk index, instead of a copy of the whole history. Each chunk caches its canonical bytes so a
-ledger's identity re-encodes only the chunks that changed.
+ledger's identity re-encodes only the chunks that changed, and its Summary so that claims over
+a chunk held whole need not look at each of its regions.
+
+A receiver stores a map as those bytes with an index of the chunks (RegionMap.stored): loading
+it (RegionMap.from_stored) decodes no region until one is read, so reading a ledger to decide on
+a delivery costs the chunks the delivery touches, plus hashing the bytes for the identity.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from functools import cached_property
 from itertools import accumulate, chain, pairwise
 from typing import Any, Protocol, overload
 
-from dogana_core.errors import InvalidContract
+from dogana_core.errors import InvalidContract, SerializationError
 from dogana_core.jcs import canonicalize
 from dogana_core.values import (
     ORDERED_TYPES,
@@ -45,7 +50,17 @@ from dogana_core.values import (
     type_of,
     utc,
 )
-from dogana_core.wire import Boolean, DateTimeTag, Optional, Value, Wire, wire_field
+from dogana_core.wire import (
+    JSON,
+    Boolean,
+    DateTimeTag,
+    Optional,
+    Value,
+    Wire,
+    parse_json,
+    read_integer,
+    wire_field,
+)
 
 Evidence = tuple[datetime | None, datetime | None]
 """A region's (complete_as_of, deletions_as_of)."""
@@ -189,16 +204,55 @@ CHUNK = 64
 """Regions per chunk at most; a splice keeps chunks at least half full where it can."""
 
 
-class _Chunk:
-    """A run of consecutive regions with their low ends for bisect; never changed once built."""
+class Chunk:
+    """A run of consecutive regions with their low ends for bisect; never changed once built.
 
-    __slots__ = ("_canonical", "lows", "regions")
+    A chunk read from storage (Chunk.stored) holds only its canonical bytes, its length and its
+    first low end until a caller reads its regions: a ledger's identity hashes the bytes, and an
+    apply decodes the few chunks it touches. memo is for what readers derive from the regions
+    (claims.py keeps its RegionClaims there): a chunk never changes, so neither does that.
+    """
+
+    __slots__ = ("_canonical", "_summary", "count", "head", "lows", "memo", "regions")
+
+    regions: tuple[Region, ...]
+    # Any: the lows are of one domain, which the type of Scalar cannot say.
+    lows: tuple[Any, ...]
 
     def __init__(self, regions: tuple[Region, ...]) -> None:
         self.regions = regions
-        # Any: the lows are of one domain, which the type of Scalar cannot say.
-        self.lows: tuple[Any, ...] = tuple(region.low for region in regions)
+        self.lows = tuple(region.low for region in regions)
+        self.count = len(regions)
+        self.head: Any = self.lows[0]
         self._canonical: bytes | None = None
+        self._summary: Summary | None = None
+        self.memo: dict[Any, Any] = {}
+
+    @classmethod
+    def stored(cls, canonical: bytes, count: int, head: Scalar | None) -> Chunk:
+        """A chunk known by its canonical bytes; its regions are decoded when first read."""
+        chunk = cls.__new__(cls)
+        chunk._canonical = canonical
+        chunk.count = count
+        chunk.head = head
+        chunk._summary = None
+        chunk.memo = {}
+        return chunk
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for an unset slot: the regions and lows of a stored chunk not yet read.
+        if name not in ("regions", "lows") or self._canonical is None:
+            raise AttributeError(name)
+        regions = _decoded(self._canonical)
+        if len(regions) != self.count or (regions[0].low != self.head):
+            raise SerializationError(
+                "Ledger.regions",
+                f"a stored chunk holds {len(regions)} regions from {regions[0].low!r}, its index "
+                f"says {self.count} from {self.head!r}",
+            )
+        self.regions = regions
+        self.lows = tuple(region.low for region in regions)
+        return getattr(self, name)
 
     @property
     def canonical(self) -> bytes:
@@ -207,11 +261,44 @@ class _Chunk:
             self._canonical = b",".join(region.canonical for region in self.regions)
         return self._canonical
 
+    @property
+    def summary(self) -> Summary:
+        if self._summary is None:
+            self._summary = Summary.of(self.regions)
+        return self._summary
+
     def index_after(self, value: Scalar) -> int:
         """How many regions of this chunk start at or before value."""
         # Only the map's first region has no low end, and it starts before everything.
         start = 1 if self.lows[0] is None else 0
         return bisect_right(self.lows, value, start)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What a run of regions states as a whole, for claims that need not look at each region:
+    whether one is unknown, whether one known region is patched (d < c), and the earliest and
+    latest complete_as_of and the earliest deletions_as_of over the known ones."""
+
+    unknown: bool
+    patched: bool
+    earliest: datetime | None
+    latest: datetime | None
+    deletions: datetime | None
+
+    @classmethod
+    def of(cls, regions: Sequence[Region]) -> Summary:
+        known = [region.evidence for region in regions if region.complete_as_of is not None]
+        if not known:
+            return cls(bool(regions), False, None, None, None)
+        completes = [c for c, _ in known]
+        return cls(
+            len(known) < len(regions),
+            any(d < c for c, d in known),  # type: ignore[operator]
+            min(completes),  # type: ignore[type-var]
+            max(completes),  # type: ignore[type-var]
+            min(d for _, d in known),  # type: ignore[type-var]
+        )
 
 
 class RegionMap(Sequence[Region]):
@@ -224,7 +311,7 @@ class RegionMap(Sequence[Region]):
 
     __slots__ = ("_chunks", "_ends", "_hash", "_heads", "_len")
 
-    def __init__(self, chunks: tuple[_Chunk, ...], heads: tuple[Any, ...], length: int) -> None:
+    def __init__(self, chunks: tuple[Chunk, ...], heads: tuple[Any, ...], length: int) -> None:
         self._chunks = chunks
         # The low end of each chunk's first region; the first is None, never compared.
         self._heads = heads
@@ -233,9 +320,9 @@ class RegionMap(Sequence[Region]):
         self._hash: int | None = None
 
     @classmethod
-    def _build(cls, chunks: tuple[_Chunk, ...]) -> RegionMap:
+    def _build(cls, chunks: tuple[Chunk, ...]) -> RegionMap:
         return cls(
-            chunks, tuple(chunk.lows[0] for chunk in chunks), sum(len(c.regions) for c in chunks)
+            chunks, tuple(chunk.head for chunk in chunks), sum(chunk.count for chunk in chunks)
         )
 
     @classmethod
@@ -301,7 +388,7 @@ class RegionMap(Sequence[Region]):
         if index == 0:
             return self._chunks[0].regions[0]
         if self._ends is None:
-            self._ends = tuple(accumulate(len(chunk.regions) for chunk in self._chunks))
+            self._ends = tuple(accumulate(chunk.count for chunk in self._chunks))
         k = bisect_right(self._ends, index)
         return self._chunks[k].regions[index - (self._ends[k - 1] if k else 0)]
 
@@ -330,6 +417,58 @@ class RegionMap(Sequence[Region]):
             digest.update(chunk.canonical)
         digest.update(b"]")
 
+    def runs(self, low: Scalar | None, high: Scalar | None) -> Iterator[Chunk | list[Region]]:
+        """What over(low, high) returns, a chunk at a time: a Chunk when [low, high) holds it
+        whole, else the list of its regions there, cut to it. Costs one step per chunk plus
+        the regions of the two chunks at the edges."""
+        (k, p), (kl, pl) = self._holding(low), self._last_before(high)
+        for index in range(k, kl + 1):
+            chunk = self._chunks[index]
+            first = p if index == k else 0
+            last = pl if index == kl else chunk.count - 1
+            whole = (index > k or low is None) and (index < kl or high is None)
+            if whole and first == 0 and last == chunk.count - 1:
+                yield chunk
+            else:
+                yield [_clip(region, low, high) for region in chunk.regions[first : last + 1]]
+
+    # Storage -------------------------------------------------------------------------------------
+
+    def stored(self) -> tuple[list[JSON], bytes]:
+        """The map as a receiver stores it: an index of [regions, bytes, first low end] per
+        chunk, and the canonical bytes of every region, comma separated (the regions part of the
+        ledger's identity form)."""
+        index: list[JSON] = [
+            [chunk.count, len(chunk.canonical), Optional(Value()).encode(chunk.head, True)]
+            for chunk in self._chunks
+        ]
+        return index, b",".join(chunk.canonical for chunk in self._chunks)
+
+    @classmethod
+    def from_stored(cls, index: JSON, body: bytes, what: str = "Ledger.regions") -> RegionMap:
+        """The map stored() wrote, its chunks decoded only when read; the index is checked
+        against the bytes, each chunk against its index entry when it is decoded."""
+        if not isinstance(index, list) or not index:
+            raise SerializationError(what, "a stored index lists at least one chunk")
+        chunks = []
+        start = 0
+        for number, entry in enumerate(index):
+            where = f"{what}.index[{number}]"
+            if not isinstance(entry, list) or len(entry) != 3:
+                raise SerializationError(where, "expected [regions, bytes, first low end]")
+            count, size = (read_integer(value, where) for value in entry[:2])
+            head = Optional(Value()).decode(entry[2], where)
+            stop = start + size
+            if count < 1 or size < 1 or stop > len(body) or (stop < len(body) and body[stop] != 44):
+                raise SerializationError(where, "does not fit the stored regions' bytes")
+            chunks.append(Chunk.stored(body[start:stop], count, head))
+            start = stop + 1
+        if start != len(body) + 1:
+            raise SerializationError(what, "the index does not cover the stored regions' bytes")
+        if chunks[0].head is not None:
+            raise SerializationError(what, "the first chunk starts unbounded")
+        return cls._build(tuple(chunks))
+
     # Places --------------------------------------------------------------------------------------
 
     def _holding(self, value: Scalar | None) -> tuple[int, int]:
@@ -342,7 +481,7 @@ class RegionMap(Sequence[Region]):
     def _last_before(self, high: Scalar | None) -> tuple[int, int]:
         """The place of the last region starting before high; None is past the domain's end."""
         if high is None:
-            return (len(self._chunks) - 1, len(self._chunks[-1].regions) - 1)
+            return (len(self._chunks) - 1, self._chunks[-1].count - 1)
         k = bisect_left(self._heads, high, 1) - 1
         chunk = self._chunks[k]
         return (k, bisect_left(chunk.lows, high, 1 if k == 0 else 0) - 1)
@@ -364,8 +503,8 @@ class RegionMap(Sequence[Region]):
         if by < 0:
             if p > 0:
                 return (k, p - 1)
-            return (k - 1, len(self._chunks[k - 1].regions) - 1) if k > 0 else place
-        if p + 1 < len(self._chunks[k].regions):
+            return (k - 1, self._chunks[k - 1].count - 1) if k > 0 else place
+        if p + 1 < self._chunks[k].count:
             return (k, p + 1)
         return (k + 1, 0) if k + 1 < len(self._chunks) else place
 
@@ -409,19 +548,48 @@ class RegionMap(Sequence[Region]):
         middle = _chunked(run)
         return RegionMap(
             (*self._chunks[:ki], *middle, *self._chunks[kj + 1 :]),
-            (*self._heads[:ki], *(chunk.lows[0] for chunk in middle), *self._heads[kj + 1 :]),
+            (*self._heads[:ki], *(chunk.head for chunk in middle), *self._heads[kj + 1 :]),
             self._len - removed + len(regions),
         )
 
 
-def _chunked(regions: Sequence[Region]) -> tuple[_Chunk, ...]:
+def _decoded(canonical: bytes) -> tuple[Region, ...]:
+    """The regions of a stored chunk, read from their identity forms (defaults omitted)."""
+    data = parse_json(b"[" + canonical + b"]")
+    regions = []
+    for number, item in enumerate(data):
+        where = f"Ledger.regions[{number}]"
+        if not isinstance(item, dict) or item.get("kind") != "Region" or not set(item) <= _FIELDS:
+            raise SerializationError(where, "expected the identity form of a Region")
+        try:
+            regions.append(
+                Region(
+                    *(
+                        _CODECS[name].decode(item[name], f"{where}.{name}")
+                        if name in item
+                        else _DEFAULTS[name]
+                        for name in _CODECS
+                    )
+                )
+            )
+        except InvalidContract as exc:
+            raise SerializationError(where, str(exc)) from None
+    return tuple(regions)
+
+
+_CODECS = {spec.name: spec.metadata["codec"] for spec in fields(Region)}
+_DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in fields(Region)}
+_FIELDS = {"kind", *_CODECS}
+
+
+def _chunked(regions: Sequence[Region]) -> tuple[Chunk, ...]:
     count = max(1, -(-len(regions) // CHUNK))
     size, extra = divmod(len(regions), count)
-    chunks: list[_Chunk] = []
+    chunks: list[Chunk] = []
     start = 0
     for n in range(count):
         stop = start + size + (1 if n < extra else 0)
-        chunks.append(_Chunk(tuple(regions[start:stop])))
+        chunks.append(Chunk(tuple(regions[start:stop])))
         start = stop
     return tuple(chunks)
 

@@ -11,20 +11,25 @@ partition the domain with no equal neighbours.
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ledger_fixtures import HOUR, SUNDAY, EvidenceModel
 
 from dogana_core import Contract, InvalidContract, Manifest, RejectedDelivery, Shape
+from dogana_core.claims import NO_LIMIT, Claims
+from dogana_core.errors import SerializationError
 from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
+from dogana_core.stored import from_stored, stored_text
 from dogana_core.values import successor
 
 CONTRACT = Contract(
@@ -291,3 +296,128 @@ def test_long_histories_across_many_chunks_agree_with_the_spec(seed: int) -> Non
     assert_agrees(ledger, model)
     assert_partition(ledger)
     assert ledger.identity == hashlib.sha256(canonicalize(ledger.identity_dict())).hexdigest()
+
+
+# The fast paths give what the slow ones give -----------------------------------------------------
+
+LIMITS = [timedelta(0), HOUR, 5 * HOUR, 24 * HOUR, 72 * HOUR, NO_LIMIT]
+
+
+def slow_claims(
+    ledger: Ledger, now: datetime, limit: timedelta, window: tuple[date, date] | None
+) -> Claims:
+    """Claims.at over the regions cut to the window: every region stated and checked anew."""
+    low, high = (None, None) if window is None else (window[0], successor(window[1]))
+    pairs = [(ledger.contract.table, region) for region in ledger.regions_over(low, high)]
+    return Claims.at(now, limit, pairs)
+
+
+def assert_claims_as_slow(
+    ledger: Ledger, nows: list[datetime], windows: list[Any], limits: list[timedelta] = LIMITS
+) -> None:
+    for now in nows:
+        for limit in limits:
+            for window in windows:
+                fast = ledger.claims(now, limit=limit, window=window)
+                assert fast == slow_claims(ledger, now, limit, window)
+                if len(fast.regions) < 100:  # a valid Claims too (checked region by region)
+                    assert Claims.from_json(fast.to_json()) == fast
+
+
+def random_windows(rng: random.Random, days: int) -> list[tuple[date, date] | None]:
+    lows = [FIRST + timedelta(days=rng.randrange(days)) for _ in range(3)]
+    return [None, *((low, low + timedelta(days=rng.choice([0, 3, 60]))) for low in lows)]
+
+
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
+@given(histories, st.integers(-200, 200), st.integers(0, DAYS - 1), st.integers(0, DAYS))
+def test_claims_over_chunks_equal_claims_stated_region_by_region(
+    history: list[Step], hours: int, low: int, width: int
+) -> None:
+    ledger, _, _ = run(history)
+    window = (FIRST + timedelta(days=low), FIRST + timedelta(days=low + width))
+    nows = [SUNDAY + hours * HOUR, SUNDAY + (hours + 100) * HOUR]
+    assert_claims_as_slow(ledger, nows, [None, window])
+    # Each chunk keeps the claims it stated; a later call at another now must not reuse them
+    # where the state depends on now.
+    assert_claims_as_slow(ledger, list(reversed(nows)), [None, window])
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_claims_over_hundreds_of_chunks_equal_claims_stated_region_by_region(seed: int) -> None:
+    rng = random.Random(seed)
+    ledger = Ledger.new(CONTRACT)
+    clock = SUNDAY
+    for serial in range(800):  # a day at a time, some skipped: thousands of regions
+        day = FIRST + timedelta(days=serial * rng.choice([1, 2]))
+        clock += rng.randint(1, 30) * HOUR
+        shape = rng.choice(["day", "day", "day", "recent"])
+        if shape == "recent" and not ledger.regions_over(day, successor(day))[0].known:
+            shape = "day"
+        since = {"since": clock - rng.randint(0, 40) * HOUR} if shape == "recent" else {}
+        manifest = CONTRACT.manifest(shape, clock, window=(day, day), **since)
+        try:
+            ledger = ledger.apply(manifest)
+        except RejectedDelivery:
+            continue
+    earliest = min(r.complete_as_of for r in ledger.regions if r.complete_as_of is not None)
+    nows = [clock, earliest + 2 * HOUR, clock + 1000 * HOUR]
+    windows = random_windows(rng, 1200)
+    limits = [5 * HOUR, 72 * HOUR, NO_LIMIT]
+    assert_claims_as_slow(ledger, nows, windows, limits)
+    assert_claims_as_slow(from_stored(CONTRACT, stored_text(ledger)), nows, windows[:2], limits)
+
+
+@settings(deadline=None)  # timing is the benchmark's business, not a test's
+@given(histories)
+def test_a_stored_ledger_loads_as_the_same_ledger_with_the_same_identity(
+    history: list[Step],
+) -> None:
+    ledger, _, _ = run(history)
+    text = stored_text(ledger)
+    loaded = from_stored(CONTRACT, text)
+    # The identity first: hashed from the stored bytes, before any region is decoded.
+    assert loaded.identity == ledger.identity
+    assert loaded == ledger
+    assert from_stored(CONTRACT, stored_text(loaded)) == ledger
+    regions = canonicalize(ledger.identity_dict()["regions"])
+    assert text.partition("\n")[2].encode("utf-8") == regions[1:-1]
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_a_loaded_ledger_applies_as_the_ledger_it_was_stored_from(seed: int) -> None:
+    rng = random.Random(seed)
+    ledger = Ledger.new(CONTRACT)
+    clock = SUNDAY
+    manifests = []
+    for serial in range(600):
+        clock += HOUR
+        day = FIRST + timedelta(days=rng.randrange(500) if serial % 3 else serial)
+        manifests.append(CONTRACT.manifest("day", clock, window=(day, day)))
+    loaded = from_stored(CONTRACT, stored_text(ledger))
+    for number, manifest in enumerate(manifests):
+        ledger = ledger.apply(manifest)
+        loaded = loaded.apply(manifest)
+        if number % 50 == 0:  # a fresh load now and then: untouched chunks stay undecoded
+            loaded = from_stored(CONTRACT, stored_text(loaded))
+            assert loaded.identity == ledger.identity
+    assert loaded.identity == ledger.identity
+    assert loaded == ledger
+
+
+def test_a_stored_chunk_that_does_not_match_its_index_is_refused_naming_it() -> None:
+    ledger = Ledger.new(CONTRACT)
+    for number in range(100):
+        day = FIRST + timedelta(days=2 * number)
+        ledger = ledger.apply(CONTRACT.manifest("day", SUNDAY + number * HOUR, window=(day, day)))
+    first, _, body = stored_text(ledger).partition("\n")
+    index = json.loads(first)
+    index["chunks"][1][0] += 1  # one region more than its bytes hold
+    loaded = from_stored(CONTRACT, json.dumps(index) + "\n" + body)
+    with pytest.raises(SerializationError, match=r"a stored chunk holds .* its index says"):
+        tuple(loaded.regions)
+    index["chunks"][1][1] += 1  # the bytes no longer end where a region does
+    with pytest.raises(SerializationError, match=r"index\[1\]: does not fit"):
+        from_stored(CONTRACT, json.dumps(index) + "\n" + body)
