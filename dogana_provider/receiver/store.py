@@ -4,7 +4,9 @@ It lives in the target database beside the published tables, so that rows, ledge
 change in one transaction (The receiver, what it owes 1). Two tables, named from a prefix so
 that several stores (or test runs) can share one database:
 
-    {prefix}_tables     one row per table: contract, ledger (wire JSON) and publication head.
+    {prefix}_tables     one row per table: contract (wire JSON), ledger (stored.py's form:
+                        a chunk index and the regions' canonical bytes, so that a decision
+                        decodes only the regions it touches) and publication head.
                         Its row is the table's lock: a publisher locks it before comparing the
                         head with the receipt's base, so exactly one publisher wins each head.
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
@@ -28,12 +30,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from dogana_core.contract import Contract, check_identifier
-from dogana_core.errors import InconsistentPublication
+from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
+from dogana_core.region import RegionMap
+from dogana_core.stored import from_stored, stored_text
 from dogana_provider.receiver.transactions import streaming_cursor
 from dogana_provider.sql import Dialect, execute
 
@@ -128,12 +133,12 @@ class Store:
         suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
         row = _one(
             connection,
-            f"SELECT ledger FROM {self.tables} WHERE table_name = {self.p}{suffix}",
+            f"SELECT contract, ledger FROM {self.tables} WHERE table_name = {self.p}{suffix}",
             (table,),
         )
         if row is None:
             return None
-        return TableState(table, Ledger.from_json(row[0]))
+        return TableState(table, _loaded(row[0], row[1]))
 
     def table_names(self, connection: Any) -> list[str]:
         """Every registered table's name: one row each, read whole."""
@@ -149,7 +154,7 @@ class Store:
             connection,
             f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
             f"VALUES ({self.p}, {self.p}, {self.p}, {self.p})",
-            (ledger.contract.table, ledger.contract.to_json(), ledger.to_json(), ledger.head),
+            (ledger.contract.table, ledger.contract.to_json(), stored_text(ledger), ledger.head),
         )
 
     def update_table(self, connection: Any, ledger: Ledger) -> None:
@@ -157,7 +162,7 @@ class Store:
             connection,
             f"UPDATE {self.tables} SET contract = {self.p}, ledger = {self.p}, "
             f"publication_id = {self.p} WHERE table_name = {self.p}",
-            (ledger.contract.to_json(), ledger.to_json(), ledger.head, ledger.contract.table),
+            (ledger.contract.to_json(), stored_text(ledger), ledger.head, ledger.contract.table),
         )
 
     # Receipts -------------------------------------------------------------------------------
@@ -283,12 +288,18 @@ class Store:
         """
         row = _one(
             connection,
-            f"SELECT ledger, publication_id FROM {self.tables} WHERE table_name = {self.p}",
+            f"SELECT contract, ledger, publication_id FROM {self.tables} "
+            f"WHERE table_name = {self.p}",
             (table,),
         )
         if row is None:
             raise InconsistentPublication(f"table {table!r} is not registered in this store")
-        stored, head = Ledger.from_json(row[0]), row[1]
+        head = row[2]
+        try:
+            stored = _loaded(row[0], row[1])
+            RegionMap.of(tuple(stored.regions), stored.contract.window_type)  # decodes them all
+        except InvalidContract as exc:
+            raise InconsistentPublication(f"table {table!r}: the stored ledger: {exc}") from None
         if stored.head != head:
             raise InconsistentPublication(
                 f"table {table!r}: the stored head {head} is not the stored ledger's {stored.head}"
@@ -309,6 +320,20 @@ class Store:
                 f"(head {folded.head})"
             )
         return Verified(table, counted["receipts"], counted["publications"], head)
+
+
+def _loaded(contract: str, ledger: str) -> Ledger:
+    """A table's row read back. A ledger stored before stored.py's form is its wire JSON, one
+    line; the next publication stores it in the new form."""
+    if "\n" not in ledger:
+        return Ledger.from_json(ledger)
+    return from_stored(_contract(contract), ledger)
+
+
+@lru_cache(maxsize=256)
+def _contract(text: str) -> Contract:
+    # A contract is immutable and its text is read at every decision.
+    return Contract.from_json(text)
 
 
 def _execute_all(connection: Any, statements: list[str]) -> None:

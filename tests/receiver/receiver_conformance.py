@@ -40,13 +40,14 @@ from dogana_core.contract import column_hash
 from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
+from dogana_core.jcs import canonicalize
 from dogana_core.plan import ActionKind
 from dogana_core.planner import Requirement, plan_delivery
 from dogana_provider.files import BATCH_ROWS
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.steps import STAGING_PREFIX
-from dogana_provider.receiver.transactions import transactional_ddl
-from dogana_provider.sql import Dialect
+from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.sql import Dialect, execute
 
 Connect = Callable[[], Any]
 THREADS_TIMEOUT = 60  # seconds two concurrent publishers may take; a hang fails the test
@@ -959,6 +960,64 @@ class ReceiverConformance:
             delivery = source.changes(request.since, request.until, (2,))
         self.publish_checked(receiver, source, delivery)
         assert plan_delivery(receiver.ledger(source.table), requirement) is None
+
+    # The stored ledger ---------------------------------------------------------------------------
+
+    def stored_ledger(self, receiver: Receiver, table: str) -> str:
+        with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            cursor = connection.cursor()
+            cursor.execute(
+                f"SELECT ledger FROM {receiver.store.tables} WHERE table_name = {receiver.store.p}",
+                (table,),
+            )
+            (text,) = cursor.fetchone()
+        return str(text)
+
+    def store_ledger(self, receiver: Receiver, table: str, text: str) -> None:
+        """Write the ledger column as another writer (an older dogana, or a hand) could."""
+        p = receiver.store.p
+        with transaction(receiver.connect, receiver.dialect) as connection:
+            execute(
+                connection,
+                f"UPDATE {receiver.store.tables} SET ledger = {p} WHERE table_name = {p}",
+                (text, table),
+            )
+
+    def test_a_ledger_stored_as_its_wire_json_still_decides_and_is_stored_anew(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        """A store written before the ledger's stored form holds its wire JSON (one line)."""
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        ledger = receiver.ledger(source.table)
+        self.store_ledger(receiver, source.table, ledger.to_json())
+        assert receiver.ledger(source.table) == ledger
+        receiver.verify(source.table)
+        source.put(2, 2, "n2", at(3))
+        self.publish_checked(receiver, source, source.changes(at(2), at(4)))
+        assert self.stored_ledger(receiver, source.table).count("\n") == 1
+
+    def test_a_stored_ledger_other_than_the_fold_of_the_receipts_fails_verify(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        source.put(1, 1, "n1", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        text = self.stored_ledger(receiver, source.table)
+        (region,) = receiver.ledger(source.table).regions
+        c, _ = region.evidence
+        assert c is not None
+        # Deletions a second earlier: a valid region of the same length, so the index still fits.
+        earlier = region.with_evidence((c, c - timedelta(seconds=1)))
+        old, new = (canonicalize(r.identity_dict()).decode() for r in (region, earlier))
+        assert len(old) == len(new) and old in text
+        self.store_ledger(receiver, source.table, text.replace(old, new))
+        with pytest.raises(InconsistentPublication, match="is not the fold of its 1 receipts"):
+            receiver.verify(source.table)
+        self.store_ledger(receiver, source.table, text.replace('"Region"', '"Regiom"'))
+        with pytest.raises(InconsistentPublication, match=r"the stored ledger: .*identity form"):
+            receiver.verify(source.table)
+        self.store_ledger(receiver, source.table, text)
+        receiver.verify(source.table)
 
     # Tables together ---------------------------------------------------------------------------
 
