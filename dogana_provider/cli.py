@@ -4,6 +4,10 @@
     dogana check FILE ...      verify a file against its manifest and contract, check by check
     dogana claims LEDGER ...   what a ledger claims, region by region, at a time and a limit
     dogana fold CONTRACT RECEIPTS...   the ledger the accepted receipts fold into
+    dogana status RECEIVER     every table of a live receiver: state, dates, age, rows, receipts
+
+claims and fold read a table of a live receiver instead of files with --receiver and --table;
+a receiver is an Airflow connection id or a database URL (sqlite:///, postgresql://, mysql://).
 
 Exit status: 0 on success, 1 when dogana refuses (a failed check, an invalid contract or
 manifest, an unreadable file, receipts that do not fold), 2 on a usage error (a bad option or
@@ -25,11 +29,13 @@ import sqlite3
 import sys
 import tempfile
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.contract import Contract
@@ -43,11 +49,13 @@ from dogana_core.values import LogicalType, Scalar
 from dogana_core.wire import Wire, decode_date, decode_datetime, parse_json
 from dogana_provider.checks import NotRun, plan, verify
 from dogana_provider.files import DeliveredFile, UnreadableFile, count_rows, file_column_hash
+from dogana_provider.printing import age, text_table, when
 from dogana_provider.sql import SQLITE
 from dogana_provider.staging import bound_columns, stage_file
 
 OK, REFUSED, USAGE = 0, 1, 2
 W = TypeVar("W", bound=Wire)
+T = TypeVar("T")
 
 
 class Refused(Exception):
@@ -335,7 +343,12 @@ def _row_checks(path: Path, contract: Contract, manifest: Manifest) -> list[Chec
 
 
 def cmd_claims(args: argparse.Namespace) -> int:
-    ledger = read_wire(Ledger, args.ledger, "the ledger")
+    if one_source(args, args.ledger, "LEDGER.json"):
+        with open_receiver(args.receiver) as (hook, name):
+            ledger = receiver_call(lambda: hook.ledgers([args.table])[args.table], name)
+        args.ledger = f"table {args.table} in receiver {name}"
+    else:
+        ledger = read_wire(Ledger, args.ledger, "the ledger")
     now = parse_datetime(args.now, "--now")
     limit = parse_duration(args.limit, "--limit")
     window = None
@@ -377,7 +390,9 @@ def _claims_table(ledger: Ledger, claims: Claims) -> str:
         (_span(r.region), _when(r.complete_as_of), _when(r.deletions_as_of), str(r.state))
         for r in claims.regions
     ]
-    lines += _table(("region", "complete_as_of", "deletions_as_of", "state"), rows)
+    lines.append(
+        text_table(("region", "complete_as_of", "deletions_as_of", "state"), rows, indent="  ")
+    )
     return "\n".join(lines)
 
 
@@ -385,13 +400,24 @@ def _claims_table(ledger: Ledger, claims: Claims) -> str:
 
 
 def cmd_fold(args: argparse.Namespace) -> int:
-    contract = read_wire(Contract, args.contract, "the contract")
     receipts: list[Receipt] = []
     origins: list[str] = []  # the file (and index in it) each receipt came from
-    for path in args.receipts:
-        read = read_receipts(path)
-        receipts += read
-        origins += [path] if len(read) == 1 else [f"{path}[{i}]" for i in range(len(read))]
+    if one_source(args, args.contract, "CONTRACT.json RECEIPTS.json..."):
+        if args.receipts:
+            raise UsageError("give --receiver and --table, or a contract and receipt files")
+        with open_receiver(args.receiver) as (hook, name):
+            contract = receiver_call(lambda: hook.ledgers([args.table])[args.table].contract, name)
+            receipts = receiver_call(lambda: hook.receiver.receipts(args.table), name)
+        args.contract = f"table {args.table} in receiver {name}"
+        origins = [f"{args.contract}: receipt {i + 1}" for i in range(len(receipts))]
+    else:
+        if not args.receipts:
+            raise UsageError("give the receipts to fold after the contract, oldest first")
+        contract = read_wire(Contract, args.contract, "the contract")
+        for path in args.receipts:
+            read = read_receipts(path)
+            receipts += read
+            origins += [path] if len(read) == 1 else [f"{path}[{i}]" for i in range(len(read))]
     try:
         ledger = Ledger.from_receipts(contract, receipts)
     except DoganaError as exc:
@@ -414,9 +440,212 @@ def cmd_fold(args: argparse.Namespace) -> int:
         (_span(region), _when(region.complete_as_of), _when(region.deletions_as_of))
         for region in ledger.regions
     ]
-    lines += _table(("region", "complete_as_of", "deletions_as_of"), rows)
+    lines.append(text_table(("region", "complete_as_of", "deletions_as_of"), rows, indent="  "))
     print("\n".join(lines))
     return OK
+
+
+# dogana status ----------------------------------------------------------------------------------
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    count = args.receipts if args.receipts is not None else (5 if args.table else 1)
+    if count < 1:
+        raise UsageError(f"--receipts: {count} is not a positive number of receipts")
+    now = datetime.now(UTC)
+    with open_receiver(args.receiver) as (hook, name):
+        from dogana_provider.status import read_status
+
+        status = receiver_call(
+            lambda: read_status(
+                hook, now, tables=[args.table] if args.table else None, receipts=count, name=name
+            ),
+            name,
+        )
+    if args.json:
+        print(json.dumps(status.to_dict(), indent=2))
+    elif args.table:
+        print(_table_status(status))
+    else:
+        print(_receiver_status(status))
+    return OK
+
+
+def _receiver_status(status: Any) -> str:
+    lines = [
+        f"receiver {status.receiver} ({status.dialect}) at {when(status.at)}: "
+        f"{_plural(len(status.tables), 'table')}"
+    ]
+    header = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
+    header += ["rows", "publications", "last receipt"]
+    rows = [
+        [
+            table.table,
+            table.claims.state,
+            when(table.claims.complete_as_of),
+            when(table.claims.deletions_as_of),
+            when(table.claims.exact_as_of),
+            age(table.age),
+            "-" if table.rows is None else table.rows,
+            table.publications,
+            _receipt_line(table.receipts[0]) if table.receipts else "-",
+        ]
+        for table in status.tables
+    ]
+    lines.append(text_table(header, rows))
+    return "\n".join(lines)
+
+
+def _table_status(status: Any) -> str:
+    (table,) = status.tables
+    claims = table.claims
+    span = "the delivered span of its window" if table.windowed else "the whole table"
+    lines = [
+        f"table {table.table} in receiver {status.receiver} ({status.dialect}) "
+        f"at {when(status.at)}: {claims.state} over {span}",
+        f"  complete as of   {when(claims.complete_as_of)} (age {age(table.age)})",
+        f"  deletions as of  {when(claims.deletions_as_of)}",
+        f"  exact as of      {when(claims.exact_as_of)}",
+        f"  rows published   {'-' if table.rows is None else table.rows}",
+        f"  publications     {table.publications}, last {table.ledger.publication_id or '-'}",
+        "",
+        "regions",
+    ]
+    regions = [
+        (_span(r.region), r.state, when(r.complete_as_of), when(r.deletions_as_of))
+        for r in claims.regions
+    ]
+    header = ("region", "state", "complete as of", "deletions as of")
+    lines += [text_table(header, regions, indent="  "), "", "last receipts, newest first"]
+    receipts = [
+        (
+            when(r.received_at),
+            r.outcome,
+            r.manifest.shape,
+            when(r.manifest.produced_at),
+            r.manifest.rows,
+            r.manifest.tombstones,
+            ", ".join(c.name for c in r.failed) or "-",
+            r.source or "-",
+        )
+        for r in table.receipts
+    ]
+    columns = ("received at", "outcome", "shape", "produced at", "rows", "tombstones", "failed")
+    lines.append(text_table((*columns, "source"), receipts, indent="  "))
+    return "\n".join(lines)
+
+
+def _receipt_line(receipt: Receipt) -> str:
+    failed = ", ".join(check.name for check in receipt.failed)
+    line = f"{receipt.outcome} {when(receipt.received_at)} {receipt.manifest.shape}"
+    return f"{line} (failed: {failed})" if failed else line
+
+
+# The receiver behind a connection id or a URL ----------------------------------------------------
+
+
+def one_source(args: argparse.Namespace, files: str | None, what: str) -> bool:
+    """True to read from --receiver (with --table); False to read files. Both or neither: usage."""
+    if args.receiver is None:
+        if files is None:
+            raise UsageError(f"give {what}, or --receiver and --table")
+        if args.table is not None:
+            raise UsageError("--table needs --receiver")
+        return False
+    if files is not None:
+        raise UsageError(f"give {what} or --receiver, not both")
+    if args.table is None:
+        raise UsageError("--receiver needs --table, the table to read")
+    return True
+
+
+@contextmanager
+def open_receiver(receiver: str) -> Iterator[tuple[Any, str]]:
+    """A DoganaHook on an Airflow connection id, or on a database URL, and its printable name.
+
+    A URL becomes a connection of this process only (an AIRFLOW_CONN_ variable), so that it is
+    read by the very hook the operators use. Its password is never printed: the name shown has
+    it masked.
+    """
+    # Airflow logs to stdout, which belongs to the command's output (--json above all): while
+    # Airflow is imported and the receiver read, its lines go to stderr, and only its warnings.
+    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+    with stdout_to_stderr():
+        if "://" not in receiver:
+            from dogana_provider.hooks.dogana import DoganaHook
+
+            yield DoganaHook(receiver), repr(receiver)
+            return
+        connection, name = connection_of_url(receiver)
+        variable = f"AIRFLOW_CONN_{URL_CONN_ID.upper()}"
+        saved = os.environ.get(variable)
+        os.environ[variable] = connection
+        try:
+            from dogana_provider.hooks.dogana import DoganaHook
+
+            yield DoganaHook(URL_CONN_ID), name
+        finally:
+            if saved is None:
+                os.environ.pop(variable, None)
+            else:
+                os.environ[variable] = saved
+
+
+@contextmanager
+def stdout_to_stderr() -> Iterator[None]:
+    """File descriptor 1 onto 2: Airflow's log handlers hold stdout's stream, not sys.stdout."""
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
+
+
+URL_CONN_ID = "dogana_cli_receiver"
+_URL_SCHEMES = {"sqlite", "postgresql", "postgres", "mysql", "mariadb"}
+
+
+def connection_of_url(url: str) -> tuple[str, str]:
+    """An Airflow connection (as AIRFLOW_CONN_ takes it) for a URL, and the URL to print."""
+    parts = urlsplit(url)
+    scheme = parts.scheme.split("+")[0].lower()
+    if scheme not in _URL_SCHEMES:
+        raise UsageError(
+            f"{masked(url)}: a receiver URL starts with sqlite:///, postgresql:// or mysql://"
+        )
+    if scheme == "sqlite":
+        # SQLAlchemy's spelling: sqlite:///relative/path or sqlite:////absolute/path.
+        path = unquote(parts.path[1:]) if parts.path.startswith("/") else unquote(parts.path)
+        if parts.netloc or not path:
+            raise UsageError(f"{url}: write a SQLite receiver as sqlite:///PATH")
+        if not Path(path).is_file():
+            raise UsageError(f"{path}: no such file (the receiver's SQLite database)")
+        return json.dumps({"conn_type": "sqlite", "host": str(Path(path).resolve())}), url
+    scheme = {"postgres": "postgresql", "mariadb": "mysql"}.get(scheme, scheme)
+    return urlunsplit((scheme, *parts[1:])), masked(url)
+
+
+def masked(url: str) -> str:
+    """The URL with its password, if any, replaced by ***."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}:***@{host}"))
+
+
+def receiver_call(read: Callable[[], T], name: str) -> T:
+    """Run a read of the receiver; an unregistered table refuses, naming the receiver."""
+    from dogana_provider.receiver.receiver import UnknownTable
+
+    try:
+        return read()
+    except UnknownTable as exc:
+        raise Refused(str(exc).strip("'\"").replace(repr(URL_CONN_ID), name)) from None
 
 
 # Printing ---------------------------------------------------------------------------------------
@@ -452,17 +681,6 @@ def _spell_duration(value: timedelta) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(len(header))]
-    return [
-        "  "
-        + "  ".join(
-            str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)
-        ).rstrip()
-        for row in [header, *rows]
-    ]
 
 
 # The parser -------------------------------------------------------------------------------------
@@ -511,6 +729,19 @@ examples:
   # save it, then ask what it claims
   dogana fold orders.contract.json receipt-1.json receipt-2.json --json > orders.ledger.json
   dogana claims orders.ledger.json --now now --limit 36h
+"""
+
+STATUS_EXAMPLES = """
+examples:
+  # every table of the receiver behind the Airflow connection dogana_default
+  dogana status dogana_default
+
+  # one table of a SQLite warehouse: its regions and its last 10 receipts, as JSON
+  dogana status sqlite:///data/warehouse.db --table shipments --receipts 10 --json
+
+  # the claims of one table of a PostgreSQL receiver, and the fold of its stored receipts
+  dogana claims --receiver postgresql://loader@db/warehouse --table orders --now now --limit 36h
+  dogana fold --receiver dogana_default --table orders
 """
 
 EXIT_STATUS = "exit status: 0 success, 1 dogana refuses, 2 usage error"
@@ -612,8 +843,12 @@ def build_parser() -> argparse.ArgumentParser:
         CLAIMS_EXAMPLES,
     )
     claims.add_argument(
-        "ledger", metavar="LEDGER.json", help="a Ledger (for instance from dogana fold --json)"
+        "ledger",
+        nargs="?",
+        metavar="LEDGER.json",
+        help="a Ledger (for instance from dogana fold --json); or --receiver and --table",
     )
+    add_receiver(claims, "read the table's ledger from this receiver instead of a file")
     claims.add_argument(
         "--now", required=True, metavar="T", help="the reader's time, RFC 3339, or now"
     )
@@ -634,11 +869,48 @@ def build_parser() -> argparse.ArgumentParser:
         """,
         FOLD_EXAMPLES,
     )
-    fold.add_argument("contract", metavar="CONTRACT.json", help="the contract now in force")
-    fold.add_argument("receipts", nargs="+", metavar="RECEIPTS.json", help="receipts, oldest first")
+    fold.add_argument(
+        "contract", nargs="?", metavar="CONTRACT.json", help="the contract now in force"
+    )
+    fold.add_argument("receipts", nargs="*", metavar="RECEIPTS.json", help="receipts, oldest first")
+    add_receiver(fold, "fold the table's contract and stored receipts from this receiver")
     fold.add_argument("--json", action="store_true", help="print the Ledger as JSON")
     fold.set_defaults(run=cmd_fold)
+
+    status = command(
+        "status",
+        "every table of a live receiver: state, dates, age, rows, last receipt",
+        """
+        Read a live receiver, by Airflow connection id or database URL (sqlite:///PATH,
+        postgresql://..., mysql://...), in one committed state, as the ClaimsSensor reads it:
+        every registered table with its state, complete_as_of, deletions_as_of and exact_as_of,
+        its age (how long ago it was complete), the rows published, its publications and its
+        last receipt. A table with a window column is stated over the span delivered so far.
+        --table shows one table's regions and its last receipts. A password in a URL is never
+        printed.
+        """,
+        STATUS_EXAMPLES,
+    )
+    status.add_argument(
+        "receiver", metavar="RECEIVER", help="an Airflow connection id, or a database URL"
+    )
+    status.add_argument("--table", metavar="T", help="one table: its regions and last receipts")
+    status.add_argument(
+        "--receipts",
+        type=int,
+        metavar="N",
+        help="how many of the last receipts to show (default 1, or 5 with --table)",
+    )
+    status.add_argument("--json", action="store_true", help="print the status as JSON")
+    status.set_defaults(run=cmd_status)
     return parser
+
+
+def add_receiver(parser: argparse.ArgumentParser, help_: str) -> None:
+    parser.add_argument(
+        "--receiver", metavar="RECEIVER", help=f"{help_}: a connection id or a database URL"
+    )
+    parser.add_argument("--table", metavar="T", help="the table to read from --receiver")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

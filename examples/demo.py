@@ -152,7 +152,7 @@ def claims_table() -> str:
     """Every table's claims now, and its rows published beside the rows the source holds."""
     from dogana_core.claims import NO_LIMIT
     from dogana_provider.hooks.dogana import DoganaHook
-    from dogana_provider.operators.freshness import text_table, when
+    from dogana_provider.printing import text_table, when
     from dogana_provider.receiver.receiver import UnknownTable
 
     hook = DoganaHook("dogana_default")
@@ -295,6 +295,14 @@ def main() -> int:
     day("The hourly freshness check")
     checked = run(freshness.dag)
     print(xcom(checked, "freshness", key="report"))
+
+    day("The receiver at a terminal: dogana status dogana_default")
+    status = subprocess.run(
+        [str(Path(sys.executable).parent / "dogana"), "status", "dogana_default"],
+        capture_output=True,
+        text=True,
+    )
+    print(status.stdout + status.stderr, end="")
 
     with quiet():
         for found in RUNS:  # ExtractOperator's default folder: /tmp/dogana/<dag_id>/<run_id>

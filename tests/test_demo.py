@@ -64,14 +64,20 @@ def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None
 
     third = claims_rows(days[3])
     assert third["orders"][5:7] == ["4", "3"], "a DELETE is invisible to a changes read"
-    sunday, freshness = days[4].split("\nThe hourly freshness check\n")
+    sunday, checks = days[4].split("\nThe hourly freshness check\n")
+    freshness, status = checks.split("\nThe receiver at a terminal: dogana status dogana_default\n")
     assert claims_rows(sunday)["orders"][5:7] == ["3", "3"], "the weekly full read repairs it"
     assert "5 PASS, 0 WARN, 0 ERROR" in freshness
+    shown_status = claims_rows(status.replace("shipments  ", "shipments (last 30 days)  "))
+    assert {table: cells[1] for table, cells in shown_status.items()} == {
+        "orders": "complete", "invoices": "complete", "invoice_lines": "complete",
+        "events": "complete", "shipments": "patched",
+    }  # fmt: skip
     assert re.search(r"\n11 DAG runs in \d+ s; Airflow's logs: ", out)
 
     # The README shows a real run: the same lines, but for instants, ages, paths and seconds.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    shown = readme.split("rows; at the end, the freshness check's report. A real run:\n\n```\n")[1]
+    shown = readme.split("real run:\n\n```\n")[1]
     shown = shown.split("```", 1)[0]
     shown_lines = [line for line in shown.splitlines() if not line.startswith("dev.py: ")]
     assert [masked(line) for line in shown_lines] == [masked(line) for line in out.splitlines()]

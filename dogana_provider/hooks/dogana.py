@@ -14,7 +14,8 @@ The hook never logs the connection's URI, login or password: only its id and its
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -69,25 +70,33 @@ class DoganaHook(BaseHook):
     def receiver(self) -> Receiver:
         return self.get_conn()
 
-    def ledgers(self, tables: Iterable[str]) -> dict[str, Ledger]:
-        """The ledgers of tables, read in ONE read transaction: one committed state.
+    @contextmanager
+    def committed(self) -> Iterator[Any]:
+        """A read transaction on the receiver: everything read in it is one committed state.
 
         Separate reads could straddle a group's commit and show two tables at different instants
-        (The receiver, what it owes 4). A table not registered raises UnknownTable, also in a
-        database where no table was ever registered (the receiver's own tables are made by the
-        first registration), so a sensor or a freshness check waits or reports instead of
-        failing on a missing table.
+        (The receiver, what it owes 4). Raises UnknownTable in a database where no table was
+        ever registered (the receiver's own tables are made by the first registration).
         """
         receiver = self.receiver
-        found: dict[str, Ledger] = {}
         with transaction(receiver.connect, receiver.dialect, write=False) as connection:
             if not declared_types(connection, receiver.dialect, f"{self.prefix}_tables"):
                 raise UnknownTable(
                     f"no contract is registered in receiver {self.receiver_conn_id!r}: no table "
                     "was ever registered there"
                 )
+            yield connection
+
+    def ledgers(self, tables: Iterable[str]) -> dict[str, Ledger]:
+        """The ledgers of tables, read in ONE read transaction: one committed state.
+
+        A table not registered raises UnknownTable, so a sensor or a freshness check waits or
+        reports instead of failing on a missing table.
+        """
+        found: dict[str, Ledger] = {}
+        with self.committed() as connection:
             for table in tables:
-                state = receiver.store.state(connection, table)
+                state = self.receiver.store.state(connection, table)
                 if state is None:
                     raise UnknownTable(
                         f"no contract is registered for table {table!r} in receiver "

@@ -39,6 +39,8 @@ from dogana_core.claims import NO_LIMIT, Claims, State
 from dogana_core.ledger import Ledger
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import duration, native, window_of
+from dogana_provider.printing import age as _age
+from dogana_provider.printing import text_table, when
 from dogana_provider.receiver.receiver import UnknownTable
 
 PASS, WARN, ERROR = "PASS", "WARN", "ERROR"
@@ -226,34 +228,3 @@ def freshness_report(results: Sequence[TableFreshness], now: datetime, receiver:
     ]
     lines += [f"  {r.status} {r.table}: {r.reason}" for r in results if r.status != PASS]
     return "\n".join(lines)
-
-
-def text_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Columns padded to their widest cell, numbers and text alike left-aligned."""
-    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
-
-    def line(cells: Sequence[str]) -> str:
-        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
-
-    return "\n".join([line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)])
-
-
-def when(value: datetime | None) -> str:
-    """A UTC instant to the second, as a person reads it; '-' when there is none."""
-    if value is None:
-        return "-"
-    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def _age(value: timedelta) -> str:
-    seconds = int(value.total_seconds())
-    days, rest = divmod(seconds, 86_400)
-    hours, rest = divmod(rest, 3600)
-    minutes, seconds = divmod(rest, 60)
-    if days:
-        return f"{days}d {hours}h"
-    if hours:
-        return f"{hours}h {minutes:02d}m"
-    if minutes:
-        return f"{minutes}m {seconds:02d}s"
-    return f"{seconds}s"

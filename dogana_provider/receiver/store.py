@@ -141,10 +141,10 @@ class Store:
         return TableState(table, _loaded(row[0], row[1]))
 
     def table_names(self, connection: Any) -> list[str]:
-        """Every registered table's name: one row each, read whole."""
+        """Every registered table's name, in name order: one row each, read whole."""
         cursor = connection.cursor()
         try:
-            cursor.execute(f"SELECT table_name FROM {self.tables}")
+            cursor.execute(f"SELECT table_name FROM {self.tables} ORDER BY table_name")
             return [str(name) for (name,) in cursor.fetchall()]
         finally:
             cursor.close()
@@ -235,6 +235,35 @@ class Store:
                     yield Receipt.from_json(text)
         finally:
             cursor.close()
+
+    def latest(
+        self, connection: Any, table: str, count: int
+    ) -> tuple[list[Receipt], int, Receipt | None]:
+        """The table's last count receipts (newest first), its number of publications and the
+        receipt of the last one.
+
+        Each read at an index's end (publications are numbered from 1 without gaps), so a long
+        history costs no more than a short one.
+        """
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} "
+                f"ORDER BY seq DESC LIMIT {int(count)}",
+                (table,),
+            )
+            latest = [Receipt.from_json(text) for (text,) in cursor.fetchall()]
+        finally:
+            cursor.close()
+        row = _one(
+            connection,
+            f"SELECT receipt, publication FROM {self.receipts} WHERE table_name = {self.p} "
+            f"AND publication IS NOT NULL ORDER BY publication DESC LIMIT 1",
+            (table,),
+        )
+        if row is None:
+            return latest, 0, None
+        return latest, int(row[1]), Receipt.from_json(row[0])
 
     # Staging tables -------------------------------------------------------------------------
 

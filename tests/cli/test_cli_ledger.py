@@ -36,6 +36,7 @@ def test_fold_prints_the_ledger_the_receipts_prove(tmp_path: Path, receipts: lis
     ]
     assert result.out.splitlines()[5:] == [
         "  region                    complete_as_of        deletions_as_of",
+        "  ------------------------  --------------------  --------------------",
         "  (-inf, 2026-09-01)        2026-10-18T02:00:00Z  2026-10-18T02:00:00Z",
         "  [2026-09-01, 2026-10-01)  2026-10-19T02:00:00Z  2026-10-19T02:00:00Z",
         "  [2026-10-01, +inf)        2026-10-18T02:00:00Z  2026-10-18T02:00:00Z",
@@ -89,6 +90,7 @@ def test_claims_prints_each_region_at_now_with_a_limit(tmp_path: Path) -> None:
         "  exact_as_of     -",
         "",
         "  region                    complete_as_of        deletions_as_of       state",
+        "  ------------------------  --------------------  --------------------  --------",
         "  (-inf, 2026-09-01)        2026-10-18T02:00:00Z  2026-10-18T02:00:00Z  expired",
         "  [2026-09-01, 2026-10-01)  2026-10-19T02:00:00Z  2026-10-19T02:00:00Z  complete",
         "  [2026-10-01, +inf)        2026-10-18T02:00:00Z  2026-10-18T02:00:00Z  expired",

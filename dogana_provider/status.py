@@ -1,0 +1,156 @@
+"""What a receiver holds now: every table's claims, rows and last receipts, in one committed state.
+
+Read through DoganaHook.committed, the read transaction the ClaimsSensor's ledgers come from, so
+a group's tables are never shown at two instants. `dogana status` prints it, and the Airflow UI
+page (dogana_provider.plugins) draws it.
+
+A table with a window column is stated over the span delivered so far, from the first region
+with dates to the last: the values beyond it were never promised, and stating them would call
+every rolling window unknown. Gaps inside the span stay unknown and are shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from dogana_core.claims import NO_LIMIT, Claims
+from dogana_core.gate import Receipt
+from dogana_core.ledger import Ledger
+from dogana_core.region import Region
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.receiver.receiver import UnknownTable
+from dogana_provider.sql import declared_types
+
+
+@dataclass(frozen=True)
+class TableStatus:
+    """One table of the receiver, as of ReceiverStatus.at."""
+
+    table: str
+    ledger: Ledger
+    claims: Claims
+    span: tuple[Region, ...]  # the regions stated: the delivered span of a windowed table
+    rows: int | None  # rows in the published table; None before its first publication
+    publications: int
+    receipts: tuple[Receipt, ...]  # the last ones recorded, newest first
+    last_publication: Receipt | None
+
+    @property
+    def age(self) -> timedelta | None:
+        """How long ago the table was last complete: rows added since may be missing."""
+        complete = self.claims.complete_as_of
+        return None if complete is None else max(self.claims.now - complete, timedelta(0))
+
+    @property
+    def windowed(self) -> bool:
+        return self.ledger.contract.window_column is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        claims = self.claims
+        return {
+            "table": self.table,
+            "state": str(claims.state),
+            "complete_as_of": _iso(claims.complete_as_of),
+            "deletions_as_of": _iso(claims.deletions_as_of),
+            "exact_as_of": _iso(claims.exact_as_of),
+            "age_seconds": None if self.age is None else self.age.total_seconds(),
+            "rows": self.rows,
+            "publications": self.publications,
+            "publication_id": self.ledger.publication_id,
+            "claims": claims.to_dict(),
+            "receipts": [receipt_summary(r) for r in self.receipts],
+        }
+
+
+@dataclass(frozen=True)
+class ReceiverStatus:
+    receiver: str  # how the receiver was named: a connection id, or a URL without its password
+    dialect: str
+    at: datetime
+    tables: tuple[TableStatus, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "receiver": self.receiver,
+            "dialect": self.dialect,
+            "at": self.at.isoformat(),
+            "tables": [table.to_dict() for table in self.tables],
+        }
+
+
+def read_status(
+    hook: DoganaHook,
+    now: datetime,
+    *,
+    tables: Sequence[str] | None = None,
+    receipts: int = 1,
+    name: str | None = None,
+) -> ReceiverStatus:
+    """Every registered table (or those named) with its claims at now, in one committed state.
+
+    A table named but not registered raises UnknownTable, as it does for the sensor.
+    """
+    receiver = hook.receiver
+    store, dialect = receiver.store, receiver.dialect
+    found: list[TableStatus] = []
+    with hook.committed() as connection:
+        for table in store.table_names(connection) if tables is None else tables:
+            state = store.state(connection, table)
+            if state is None:
+                raise UnknownTable(
+                    f"no contract is registered for table {table!r} in receiver "
+                    f"{name or hook.receiver_conn_id!r}"
+                )
+            latest, publications, last = store.latest(connection, table, receipts)
+            rows = None
+            if declared_types(connection, dialect, table):
+                cursor = connection.cursor()
+                try:
+                    cursor.execute(f"SELECT COUNT(*) FROM {dialect.quote(table)}")
+                    rows = int(cursor.fetchone()[0])
+                finally:
+                    cursor.close()
+            span = delivered_span(state.ledger)
+            claims = Claims.at(now, NO_LIMIT, [(table, region) for region in span])
+            found.append(
+                TableStatus(
+                    table, state.ledger, claims, span, rows, publications, tuple(latest), last
+                )
+            )
+    return ReceiverStatus(name or hook.receiver_conn_id, dialect.name, now, tuple(found))
+
+
+def delivered_span(ledger: Ledger) -> tuple[Region, ...]:
+    """The regions a status states: all of them, or a windowed table's from first to last known."""
+    regions = tuple(ledger.regions)
+    if ledger.contract.window_column is None:
+        return regions
+    known = [i for i, region in enumerate(regions) if region.complete_as_of is not None]
+    if not known:
+        return regions
+    return regions[known[0] : known[-1] + 1]
+
+
+def receipt_summary(receipt: Receipt) -> dict[str, Any]:
+    """A receipt as a person scans it: what was delivered, the outcome, the failed checks."""
+    manifest = receipt.manifest
+    return {
+        "outcome": str(receipt.outcome),
+        "shape": manifest.shape,
+        "produced_at": _iso(manifest.produced_at),
+        "received_at": _iso(receipt.received_at),
+        "rows": manifest.rows,
+        "tombstones": manifest.tombstones,
+        "window": None if manifest.window is None else [str(end) for end in manifest.window],
+        "source": receipt.source,
+        "publication_id": receipt.publication_id,
+        "checks": [check.to_dict() for check in receipt.checks],
+        "failed": [check.name for check in receipt.checks if not check.passed],
+    }
+
+
+def _iso(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()

@@ -1,0 +1,113 @@
+"""A receiver holding several tables of different kinds, for `dogana status` and the UI page.
+
+    orders         keyed, the whole table: a full read, then a log read; and a rejected
+                   delivery (its manifest counts rows the file does not hold)
+    shipments      windowed by day: days 1 to 10 read whole, then day 4's changes read without
+                   tombstones, so day 4 is patched (complete later than its deletions)
+    invoices,      a group: read together in one snapshot, exact at one instant
+    invoice_lines
+
+Delivered through the Receiver itself (files and manifests written by receiver_deliveries), so
+a test gets the real tables, ledgers and receipts in a second, without an Airflow run.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent / "receiver"))
+
+from receiver_deliveries import LogSource, Source, at, day, sha256, write
+
+from dogana_core import Contract, Shape
+from dogana_core.gate import Outcome
+from dogana_core.group import Group
+from dogana_provider.receiver.receiver import Receiver
+
+SHIPMENTS = Contract(
+    "shipments",
+    ("id",),
+    {
+        "days": Shape.complete(window=True),
+        # No tombstones: a changes read cannot see a deleted row, so deletions stay behind.
+        "day_changes": Shape.changes(checkpoint="timestamp", window=True),
+    },
+    window_column="day",
+    cursor_column="updated_at",
+    types={"id": "int", "day": "date", "updated_at": "datetime"},
+)
+
+
+@dataclass(frozen=True)
+class Filled:
+    """What fill delivered, as a reader checks it."""
+
+    tables: tuple[str, ...]
+    rejected_check: str  # the check that refused orders' bad delivery
+    patched_day: str  # ISO date of shipments' patched day
+
+
+def fill(receiver: Receiver, directory: Path) -> Filled:
+    """Register and deliver every table; each delivery checked accepted (or rejected) here."""
+    orders = LogSource("orders", directory)
+    receiver.register(orders.contract)
+    for id_ in range(1, 4):
+        orders.put(id_, f"order {id_}")
+    accept(receiver, *orders.full(at(1)))
+    read_at = orders.position
+    orders.put(4, "order 4")
+    accept(receiver, *orders.log(read_at, at(2)))
+    path, manifest = orders.full(at(3))
+    refused = receiver.receive(path, replace(manifest, rows=manifest.rows + 5))
+    assert refused.outcome is Outcome.REJECTED
+    rejected_check = refused.failed[0].name
+
+    shipments = Source("shipments", directory)
+    receiver.register(SHIPMENTS)
+    for id_ in range(1, 11):
+        shipments.put(id_, id_, f"shipment {id_}", at(1))
+    rows = [row for row in shipments.rows.values() if day(1) <= row["day"] <= day(10)]
+    path = write(directory, rows)
+    accept(
+        receiver,
+        path,
+        SHIPMENTS.manifest(
+            "days", at(4), window=(day(1), day(10)), rows=len(rows), content_hash=sha256(path)
+        ),
+    )
+    shipments.put(4, 4, "shipment 4, redirected", at(5))
+    changed = [shipments.rows[4]]
+    path = write(directory, changed)
+    accept(
+        receiver,
+        path,
+        SHIPMENTS.manifest(
+            "day_changes",
+            at(6),
+            window=(day(4), day(4)),
+            since=at(4),
+            rows=1,
+            content_hash=sha256(path),
+        ),
+    )
+
+    invoices, lines = Source("invoices", directory), Source("invoice_lines", directory)
+    for source in (invoices, lines):
+        receiver.register(source.contract)
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"{source.table} {id_}", at(1))
+    group = Group((invoices.contract, lines.contract))
+    receipts = receiver.receive_group(
+        group, {invoices.table: invoices.full(at(7)), lines.table: lines.full(at(7))}
+    )
+    assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+    return Filled(
+        ("invoice_lines", "invoices", "orders", "shipments"), rejected_check, day(4).isoformat()
+    )
+
+
+def accept(receiver: Receiver, path: Path, manifest: object) -> None:
+    receipt = receiver.receive(path, manifest)  # type: ignore[arg-type]
+    assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
