@@ -29,6 +29,7 @@ a delivery costs the chunks the delivery touches, plus hashing the bytes for the
 
 from __future__ import annotations
 
+import json
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
@@ -554,29 +555,45 @@ class RegionMap(Sequence[Region]):
 
 
 def _decoded(canonical: bytes) -> tuple[Region, ...]:
-    """The regions of a stored chunk, read from their identity forms (defaults omitted)."""
-    data = parse_json(b"[" + canonical + b"]")
-    regions = []
-    for number, item in enumerate(data):
-        where = f"Ledger.regions[{number}]"
+    """The regions of a stored chunk, read from their identity forms (defaults omitted).
+
+    Each region keeps its own bytes as its canonical form, so that a chunk an apply rebuilds
+    joins them instead of encoding its regions again.
+    """
+    text = canonical.decode("utf-8")
+    regions: list[Region] = []
+    start = 0
+    while True:
+        where = f"Ledger.regions[{len(regions)}]"
+        try:
+            end = _SPANS.raw_decode(text, start)[1]
+        except json.JSONDecodeError as exc:
+            raise SerializationError(where, f"not JSON: {exc}") from None
+        span = text[start:end]
+        item = parse_json(span)
         if not isinstance(item, dict) or item.get("kind") != "Region" or not set(item) <= _FIELDS:
             raise SerializationError(where, "expected the identity form of a Region")
         try:
-            regions.append(
-                Region(
-                    *(
-                        _CODECS[name].decode(item[name], f"{where}.{name}")
-                        if name in item
-                        else _DEFAULTS[name]
-                        for name in _CODECS
-                    )
+            region = Region(
+                *(
+                    _CODECS[name].decode(item[name], f"{where}.{name}")
+                    if name in item
+                    else _DEFAULTS[name]
+                    for name in _CODECS
                 )
             )
         except InvalidContract as exc:
             raise SerializationError(where, str(exc)) from None
-    return tuple(regions)
+        region.__dict__["canonical"] = span.encode("utf-8")  # the cached_property's value
+        regions.append(region)
+        if end == len(text):
+            return tuple(regions)
+        if text[end] != ",":
+            raise SerializationError(where, "regions are separated by commas")
+        start = end + 1
 
 
+_SPANS = json.JSONDecoder()  # finds where each region's JSON ends; parse_json reads it strictly
 _CODECS = {spec.name: spec.metadata["codec"] for spec in fields(Region)}
 _DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in fields(Region)}
 _FIELDS = {"kind", *_CODECS}

@@ -174,10 +174,14 @@ class Store:
         table = receipt.table
         seq, publications = _one(
             connection,
-            f"SELECT COALESCE(MAX(seq), 0), COUNT(publication) FROM {self.receipts} "
-            f"WHERE table_name = {self.p}",
-            (table,),
-        ) or (0, 0)
+            # Two MAXes, each its own subquery, so that each is read from the end of its index
+            # (a COUNT, or two aggregates in one SELECT, read every receipt of the table): the
+            # publications are numbered from 1 without gaps, so their MAX is their count.
+            f"SELECT (SELECT MAX(seq) FROM {self.receipts} WHERE table_name = {self.p}), "
+            f"(SELECT MAX(publication) FROM {self.receipts} WHERE table_name = {self.p})",
+            (table, table),
+        ) or (None, None)
+        seq, publications = seq or 0, publications or 0
         accepted = receipt.outcome is Outcome.ACCEPTED
         identity = receipt.manifest.identity
         execute(
