@@ -23,6 +23,7 @@ from airflow.providers.common.sql.hooks.sql import DbApiHook
 from airflow.sdk import BaseHook
 
 from dogana_core.claims import Claims
+from dogana_core.contract import Contract
 from dogana_core.ledger import Ledger
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
@@ -104,6 +105,15 @@ class DoganaHook(BaseHook):
                     )
                 found[table] = state.ledger
         return found
+
+    def contracts(self) -> list[Contract]:
+        """Every contract registered in the receiver, by table name; none in a receiver where
+        no table was ever registered."""
+        receiver = self.receiver
+        with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            if not declared_types(connection, receiver.dialect, f"{self.prefix}_tables"):
+                return []
+            return receiver.store.contracts(connection)
 
 
 def claims_line(claims: Claims) -> str:

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import ast
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
+
+from airflow.sdk import XComArg
 
 from dogana_core.contract import Contract
 from dogana_core.values import LogicalType
@@ -68,6 +70,34 @@ def native(value: Any, what: str) -> Any:
             f"{what}: {text[:80]!r} is neither JSON nor a Python literal; pass the upstream "
             "task's output (XComArg) or a template that renders its XCom"
         ) from None
+
+
+def upstream_output(task: Any, context: Any, kind: type, what: str) -> Any:
+    """What the task upstream handed over, when the DAG author did not pass it: the XCom of the
+    one direct upstream task of this kind (or of the only upstream task), found by the task's
+    own dependencies, so the same operators work under any task id, inside any TaskGroup and
+    inside a mapped one (Airflow picks the upstream instance of the same map index)."""
+    upstream = list(task.upstream_list)
+    found = [t for t in upstream if issubclass(getattr(t, "operator_class", type(t)), kind)]
+    if not found and len(upstream) == 1:
+        found = upstream
+    if len(found) != 1:
+        names = ", ".join(sorted(t.task_id for t in upstream)) or "none"
+        raise ValueError(
+            f"{task.task_id}: {what} not given, and no single upstream {kind.__name__} (or single "
+            f"upstream task) hands it over (upstream tasks: {names}); pass {what}=<task>.output"
+        )
+    return XComArg(found[0]).resolve(context)
+
+
+def group_of(contract: Any, group: Sequence[Any] | None) -> list[Any] | None:
+    """The contracts of a group read together, or None for one table: group, or a contract
+    given as a list (a mapped element that names a group rather than one table)."""
+    if group is not None:
+        return list(group)
+    if isinstance(contract, str) and contract.lstrip().startswith("["):
+        contract = native(contract, "contract")
+    return list(contract) if isinstance(contract, list | tuple) else None
 
 
 def contract_of(value: Any, what: str = "contract") -> Contract:

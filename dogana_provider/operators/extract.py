@@ -35,7 +35,14 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.hooks.sql import sql_hook
-from dogana_provider.operators.arguments import contract_of, duration, native
+from dogana_provider.operators.arguments import (
+    contract_of,
+    duration,
+    group_of,
+    native,
+    upstream_output,
+)
+from dogana_provider.operators.plan import PlanDeliveryOperator
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
 
 LOCAL_PROTOCOLS = ("", "file", "local")
@@ -66,9 +73,10 @@ class ExtractOperator(BaseOperator):
     :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
     :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
     :param group: contracts of tables read together, instead of contract: every table is read
-        in one snapshot with one produced_at, and the task pushes one delivery per table.
+        in one snapshot with one produced_at, and the task pushes one delivery per table. A
+        contract given as a list (a mapped element naming a group) is read as a group.
     :param request: the ExtractionRequest, its wire dict or JSON, or a list of them for a group
-        (templated; by default the XCom of the task ``plan``).
+        (templated; by default the XCom of the PlanDeliveryOperator upstream, whatever its id).
     :param table_sql: a query to read instead of the table, or for a group a mapping from table
         to query (templated; a path ending in .sql is read as a template). The request's bounds
         are bound parameters it may use: since, until, produced_at, window_low, window_high,
@@ -111,7 +119,7 @@ class ExtractOperator(BaseOperator):
         source_conn_id: str,
         contract: Contract | dict | str | None = None,
         group: Sequence[Contract | dict | str] | None = None,
-        request: Any = "{{ ti.xcom_pull(task_ids='plan') }}",
+        request: Any = None,
         table_sql: str | Mapping[str, str] | None = None,
         source_table: str | Mapping[str, str] | None = None,
         columns: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
@@ -145,8 +153,11 @@ class ExtractOperator(BaseOperator):
     # Execution --------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
-        contracts = self._contracts()
-        requests = self._requests(contracts)
+        group = group_of(self.contract, self.group)
+        contracts = self._contracts(group)
+        if self.request is None:
+            self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
+        requests = self._requests(contracts, grouped=group is not None)
         folder = self._folder(context)
         hook = sql_hook(self.source_conn_id, "source")
         source = snapshots_for(
@@ -180,7 +191,7 @@ class ExtractOperator(BaseOperator):
                 )
             done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
             pushed = [self._deliver(item, folder) for item in done]
-        return pushed if self.group is not None else pushed[0]
+        return pushed if group is not None else pushed[0]
 
     def _deliver(self, item: Extracted, folder: ObjectStoragePath) -> dict[str, Any]:
         manifest = item.manifest
@@ -203,26 +214,26 @@ class ExtractOperator(BaseOperator):
 
     # Arguments --------------------------------------------------------------------------------
 
-    def _contracts(self) -> dict[str, Contract]:
-        if self.group is None:
+    def _contracts(self, group: list[Any] | None) -> dict[str, Contract]:
+        if group is None:
             items = [contract_of(self.contract, "contract")]
         else:
-            items = [contract_of(c, f"group[{i}]") for i, c in enumerate(self.group)]
+            items = [contract_of(c, f"group[{i}]") for i, c in enumerate(group)]
         return {contract.table.lower(): contract for contract in items}
 
-    def _requests(self, contracts: Mapping[str, Contract]) -> list[ExtractionRequest]:
+    def _requests(
+        self, contracts: Mapping[str, Contract], *, grouped: bool
+    ) -> list[ExtractionRequest]:
         value = native(self.request, "request")
         if value is None:
-            raise ValueError(
-                f"{self.task_id}: no request; is the plan task's XCom there (task_ids)?"
-            )
+            raise ValueError(f"{self.task_id}: no request; did the plan task upstream push one?")
         many = isinstance(value, list | tuple)
-        if many != (self.group is not None):
+        if many != grouped:
             raise ValueError(
                 f"{self.task_id}: "
                 + (
                     "a group reads a list of requests, one per table"
-                    if self.group is not None
+                    if grouped
                     else "one contract reads one request; give group for a list"
                 )
             )

@@ -31,7 +31,8 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.operators.arguments import contract_of, native
+from dogana_provider.operators.arguments import contract_of, native, upstream_output
+from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.receiver.receiver import Decision, Receiver
 
 LOCAL_PROTOCOLS = ("", "file", "local")
@@ -43,7 +44,8 @@ class GateOperator(BaseOperator):
 
     :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
     :param delivery: {"manifest": <Manifest wire dict>, "uri": "<file uri>"}, or a list of them
-        for a group (templated; by default the XCom of the task ``extract``). The uri is a local
+        for a group (templated; by default the XCom of the ExtractOperator upstream, or of the
+        only upstream task, whatever its id). The uri is a local
         path, a file:// URI or any fsspec URL, which is streamed to a temporary file first.
     :param drop_folder: instead of delivery, a folder where senders leave FILE and its manifest
         sidecar FILE.json (templated). Files are taken in name order; those already published
@@ -65,7 +67,7 @@ class GateOperator(BaseOperator):
         self,
         *,
         receiver_conn_id: str = DoganaHook.default_conn_name,
-        delivery: Any = "{{ ti.xcom_pull(task_ids='extract') }}",
+        delivery: Any = None,
         drop_folder: str | None = None,
         pattern: str = "*",
         contract: Contract | dict | str | None = None,
@@ -74,7 +76,7 @@ class GateOperator(BaseOperator):
         super().__init__(**kwargs)
         self.contract = contract
         self.receiver_conn_id = receiver_conn_id
-        self.delivery = None if drop_folder is not None else delivery
+        self.delivery = delivery
         self.drop_folder = drop_folder
         self.pattern = pattern
 
@@ -86,6 +88,8 @@ class GateOperator(BaseOperator):
             self.log.info("%s: contract registered", contract.table)
         if self.drop_folder is not None:
             return self._from_drop_folder(receiver)
+        if self.delivery is None:
+            self.delivery = upstream_output(self, context, ExtractOperator, "delivery")
         delivery = native(self.delivery, "delivery")
         if isinstance(delivery, list):
             return self._group(receiver, delivery)
@@ -167,7 +171,7 @@ def _delivery(value: Any, what: str) -> tuple[Manifest, str]:
     if not isinstance(value, dict) or "manifest" not in value or "uri" not in value:
         raise ValueError(
             f"{what}: expected {{'manifest': <Manifest wire dict>, 'uri': <file uri>}}, got "
-            f"{str(value)[:120]!r}; is the upstream task's XCom there (task_ids)?"
+            f"{str(value)[:120]!r}; did the extract task upstream push one?"
         )
     return Manifest.from_dict(value["manifest"]), str(value["uri"])
 

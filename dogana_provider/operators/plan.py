@@ -27,7 +27,14 @@ from dogana_core.contract import Contract
 from dogana_core.group import Group, plan_together
 from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
 from dogana_provider.hooks.dogana import DoganaHook, claims_line
-from dogana_provider.operators.arguments import contract_of, duration, instant, native, window_of
+from dogana_provider.operators.arguments import (
+    contract_of,
+    duration,
+    group_of,
+    instant,
+    native,
+    window_of,
+)
 
 
 class PlanDeliveryOperator(BaseOperator):
@@ -47,7 +54,8 @@ class PlanDeliveryOperator(BaseOperator):
     :param window: a closed window [low, high] of the window column, or for a group a mapping
         from table to window; None for the whole table (templated).
     :param group: contracts of tables read together, instead of contract: plans one snapshot
-        making every table exact at one instant no earlier than the requirement's.
+        making every table exact at one instant no earlier than the requirement's. A contract
+        given as a list (a mapped element naming a group) is planned as a group.
     """
 
     template_fields: Sequence[str] = (
@@ -111,8 +119,9 @@ class PlanDeliveryOperator(BaseOperator):
     def execute(self, context: Any) -> Any:
         hook = DoganaHook(self.receiver_conn_id)
         now = datetime.now(UTC)
-        if self.group is not None:
-            return self._plan_group(hook, now)
+        group = group_of(self.contract, self.group)
+        if group is not None:
+            return self._plan_group(hook, now, group)
         contract = contract_of(self.contract)
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
@@ -154,9 +163,8 @@ class PlanDeliveryOperator(BaseOperator):
             return now - self.max_age
         return now
 
-    def _plan_group(self, hook: DoganaHook, now: datetime) -> Any:
-        assert self.group is not None
-        contracts = [contract_of(c, f"group[{i}]") for i, c in enumerate(self.group)]
+    def _plan_group(self, hook: DoganaHook, now: datetime, members: list[Any]) -> Any:
+        contracts = [contract_of(c, f"group[{i}]") for i, c in enumerate(members)]
         group = Group(tuple(contracts))
         for contract in contracts:
             hook.receiver.register(contract)

@@ -32,8 +32,8 @@ from dogana_core.claims import NO_LIMIT
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_provider.hooks.dogana import DoganaHook, claims_line
-from dogana_provider.operators.arguments import native
-from dogana_provider.operators.gate import rejection_message
+from dogana_provider.operators.arguments import native, upstream_output
+from dogana_provider.operators.gate import GateOperator, rejection_message
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 
@@ -63,7 +63,8 @@ class PublishOperator(BaseOperator):
     """Publish a decision from the gate task, and emit Asset events carrying the claims.
 
     :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
-    :param decision: the Decision's wire dict (templated; by default the XCom of task ``gate``).
+    :param decision: the Decision's wire dict (templated; by default the XCom of the
+        GateOperator upstream, whatever its id).
     :param table: the table published; when outlets are not given, they default to
         ``[dogana_asset(table, receiver_conn_id)]``.
     :param outlets: Assets to emit events for. A table's Asset (dogana_asset) carries that
@@ -78,7 +79,7 @@ class PublishOperator(BaseOperator):
         self,
         *,
         receiver_conn_id: str = DoganaHook.default_conn_name,
-        decision: Any = "{{ ti.xcom_pull(task_ids='gate') }}",
+        decision: Any = None,
         table: str | None = None,
         outlets: Any = None,
         **kwargs: Any,
@@ -92,6 +93,8 @@ class PublishOperator(BaseOperator):
 
     def execute(self, context: Any) -> Any:
         hook = DoganaHook(self.receiver_conn_id)
+        if self.decision is None:
+            self.decision = upstream_output(self, context, GateOperator, "decision")
         data = native(self.decision, "decision")
         if data is None:
             raise ValueError("decision: nothing to publish; is the gate task's XCom there?")

@@ -149,6 +149,15 @@ class Store:
         finally:
             cursor.close()
 
+    def contracts(self, connection: Any) -> list[Contract]:
+        """Every registered table's contract, in the order of the tables' names."""
+        cursor = connection.cursor()
+        try:
+            cursor.execute(f"SELECT contract FROM {self.tables} ORDER BY table_name")
+            return [Contract.from_json(row[0]) for row in cursor.fetchall()]
+        finally:
+            cursor.close()
+
     def insert_table(self, connection: Any, ledger: Ledger) -> None:
         execute(
             connection,

@@ -1,0 +1,1 @@
+"""Task groups: a whole delivery (plan, extract, gate, publish) in one call."""
