@@ -191,6 +191,15 @@ class FreshnessOperator(BaseOperator):
             self.log.info("%s", report)
         return [result.to_dict() for result in results]
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Inputs: every table judged, with its claims (OpenLineage, the extra "openlineage")."""
+        from dogana_provider import lineage
+
+        tables = list(self._tables())
+        return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+
+    get_openlineage_facets_on_failure = get_openlineage_facets_on_complete
+
     def _tables(self) -> dict[str, Mapping[str, Any]]:
         value = native(self.tables, "tables")
         if isinstance(value, Mapping):

@@ -81,6 +81,8 @@ class GateOperator(BaseOperator):
         self.pattern = pattern
 
     def execute(self, context: Any) -> Any:
+        self._files: dict[str, str] = {}  # table -> the delivered file's uri, for lineage
+        self._receipts: list[Receipt] = []
         receiver = DoganaHook(self.receiver_conn_id).receiver
         if self.contract is not None:
             contract = contract_of(self.contract)
@@ -94,12 +96,14 @@ class GateOperator(BaseOperator):
         if isinstance(delivery, list):
             return self._group(receiver, delivery)
         manifest, uri = _delivery(delivery, "delivery")
+        self._files[manifest.table] = uri
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest)
         return self._handed_over(decision)
 
     def _handed_over(self, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
+        self._receipts = [receipt]
         self.log.info("%s: %s", receipt.table, receipt_line(receipt))
         if receipt.outcome is Outcome.REJECTED:
             raise AirflowFailException(rejection_message(receipt))
@@ -128,6 +132,7 @@ class GateOperator(BaseOperator):
                     f"{sidecar(path)}: not a dogana manifest, so no receipt can name it: {exc}"
                 ) from None
             decision = receiver.decide(path, manifest)
+            self._files[manifest.table] = str(path)
             if decision.receipt.outcome is Outcome.REPLAYED:
                 self.log.info("%s: already published (replay), passed over", path.name)
                 continue
@@ -142,10 +147,12 @@ class GateOperator(BaseOperator):
         with ExitStack() as stack:
             for index, item in enumerate(deliveries):
                 manifest, uri = _delivery(item, f"delivery[{index}]")
+                self._files[manifest.table] = uri
                 by_table[manifest.table] = (stack.enter_context(local_file(uri)), manifest)
             ledgers = DoganaHook(self.receiver_conn_id).ledgers(by_table)
             group = Group(tuple(ledger.contract for ledger in ledgers.values()))
             decision = receiver.decide_group(group, by_table)
+        self._receipts = list(decision.receipts)
         for receipt in decision.receipts:
             self.log.info("%s: %s", receipt.table, receipt_line(receipt))
         rejected = [r for r in decision.receipts if r.outcome is Outcome.REJECTED]
@@ -160,6 +167,23 @@ class GateOperator(BaseOperator):
                 for receipt, files in zip(decision.receipts, staged, strict=True)
             ]
         }
+
+    # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Inputs: each delivered file, with the receipt's checks as DataQualityAssertions."""
+        from dogana_provider import lineage
+
+        inputs = [
+            lineage.with_assertions(lineage.file_dataset(self._files[r.table]), r)
+            for r in getattr(self, "_receipts", [])
+            if r.table in self._files
+        ]
+        return lineage.lineage(inputs=inputs)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """A rejection too: its failure event names every check, the failed ones unsuccessful."""
+        return self.get_openlineage_facets_on_complete(task_instance)
 
 
 def sidecar(path: Path) -> Path:

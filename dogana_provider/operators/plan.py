@@ -142,6 +142,15 @@ class PlanDeliveryOperator(BaseOperator):
         self.log.info("%s: plan %s", contract.table, _request_line(request))
         return request.to_dict()
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Inputs: the receiver's tables planned for, with the claims planned from (OpenLineage,
+        the extra "openlineage")."""
+        from dogana_provider import lineage
+
+        contracts = [self.contract] if self.group is None else self.group
+        tables = [contract_of(c).table for c in contracts]
+        return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+
     def _requirement(self, contract: Contract, now: datetime) -> Requirement:
         window = window_of(contract, self.window, "window")
         exact = instant(self.exact_at, "exact_at")

@@ -101,11 +101,13 @@ class PublishOperator(BaseOperator):
         grouped = isinstance(data, dict) and "decisions" in data
         items = data["decisions"] if grouped else [data]
         decisions = [Decision.from_dict(item) for item in items]
+        self._decisions, self._receipts = decisions, [d.receipt for d in decisions]  # lineage
         self._check_outlets([decision.receipt.table for decision in decisions])
         if grouped:
             receipts = self._publish_group(hook, decisions)
         else:
             receipts = (hook.receiver.publish(decisions[0]),)
+        self._receipts = list(receipts)
         for receipt in receipts:
             self.log.info("%s: %s", receipt.table, _published_line(receipt))
         rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
@@ -180,6 +182,39 @@ class PublishOperator(BaseOperator):
                 extra = extras[None if named is None else named[1]]
                 context["outlet_events"][outlet].extra = extra
                 self.log.info("asset %s: event extra %s", outlet.uri, extra)
+
+    # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
+
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Outputs: each published table, with its schema, its columns' lineage from the
+        delivered file and its claims after the commit (the dogana facet, over the delivery's
+        window); inputs: each file, with the receipt's checks as DataQualityAssertions."""
+        from dogana_provider import lineage
+
+        inputs, files = [], {}
+        for decision in getattr(self, "_decisions", []):
+            if decision.staged is not None:
+                files[decision.receipt.table] = lineage.file_dataset(decision.staged.path)
+        for receipt in getattr(self, "_receipts", []):
+            if receipt.table in files:
+                inputs.append(lineage.with_assertions(files[receipt.table], receipt))
+        published = [r for r in getattr(self, "_receipts", []) if r.outcome is not Outcome.REJECTED]
+        tables = [receipt.table for receipt in published]
+        staged = {
+            d.receipt.table: d.staged.columns for d in getattr(self, "_decisions", []) if d.staged
+        }
+        outputs = lineage.receiver_tables(
+            self.receiver_conn_id,
+            tables,
+            windows={r.table: r.manifest.window for r in published if r.manifest.window},
+            columns=staged,
+            upstream=files,
+        )
+        return lineage.lineage(inputs=inputs, outputs=outputs)
+
+    def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
+        """A stale decision refused when made again: the failure event names its checks."""
+        return self.get_openlineage_facets_on_complete(task_instance)
 
 
 def _asset_table(asset: Asset) -> tuple[str, str] | None:

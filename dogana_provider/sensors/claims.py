@@ -111,6 +111,14 @@ class ClaimsSensor(BaseSensorOperator):
             timeout=timedelta(seconds=self.timeout),
         )
 
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
+        """Inputs: the tables waited for, with the claims that satisfied the wait (OpenLineage,
+        the extra "openlineage")."""
+        from dogana_provider import lineage
+
+        tables = [self.tables] if isinstance(self.tables, str) else list(self.tables)
+        return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
         if event is None:
             raise AirflowSensorTimeout(f"{self.task_id}: the trigger ended without an event")

@@ -1,0 +1,95 @@
+"""Real DAG runs of the example DAGs with OpenLineage's file transport: run as a script.
+
+    python lineage_runs.py KIND SERVER_URL WORKDIR EVENTS
+
+OpenLineage's listener is an Airflow plugin, registered once per process when plugins load and
+only when a transport is configured, so these runs happen in a process of their own whose
+environment names the transport before Airflow is imported. They run, against a source and a
+receiver of KIND (sqlite or postgres; SERVER_URL "-" for sqlite): the invoices example (a group
+read in one snapshot, and a report gated by ClaimsSensor); the orders example's extract, whose
+file is altered on its way to the gate, which rejects it; and the freshness example. Every event
+is appended to EVENTS as one JSON line; what the runs did is written to WORKDIR/runs.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main(kind: str, server: str, workdir: Path, events: Path) -> None:
+    os.environ["AIRFLOW__OPENLINEAGE__TRANSPORT"] = json.dumps(
+        {"type": "file", "log_file_path": str(events), "append": True}
+    )
+    os.environ["AIRFLOW__OPENLINEAGE__NAMESPACE"] = "dogana-tests"
+    sys.path[:0] = [str(HERE.parent), str(HERE.parent / "dags")]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import pytest
+    from example_runs import Databases, load_example, local_path, now, redeliver, states, xcom
+
+    home = Path(os.environ["AIRFLOW_HOME"])
+    databases = Databases(kind, workdir, None if server == "-" else server)
+    monkeypatch = pytest.MonkeyPatch()
+    databases.configure(monkeypatch)
+    try:
+        databases.create(
+            "CREATE TABLE orders (order_id BIGINT PRIMARY KEY, customer TEXT, "
+            "amount_cents BIGINT, updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
+        )
+        databases.source(
+            "INSERT INTO orders VALUES (?, ?, ?, ?, ?)",
+            (1, "ada", 1200, now(), False),
+            (2, "grace", 800, now(), False),
+        )
+        databases.create(
+            "CREATE TABLE invoices (invoice_id BIGINT PRIMARY KEY, customer TEXT, "
+            "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
+        )
+        databases.create(
+            "CREATE TABLE invoice_lines (line_id BIGINT PRIMARY KEY, invoice_id BIGINT NOT NULL, "
+            "amount_cents BIGINT NOT NULL)"
+        )
+        databases.source("INSERT INTO invoices VALUES (?, ?, ?, ?)", (1, "ada", now(), False))
+        databases.source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (10, 1, 1000), (11, 1, 250))
+        orders, invoices = load_example(home, "orders"), load_example(home, "invoices")
+        runs = {"invoices": states(databases.run(invoices.dag))}
+        # A read of orders is extracted, and its file altered on its way to the gate.
+        extracted = databases.run(orders.daily, mark_success_pattern="^(gate|publish)$")
+        delivery = xcom(extracted, "extract")
+        path = local_path(delivery["uri"])
+        table = pq.read_table(path)
+        column = table.schema.get_field_index("amount_cents")
+        cheaper = pa.array([1] * table.num_rows, pa.int64())
+        pq.write_table(table.set_column(column, "amount_cents", cheaper), path)
+        runs["refused"] = states(redeliver(databases, home, delivery))
+        runs["freshness"] = states(databases.run(load_example(home, "freshness").dag))
+        heads = {
+            table: databases.hook.receiver.ledger(table).publication_id
+            for table in ("invoices", "invoice_lines")
+        }
+        found = {
+            "runs": runs,
+            "schemas": [
+                getattr(databases, "source_schema", None),
+                getattr(databases, "receiver_schema", None),
+            ],
+            "paths": [
+                str(getattr(databases, "source_path", "")),
+                str(getattr(databases, "receiver_path", "")),
+            ],
+            "refused_uri": delivery["uri"],
+            "published": heads,
+        }
+        (workdir / "runs.json").write_text(json.dumps(found, indent=2))
+    finally:
+        databases.drop()
+        monkeypatch.undo()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2], Path(sys.argv[3]), Path(sys.argv[4]))

@@ -1,0 +1,183 @@
+"""OpenLineage events of real DAG runs of the examples, through the provider's file transport.
+
+One process per database runs the DAGs (lineage_runs.py says why a process of its own): the
+invoices example, an orders delivery altered on its way and rejected, and the freshness check.
+The tests read back the events it wrote and assert what a lineage system would see.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import jsonschema
+import pytest
+
+pytestmark = pytest.mark.airflow
+
+RUNS = Path(__file__).with_name("lineage_runs.py")
+
+
+@dataclass(frozen=True)
+class Emitted:
+    kind: str
+    events: list[dict[str, Any]]
+    runs: dict[str, Any]
+    source: str  # the namespace of the source's tables
+    receiver: str  # ... and of the receiver's
+    prefix: tuple[str, str]  # the name of a table is prefix + table: source's, receiver's
+
+    def event(self, job: str, kind: str = "COMPLETE") -> dict[str, Any]:
+        (found,) = [e for e in self.events if e["job"]["name"] == job and e["eventType"] == kind]
+        return found
+
+
+@pytest.fixture(
+    scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
+)
+def emitted(
+    request: pytest.FixtureRequest, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Emitted]:
+    server = "-" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    workdir = tmp_path_factory.mktemp(f"lineage-{request.param}")
+    events = workdir / "events.jsonl"
+    done = subprocess.run(
+        [sys.executable, str(RUNS), request.param, server, str(workdir), str(events)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    runs = json.loads((workdir / "runs.json").read_text())
+    if request.param == "sqlite":
+        source, receiver = (f"sqlite://{path}" for path in runs["paths"])
+        prefix = ("", "")
+    else:
+        parts = urlsplit(server)
+        source = receiver = f"postgres://{parts.hostname}:{parts.port or 5432}"
+        database = parts.path.lstrip("/")
+        prefix = (f"{database}.{runs['schemas'][0]}.", f"{database}.{runs['schemas'][1]}.")
+    lines = events.read_text().splitlines()
+    yield Emitted(
+        request.param, [json.loads(line) for line in lines], runs, source, receiver, prefix
+    )
+
+
+def test_the_runs_themselves_did_what_the_events_report(emitted: Emitted) -> None:
+    assert set(emitted.runs["runs"]["invoices"].values()) == {"success"}
+    assert emitted.runs["runs"]["refused"] == {"gate": "failed", "publish": "upstream_failed"}
+
+
+def test_extract_reads_the_source_tables_named_as_the_sql_providers_name_them(
+    emitted: Emitted,
+) -> None:
+    event = emitted.event("dogana_invoices.extract")
+    assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [
+        (emitted.source, f"{emitted.prefix[0]}invoices"),
+        (emitted.source, f"{emitted.prefix[0]}invoice_lines"),
+    ]
+
+
+def test_extract_outputs_each_file_with_its_schema_and_each_columns_source_column(
+    emitted: Emitted,
+) -> None:
+    event = emitted.event("dogana_invoices.extract")
+    (lines,) = [d for d in event["outputs"] if d["name"].endswith("/invoice_lines.parquet")]
+    assert lines["namespace"] == "file"
+    fields = [field["name"] for field in lines["facets"]["schema"]["fields"]]
+    assert fields == ["line_id", "invoice_id", "amount_cents"]
+    lineage = lines["facets"]["columnLineage"]["fields"]
+    assert set(lineage) == set(fields)
+    for column, found in lineage.items():
+        (upstream,) = found["inputFields"]
+        assert (upstream["namespace"], upstream["name"], upstream["field"]) == (
+            emitted.source,
+            f"{emitted.prefix[0]}invoice_lines",
+            column,
+        )
+        assert upstream["transformations"][0]["subtype"] == "IDENTITY"
+
+
+def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from_the_file(
+    emitted: Emitted,
+) -> None:
+    extract = emitted.event("dogana_invoices.extract")
+    files = {Path(d["name"]).stem: d["name"] for d in extract["outputs"]}
+    event = emitted.event("dogana_invoices.publish")
+    outputs = {d["name"]: d for d in event["outputs"]}
+    tables = {f"{emitted.prefix[1]}{t}": t for t in ("invoices", "invoice_lines")}
+    assert set(outputs) == set(tables)
+    instants = set()
+    for name, table in tables.items():
+        dataset = outputs[name]
+        assert dataset["namespace"] == emitted.receiver
+        claims = dataset["facets"]["dogana"]
+        assert claims["state"] == "complete"
+        assert claims["publication_id"] == emitted.runs["published"][table]
+        assert claims.get("window") is None  # the client leaves nulls out
+        instants.add(claims["exact_as_of"])
+        for found in dataset["facets"]["columnLineage"]["fields"].values():
+            assert [(f["namespace"], f["name"]) for f in found["inputFields"]] == [
+                ("file", files[table])
+            ]
+    assert len(instants) == 1 and None not in instants, "read together: exact at one instant"
+
+
+def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitted) -> None:
+    from dogana_provider.lineage import SCHEMA_URL, facet_schema
+
+    schema = facet_schema()
+    own = schema["$defs"]["DoganaDatasetFacet"]["allOf"][1]
+    facets = [
+        dataset["facets"]["dogana"]
+        for event in emitted.events
+        for dataset in event.get("inputs", []) + event.get("outputs", [])
+        if "dogana" in dataset.get("facets", {})
+    ]
+    assert len(facets) >= 6  # plan, publish and sensor, for both tables; freshness
+    for facet in facets:
+        jsonschema.validate(facet, own)
+        assert facet["_schemaURL"] == f"{SCHEMA_URL}#/$defs/DoganaDatasetFacet"
+
+
+def test_gate_and_publish_carry_the_receipts_checks_as_data_quality_assertions(
+    emitted: Emitted,
+) -> None:
+    for job in ("dogana_invoices.gate", "dogana_invoices.publish"):
+        for dataset in emitted.event(job)["inputs"]:
+            assertions = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
+            names = {a["assertion"] for a in assertions}
+            assert {"manifest", "transition", "content_hash"} <= names, names
+            assert all(a["success"] for a in assertions)
+
+
+def test_a_rejected_delivery_fails_with_an_event_naming_the_failed_checks(
+    emitted: Emitted,
+) -> None:
+    event = emitted.event("dogana_test_redeliver.gate", "FAIL")
+    (dataset,) = event["inputs"]
+    assert dataset["name"] == urlsplit(emitted.runs["refused_uri"]).path
+    assertions = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
+    assert {a["assertion"] for a in assertions if not a["success"]} == {"content_hash"}
+    assert event["run"]["facets"]["errorMessage"]["message"].count("content_hash") >= 1
+
+
+def test_freshness_and_the_sensor_read_the_tables_with_their_claims(emitted: Emitted) -> None:
+    sensor = emitted.event("dogana_invoices.wait_exact")
+    assert [d["name"] for d in sensor["inputs"]] == [
+        f"{emitted.prefix[1]}invoices",
+        f"{emitted.prefix[1]}invoice_lines",
+    ]
+    freshness = [e for e in emitted.events if e["job"]["name"] == "dogana_freshness.freshness"][-1]
+    claimed = {
+        d["name"]: d["facets"]["dogana"]["state"]
+        for d in freshness["inputs"]
+        if "dogana" in d["facets"]
+    }
+    assert claimed[f"{emitted.prefix[1]}invoices"] == "complete"
