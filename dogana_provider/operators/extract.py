@@ -246,7 +246,7 @@ class ExtractOperator(BaseOperator):
         from dogana_provider import lineage
 
         found: dict[str, Any] = {}
-        for contract in self._contracts().values():
+        for contract in self._contracts(group_of(self.contract, self.group)).values():
             relation = self._relation(contract)
             found[contract.table] = (
                 None
@@ -261,7 +261,7 @@ class ExtractOperator(BaseOperator):
 
         found: list[Any] = []
         hook = sql_hook(self.source_conn_id, "source")
-        for contract in self._contracts().values():
+        for contract in self._contracts(group_of(self.contract, self.group)).values():
             relation = self._relation(contract)
             if relation.sql is None:
                 continue

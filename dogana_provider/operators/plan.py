@@ -147,7 +147,7 @@ class PlanDeliveryOperator(BaseOperator):
         the extra "openlineage")."""
         from dogana_provider import lineage
 
-        contracts = [self.contract] if self.group is None else self.group
+        contracts = group_of(self.contract, self.group) or [self.contract]
         tables = [contract_of(c).table for c in contracts]
         return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
 
