@@ -16,7 +16,9 @@ from dogana_provider.operators.plan import PlanDeliveryOperator
 from dogana_provider.operators.publish import PublishOperator
 
 # What the source guarantees: a full read of the table, keyed by customer_id.
-CUSTOMERS = Contract("customers", ("customer_id",), {"full": Shape.complete()})
+CUSTOMERS = Contract(
+    "customers", ("customer_id",), {"full": Shape.complete()}, types={"customer_id": "int"}
+)
 
 with DAG(
     "dogana_quickstart", schedule="@daily", start_date=datetime(2026, 1, 1, tzinfo=UTC)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 # Wheelhouses not used for this long are removed, so old Airflow releases do not pile up.
 KEEP_UNUSED_DAYS = 30
@@ -88,14 +88,17 @@ class Wheelhouse:
         listed = run([sys.executable, "-m", "pip", "index", "versions", requirement.name]).stdout
         found = re.search(r"^Available versions: (.+)$", listed, re.MULTILINE)
         assert found, listed
-        versions = [Version(v.strip()) for v in found.group(1).split(",")]
-        allowed = [v for v in versions if not v.is_prerelease and v in requirement.specifier]
+        versions = [_version(v.strip()) for v in found.group(1).split(",")]
+        allowed = [v for v in versions if v and not v.is_prerelease and v in requirement.specifier]
         assert allowed, f"no release of {requirement} on the index: {listed}"
         return str(max(allowed))
 
-    def prepare(self, requirements: list[str], env: dict[str, str]) -> Path:
+    def prepare(
+        self, requirements: list[str], env: dict[str, str], constraints: Path | None = None
+    ) -> Path:
         """The folder holding every wheel requirements resolve to, downloaded when missing."""
-        folder = self.root / self._key(requirements)
+        pins = ["--constraint", str(constraints)] if constraints else []
+        folder = self.root / self._key(requirements, constraints)
         if (folder / ".complete").exists():
             os.utime(folder)
             return folder
@@ -105,7 +108,7 @@ class Wheelhouse:
         partial.mkdir(parents=True)
         run(
             [sys.executable, "-m", "pip", "download", "--quiet", "--dest", str(partial),
-             *requirements],
+             *pins, *requirements],
             env=env,
         )  # fmt: skip
         for requirement in requirements:  # the wheel under test is not kept
@@ -116,15 +119,18 @@ class Wheelhouse:
         return folder
 
     def install(self, venv: Path, folder: Path, args: list[str], env: dict[str, str]) -> None:
+        """pip install from folder alone; Python compiles what is imported when it is."""
         run(
             [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
-             "--find-links", str(folder), *args],
+             "--no-compile", "--find-links", str(folder), *args],
             env=env,
         )  # fmt: skip
 
-    def _key(self, requirements: list[str]) -> str:
+    def _key(self, requirements: list[str], constraints: Path | None) -> str:
         """Named after what it holds; a local wheel counts by what it requires, not its bytes."""
         digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
+        if constraints is not None:
+            digest.update(constraints.read_bytes())
         names = []
         for requirement in requirements:
             path = Path(_path_of(requirement))
@@ -143,6 +149,14 @@ class Wheelhouse:
         for folder in self.root.iterdir():
             if folder.is_dir() and folder.stat().st_mtime < cutoff:
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def _version(text: str) -> Version | None:
+    """A release's version; None for the few old ones PEP 440 cannot read (1.10.9-bin)."""
+    try:
+        return Version(text)
+    except InvalidVersion:
+        return None
 
 
 def _path_of(requirement: str) -> str:
