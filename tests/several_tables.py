@@ -8,14 +8,23 @@
     invoice_lines
 
 Delivered through the Receiver itself (files and manifests written by receiver_deliveries), so
-a test gets the real tables, ledgers and receipts in a second, without an Airflow run.
+a test gets the real tables, ledgers and receipts in a second, without an Airflow run; on a
+SQLite file, or in a PostgreSQL schema of its own, dropped afterwards (filled_receiver).
 """
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import sys
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from urllib.parse import quote
+
+import psycopg2
 
 sys.path.insert(0, str(Path(__file__).parent / "receiver"))
 
@@ -25,6 +34,7 @@ from dogana_core import Contract, Shape
 from dogana_core.gate import Outcome
 from dogana_core.group import Group
 from dogana_provider.receiver.receiver import Receiver
+from dogana_provider.sql import POSTGRES, SQLITE
 
 SHIPMENTS = Contract(
     "shipments",
@@ -111,3 +121,40 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
 def accept(receiver: Receiver, path: Path, manifest: object) -> None:
     receipt = receiver.receive(path, manifest)  # type: ignore[arg-type]
     assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+
+
+@dataclass(frozen=True)
+class Live:
+    """A filled receiver: its URL (with a password on PostgreSQL) and its Airflow connection."""
+
+    url: str
+    connection: str  # the AIRFLOW_CONN_ value of the same database
+    receiver: Receiver
+    filled: Filled
+
+
+@contextmanager
+def filled_receiver(
+    kind: str, directory: Path, server: str | None = None, password: str | None = None
+) -> Iterator[Live]:
+    """A receiver holding these tables: a SQLite file in directory, or a PostgreSQL schema of
+    its own on server (its URL carries password, which trust authentication ignores)."""
+    if kind == "sqlite":
+        path = directory / "warehouse.sqlite"
+        receiver = Receiver(lambda: sqlite3.connect(path), SQLITE)
+        connection = json.dumps({"conn_type": "sqlite", "host": str(path)})
+        yield Live(f"sqlite:///{path}", connection, receiver, fill(receiver, directory))
+        return
+    assert server is not None
+    schema = f"several_{uuid.uuid4().hex[:10]}"
+    with psycopg2.connect(server) as admin, admin.cursor() as cursor:
+        cursor.execute(f"CREATE SCHEMA {schema}")
+    options = f"-csearch_path={schema}"
+    try:
+        receiver = Receiver(lambda: psycopg2.connect(server, options=options), POSTGRES)
+        url = server if password is None else server.replace("@", f":{password}@", 1)
+        url += f"?options={quote(options)}"
+        yield Live(url, url, receiver, fill(receiver, directory))
+    finally:
+        with psycopg2.connect(server) as admin, admin.cursor() as cursor:
+            cursor.execute(f"DROP SCHEMA {schema} CASCADE")

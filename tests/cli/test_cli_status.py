@@ -8,34 +8,17 @@ terminal would.
 from __future__ import annotations
 
 import json
-import sqlite3
-import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
-import psycopg2
 import pytest
 from cli_fixtures import dogana
-from several_tables import Filled, fill
+from several_tables import Live, filled_receiver
 
 from dogana_core.claims import Claims
 from dogana_core.ledger import Ledger
-from dogana_provider.receiver.receiver import Receiver
-from dogana_provider.sql import POSTGRES, SQLITE
 
 PASSWORD = "s3cret-never-shown"
-
-
-@dataclass(frozen=True)
-class Live:
-    """A filled receiver: its URL (with a password on PostgreSQL) and its Airflow connection."""
-
-    url: str
-    connection: str  # the AIRFLOW_CONN_ value of the same database
-    receiver: Receiver
-    filled: Filled
 
 
 @pytest.fixture(
@@ -45,25 +28,9 @@ def live(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Live]:
     directory = tmp_path_factory.mktemp(f"status-{request.param}")
-    if request.param == "sqlite":
-        path = directory / "warehouse.sqlite"
-        receiver = Receiver(lambda: sqlite3.connect(path), SQLITE)
-        connection = json.dumps({"conn_type": "sqlite", "host": str(path)})
-        yield Live(f"sqlite:///{path}", connection, receiver, fill(receiver, directory))
-        return
-    server = request.getfixturevalue("postgres_url")
-    schema = f"status_{uuid.uuid4().hex[:10]}"
-    with psycopg2.connect(server) as admin, admin.cursor() as cursor:
-        cursor.execute(f"CREATE SCHEMA {schema}")
-    options = f"-csearch_path={schema}"
-    receiver = Receiver(lambda: psycopg2.connect(server, options=options), POSTGRES)
-    # Trust authentication ignores the password: it is there to be kept out of the output.
-    url = server.replace("postgres@", f"postgres:{PASSWORD}@") + f"?options={quote(options)}"
-    try:
-        yield Live(url, url, receiver, fill(receiver, directory))
-    finally:
-        with psycopg2.connect(server) as admin, admin.cursor() as cursor:
-            cursor.execute(f"DROP SCHEMA {schema} CASCADE")
+    server = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
+    with filled_receiver(request.param, directory, server, PASSWORD) as found:
+        yield found
 
 
 def test_status_lists_every_table_with_its_state_dates_rows_and_last_receipt(
