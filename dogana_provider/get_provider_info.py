@@ -2,6 +2,9 @@
 
 Only keys that are true today are listed. There is no dogana connection type: a receiver is any
 common-sql connection (sqlite, postgres, mysql), which DoganaHook reaches through its own hook.
+Airflow shows as the provider's documentation the ``Documentation`` URL of the package's
+project URLs (pyproject.toml), which replaces any ``documentation-url`` given here; the one here
+is the same, for readers of this dict who do not look at the package's metadata.
 """
 
 from __future__ import annotations
@@ -9,6 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from dogana_provider import __version__
+from dogana_provider.settings import CONFIG
+
+DOCUMENTATION_URL = "https://pypi.org/project/airflow-provider-dogana/"
 
 INTEGRATION = "Dogana"
 
@@ -22,6 +28,7 @@ def get_provider_info() -> dict[str, Any]:
             "which rows to trust and as of when."
         ),
         "versions": [__version__],
+        "documentation-url": DOCUMENTATION_URL,
         "integrations": [
             {
                 "integration-name": INTEGRATION,
@@ -52,4 +59,12 @@ def get_provider_info() -> dict[str, Any]:
                 "python-modules": ["dogana_provider.triggers.claims"],
             }
         ],
+        "asset-uris": [
+            {
+                "schemes": ["dogana"],
+                "handler": "dogana_provider.assets.sanitize_uri",
+                "factory": "dogana_provider.assets.create_asset",
+            }
+        ],
+        "config": CONFIG,
     }

@@ -10,7 +10,8 @@ each day the demo prints every table's claims, and at the end the freshness chec
 
 The days are simulated: each is one run of each DAG, seconds apart. The dates printed are real:
 produced_at is the source's clock when its snapshot was taken, never a scheduler's date.
-Airflow's own logs go to a file in the temporary home, named at the end.
+Airflow's own logs go to a file in the temporary home. The demo removes its home when it ends
+well; when it fails, it keeps the home and names its log file, the one place saying why.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import sqlite3
 import subprocess
@@ -45,6 +45,7 @@ os.environ.update(
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__CORE__DAGS_FOLDER": str(HOME / "dags"),
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{HOME / 'airflow.db'}",
+        "AIRFLOW__DOGANA__DELIVERY_FOLDER": (HOME / "deliveries").as_uri(),
         "AIRFLOW_CONN_DOGANA_SOURCE": json.dumps({"conn_type": "sqlite", "host": str(SOURCE)}),
         "AIRFLOW_CONN_DOGANA_DEFAULT": json.dumps({"conn_type": "sqlite", "host": str(WAREHOUSE)}),
     }
@@ -201,7 +202,7 @@ def main() -> int:
     )
     LOG.write_text(migrate.stdout + migrate.stderr)
     if migrate.returncode != 0:
-        print(f"airflow db migrate failed; see {LOG}")
+        print("airflow db migrate failed")
         return 1
     with quiet():
         orders, invoices, events = load("orders"), load("invoices"), load("events")
@@ -304,13 +305,24 @@ def main() -> int:
     )
     print(status.stdout + status.stderr, end="")
 
-    with quiet():
-        for found in RUNS:  # ExtractOperator's default folder: /tmp/dogana/<dag_id>/<run_id>
-            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(found.run_id))
-            shutil.rmtree(Path("/tmp/dogana") / found.dag_id / safe, ignore_errors=True)
-    print(f"\n{len(RUNS)} DAG runs in {time.monotonic() - started:.0f} s; Airflow's logs: {LOG}")
+    print(f"\n{len(RUNS)} DAG runs in {time.monotonic() - started:.0f} s")
+    return 0
+
+
+def finish() -> int:
+    """Run the demo; remove its home when it ends well, keep it to be read when it fails."""
+    try:
+        code = main()
+    except BaseException:
+        print(f"dogana demo failed: its Airflow home is kept, Airflow's logs are in {LOG}")
+        raise
+    if code != 0:
+        print(f"dogana demo failed: its Airflow home is kept, Airflow's logs are in {LOG}")
+        return code
+    shutil.rmtree(HOME, ignore_errors=True)
+    print(f"dogana demo: its Airflow home {HOME} removed")
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(finish())

@@ -45,3 +45,24 @@ def asset_events(uri: str) -> list[dict[str, Any]]:
             .order_by(AssetEvent.id)
         ).all()
         return [dict(event.extra) for event in events]
+
+
+def rendered(run: Any, task_id: str) -> dict[str, Any]:
+    """A task's fields as Rendered Templates shows them, and the renderer of each by name."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.models.serialized_dag import SerializedDagModel
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        ti = session.scalars(
+            select(TaskInstance).where(
+                TaskInstance.dag_id == run.dag_id,
+                TaskInstance.run_id == run.run_id,
+                TaskInstance.task_id == task_id,
+            )
+        ).one()
+        fields = RenderedTaskInstanceFields.get_templated_fields(ti, session=session) or {}
+        task = SerializedDagModel.get_dag(run.dag_id, session=session).get_task(task_id)
+        return {"fields": fields, "renderers": dict(task.template_fields_renderers)}

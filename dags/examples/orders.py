@@ -30,8 +30,9 @@ shape without tombstones and the dates will say so.
 Configuration: the Airflow connections ``dogana_source`` (the source database) and
 ``dogana_default`` (the receiver, where the published ``orders`` table and its ledger live), or
 the ids in the environment variables DOGANA_SOURCE_CONN_ID and DOGANA_RECEIVER_CONN_ID. Delivered
-files go to ExtractOperator's default folder, file:///tmp/dogana/<dag_id>/<run_id>; give
-output_folder an s3:// or gs:// URL to keep them where every worker reads them.
+files go to <[dogana] delivery_folder>/<dag_id>/<run_id>, file:///tmp/dogana/... by default; with
+several workers, set it (AIRFLOW__DOGANA__DELIVERY_FOLDER) to an s3:// or gs:// URL or a shared
+mount, where every worker reads them.
 """
 
 from __future__ import annotations

@@ -127,3 +127,18 @@ def claims_line(claims: Claims) -> str:
         f"{iso(claims.deletions_as_of)}, exact as of {iso(claims.exact_as_of)} "
         f"({len(claims.regions)} region{'' if len(claims.regions) == 1 else 's'})"
     )
+
+
+def claims_dates(claims: Claims) -> dict[str, str | None]:
+    """What a reader uses of claims, as plain JSON a template reads: the state and the three
+    dates in ISO 8601 (null when not claimed), without the wire format's tags."""
+
+    def iso(value: datetime | None) -> str | None:
+        return None if value is None else value.isoformat()
+
+    return {
+        "state": str(claims.state),
+        "complete_as_of": iso(claims.complete_as_of),
+        "deletions_as_of": iso(claims.deletions_as_of),
+        "exact_as_of": iso(claims.exact_as_of),
+    }

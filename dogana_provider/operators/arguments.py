@@ -100,6 +100,17 @@ def group_of(contract: Any, group: Sequence[Any] | None) -> list[Any] | None:
     return list(contract) if isinstance(contract, list | tuple) else None
 
 
+def contract_field(value: Any) -> Any:
+    """A contract argument as an operator keeps it: a Contract as its wire dict, so Rendered
+    Templates shows its JSON (template_fields_renderers) instead of a Python repr; a wire dict,
+    JSON text or path as given. contract_of reads every form back."""
+    if isinstance(value, Contract):
+        return value.to_dict()
+    if isinstance(value, list | tuple):  # a group's contracts, given as one argument
+        return [contract_field(item) for item in value]
+    return value
+
+
 def contract_of(value: Any, what: str = "contract") -> Contract:
     """A Contract from a Contract, its wire dict, its JSON text, or a path to a JSON file."""
     if isinstance(value, Contract):

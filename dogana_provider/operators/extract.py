@@ -12,17 +12,18 @@ or, for a group read in one snapshot, a list of those, one per table, all with o
 The manifest's rows, tombstones and content_hash were counted and hashed while the file was
 written. XCom carries wire dicts and a URI only: never rows, never a pickle, never credentials.
 
-The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a folder URI: local by
-default (file:///tmp/dogana/<dag>/<run>), any ObjectStoragePath otherwise (s3:// and gs:// once
-their provider is installed, any fsspec filesystem attached with airflow.sdk.io.attach), as
-``<table>.parquet``. A remote file is written locally first, where its bytes are hashed, then
-copied up; the gate streams it back to a local temporary file before reading it (GateOperator's
-local_file), so the receiver always reads a local path.
+The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a folder URI, as
+``<table>.parquet``: by default ``<[dogana] delivery_folder>/<dag>/<run>`` (settings.py;
+file:///tmp/dogana unless configured), any ObjectStoragePath otherwise (s3:// and gs:// once
+their provider is installed, any fsspec filesystem attached with airflow.sdk.io.attach). Into
+the configured folder, an extract first sweeps its DAG's files older than ``[dogana]
+delivery_retention`` (deliveries.py). A remote file is written locally first, where its bytes
+are hashed, then copied up; the gate streams it back to a local temporary file before reading
+it (GateOperator's local_file), so the receiver always reads a local path.
 """
 
 from __future__ import annotations
 
-import re
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -35,8 +36,11 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
+from dogana_provider import deliveries, settings
+from dogana_provider.deliveries import LOCAL_PROTOCOLS
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.operators.arguments import (
+    contract_field,
     contract_of,
     duration,
     group_of,
@@ -45,9 +49,6 @@ from dogana_provider.operators.arguments import (
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
-
-LOCAL_PROTOCOLS = ("", "file", "local")
-DEFAULT_OUTPUT = "file:///tmp/dogana"
 
 
 class ExtractOperator(BaseOperator):
@@ -93,7 +94,7 @@ class ExtractOperator(BaseOperator):
     :param column_types: logical types for columns neither the contract nor the driver types
         ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
     :param output_folder: the folder the files go to, any fsspec URL (templated); by default
-        file:///tmp/dogana/<dag_id>/<run_id>.
+        <[dogana] delivery_folder>/<dag_id>/<run_id>, file:///tmp/dogana/... unless configured.
     :param max_wait: how long to wait for the source's clock to reach the request's boundary
         before failing (timedelta or seconds).
     :param settle_attempts: how many times to take the snapshot again when a commit falls
@@ -111,6 +112,7 @@ class ExtractOperator(BaseOperator):
         "deleted_flag",
         "output_folder",
     )
+    template_fields_renderers = {"contract": "json"}
     template_ext: Sequence[str] = (".sql",)
     ui_color = "#e8f0fe"
 
@@ -137,7 +139,7 @@ class ExtractOperator(BaseOperator):
         if (contract is None) == (group is None):
             raise ValueError(f"{self.task_id}: give either contract (one table) or group")
         self.source_conn_id = source_conn_id
-        self.contract = contract
+        self.contract = contract_field(contract)
         self.group = None if group is None else list(group)
         self.request = request
         self.table_sql = table_sql
@@ -324,10 +326,28 @@ class ExtractOperator(BaseOperator):
 
     def _folder(self, context: Any) -> ObjectStoragePath:
         if self.output_folder:
-            return ObjectStoragePath(str(self.output_folder))
-        dag_id = _safe(str(context["dag"].dag_id))
-        run_id = _safe(str(context["run_id"]))
-        return ObjectStoragePath(f"{DEFAULT_OUTPUT}/{dag_id}/{run_id}")
+            folder = ObjectStoragePath(str(self.output_folder))
+        else:
+            dag_id, run_id = str(context["dag"].dag_id), str(context["run_id"])
+            retention = settings.delivery_retention()
+            swept = deliveries.sweep(
+                deliveries.dag_folder(dag_id), retention, keep=deliveries.safe(run_id)
+            )
+            if swept:
+                self.log.info(
+                    "%d files older than %s removed from the delivery folder", swept, retention
+                )
+            folder = deliveries.run_folder(dag_id, run_id)
+        executors = settings.distributed_executors()
+        if folder.protocol in LOCAL_PROTOCOLS and executors:
+            self.log.warning(
+                "%s is a local folder, and %s may run the gate on another worker, which will "
+                "not find it: set %s to a folder every worker sees",
+                folder,
+                ", ".join(executors),
+                settings.named(settings.DELIVERY_FOLDER),
+            )
+        return folder
 
     def _local_path(self, target: ObjectStoragePath, scratch: Path) -> Path:
         if target.protocol in LOCAL_PROTOCOLS:
@@ -351,8 +371,3 @@ def _per_table(value: Any, table: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(table)
     return value
-
-
-def _safe(text: str) -> str:
-    # A run id holds ':' and '+'; a folder name should not need quoting in any URL scheme.
-    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)

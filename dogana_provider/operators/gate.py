@@ -8,7 +8,12 @@ A delivery comes from the extract task's XCom ({"manifest": <Manifest wire dict>
 or a list of them for a group read in one snapshot) or from a drop folder where a sender left a
 file and its manifest sidecar FILE.json: pushed and pulled deliveries pass the same gate.
 
-It pushes the Decision's wire dict (the receipt and where the staged rows wait). A rejection is
+It pushes the Decision's wire dict (the receipt and where the staged rows wait), and under
+"delivered" the URIs of the files it read that lie in the configured delivery folder, which
+publish removes once published (deliveries.py); other files are their owner's.
+A local file missing fails the task naming the setting to change ([dogana] delivery_folder),
+as under a distributed executor a run's gate may run on another worker than its extract. A
+rejection is
 saved as a receipt by the receiver and FAILS the task with every failed check, named; it is not
 retried, since the same delivery would be refused again. A replay succeeds, and publish then
 changes nothing.
@@ -30,13 +35,14 @@ from dogana_core.contract import Contract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
+from dogana_provider.deliveries import LOCAL_PROTOCOLS, missing_delivery, owned
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.operators.arguments import contract_of, native, upstream_output
+from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.receiver.receiver import Decision, Receiver
 
-LOCAL_PROTOCOLS = ("", "file", "local")
 SIDECAR_SUFFIX = ".json"
+DELIVERED = "delivered"  # beside the decision in the XCom: the files publish removes
 
 
 class GateOperator(BaseOperator):
@@ -62,6 +68,7 @@ class GateOperator(BaseOperator):
         "pattern",
         "contract",
     )
+    template_fields_renderers = {"contract": "json"}
 
     def __init__(
         self,
@@ -74,7 +81,7 @@ class GateOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.contract = contract
+        self.contract = contract_field(contract)
         self.receiver_conn_id = receiver_conn_id
         self.delivery = delivery
         self.drop_folder = drop_folder
@@ -99,7 +106,7 @@ class GateOperator(BaseOperator):
         self._files[manifest.table] = uri
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest)
-        return self._handed_over(decision)
+        return {**self._handed_over(decision), DELIVERED: [uri] if owned(uri) else []}
 
     def _handed_over(self, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
@@ -144,10 +151,12 @@ class GateOperator(BaseOperator):
 
     def _group(self, receiver: Receiver, deliveries: list[Any]) -> dict[str, Any]:
         by_table: dict[str, tuple[str, Manifest]] = {}
+        uris = []
         with ExitStack() as stack:
             for index, item in enumerate(deliveries):
                 manifest, uri = _delivery(item, f"delivery[{index}]")
                 self._files[manifest.table] = uri
+                uris.append(uri)
                 by_table[manifest.table] = (stack.enter_context(local_file(uri)), manifest)
             ledgers = DoganaHook(self.receiver_conn_id).ledgers(by_table)
             group = Group(tuple(ledger.contract for ledger in ledgers.values()))
@@ -165,7 +174,8 @@ class GateOperator(BaseOperator):
             "decisions": [
                 Decision(receipt, files).to_dict()
                 for receipt, files in zip(decision.receipts, staged, strict=True)
-            ]
+            ],
+            DELIVERED: [uri for uri in uris if owned(uri)],
         }
 
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
@@ -203,9 +213,12 @@ def _delivery(value: Any, what: str) -> tuple[Manifest, str]:
 @contextmanager
 def local_file(uri: str) -> Iterator[str]:
     """A local path holding the delivery's bytes: the file itself when it is local, else a
-    temporary copy streamed from object storage (fsspec) and removed afterwards."""
+    temporary copy streamed from object storage (fsspec) and removed afterwards. A local file
+    that is not there raises MissingDelivery, naming the setting to change."""
     path = ObjectStoragePath(uri)
     if path.protocol in LOCAL_PROTOCOLS:
+        if not path.exists():
+            raise missing_delivery(uri)
         yield str(path.path)
         return
     suffix = Path(str(path.path)).suffix

@@ -28,6 +28,7 @@ from dogana_core.group import Group, plan_together
 from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
 from dogana_provider.hooks.dogana import DoganaHook, claims_line
 from dogana_provider.operators.arguments import (
+    contract_field,
     contract_of,
     duration,
     group_of,
@@ -68,6 +69,7 @@ class PlanDeliveryOperator(BaseOperator):
         "deletions_as_of",
         "window",
     )
+    template_fields_renderers = {"contract": "json"}
 
     def __init__(
         self,
@@ -105,7 +107,7 @@ class PlanDeliveryOperator(BaseOperator):
             raise ValueError(f"{self.task_id}: exact_at already sets deletions_as_of")
         if group is not None and shape is not None:
             raise ValueError(f"{self.task_id}: a group is planned together; shape is for one table")
-        self.contract = contract
+        self.contract = contract_field(contract)
         self.table = table
         self.receiver_conn_id = receiver_conn_id
         self.shape = shape

@@ -6,17 +6,20 @@ same staged rows, never a rebased plan), runs the plan on the published table, s
 and the receipt, and drops the staging table. A group's tables are published in one commit.
 
 Then every outlet Asset gets an event whose extra states the table's claims after the commit:
-complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or null) and publication_id. Each table's
-Asset (dogana_asset) carries its own table's claims; an outlet naming a table this task does not
-publish is refused before anything is published, since its event could only state another
-table's dates. An AssetAlias outlet (dogana_alias) gets one event per published table, for that
-table's Asset: the way a task mapped over contracts known only at run time emits each of its
-tables, since static outlets are fixed when the DAG is parsed. A delivery
-of a window (a window shape) states them over that window, named in the extra's "window"
-([low, high], or null for the whole table): a rolling window's table is unknown outside it, so
-its whole-table dates are null forever and would tell a reader nothing. A replay publishes
-nothing, and still emits the event: the run that published may have failed before its own
-event, and the claims it states are true.
+its state (complete, patched, ...), complete_as_of, deletions_as_of, exact_as_of (ISO 8601, or
+null) and publication_id. Each table's Asset (dogana_asset) carries its own table's claims; an
+outlet naming a table this task does not publish is refused before anything is published, since
+its event could only state another table's dates. An AssetAlias outlet (dogana_alias) gets one
+event per published table, for that table's Asset: the way a task mapped over contracts known
+only at run time emits each of its tables, since static outlets are fixed when the DAG is
+parsed. A delivery of a window (a window shape) states them over that window, named in the
+extra's "window" ([low, high], or null for the whole table): a rolling window's table is unknown
+outside it, so its whole-table dates are null forever and would tell a reader nothing. A replay
+publishes nothing, and still emits the event: the run that published may have failed before its
+own event, and the claims it states are true.
+
+Once published (or replayed), the delivery's files the gate names under "delivered" are removed,
+unless ``[dogana] keep_published`` keeps them for the retention's sweep (deliveries.py).
 """
 
 from __future__ import annotations
@@ -31,13 +34,15 @@ from airflow.sdk.exceptions import AirflowFailException
 from dogana_core.claims import NO_LIMIT
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
-from dogana_provider.hooks.dogana import DoganaHook, claims_line
+from dogana_provider import deliveries, settings
+from dogana_provider.assets import SCHEME, create_asset
+from dogana_provider.hooks.dogana import DoganaHook, claims_dates, claims_line
 from dogana_provider.operators.arguments import native, upstream_output
-from dogana_provider.operators.gate import GateOperator, rejection_message
+from dogana_provider.operators.gate import DELIVERED, GateOperator, rejection_message
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 
-ASSET_SCHEME = "dogana"
+ASSET_SCHEME = SCHEME
 
 
 def dogana_asset(table: str, receiver_conn_id: str = DoganaHook.default_conn_name) -> Asset:
@@ -46,7 +51,7 @@ def dogana_asset(table: str, receiver_conn_id: str = DoganaHook.default_conn_nam
     PublishOperator emits its events; a DAG scheduled on it runs after each publication, and
     reads the claims from the triggering event's extra.
     """
-    return Asset(uri=f"{ASSET_SCHEME}://{receiver_conn_id}/{table}")
+    return create_asset(table=table, receiver_conn_id=receiver_conn_id)
 
 
 def dogana_alias(receiver_conn_id: str = DoganaHook.default_conn_name) -> AssetAlias:
@@ -98,6 +103,9 @@ class PublishOperator(BaseOperator):
         data = native(self.decision, "decision")
         if data is None:
             raise ValueError("decision: nothing to publish; is the gate task's XCom there?")
+        delivered = data.get(DELIVERED, []) if isinstance(data, dict) else []
+        if isinstance(data, dict):
+            data = {key: value for key, value in data.items() if key != DELIVERED}
         grouped = isinstance(data, dict) and "decisions" in data
         items = data["decisions"] if grouped else [data]
         decisions = [Decision.from_dict(item) for item in items]
@@ -115,6 +123,10 @@ class PublishOperator(BaseOperator):
             # A stale decision made again under the lock, and refused: recorded, not published.
             raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
         self._emit(context, hook, receipts)
+        if settings.keep_published():
+            self.log.info("delivered files kept (%s)", settings.named(settings.KEEP_PUBLISHED))
+        else:
+            deliveries.remove(delivered)
         if len(receipts) == 1 and not grouped:
             return receipts[0].to_dict()
         return [receipt.to_dict() for receipt in receipts]
@@ -229,14 +241,9 @@ def _asset_table(asset: Asset) -> tuple[str, str] | None:
 def _extra(
     tables: list[str], claims: Any, publication_id: str | None, window: Any = None
 ) -> dict[str, Any]:
-    def iso(value: datetime | None) -> str | None:
-        return None if value is None else value.isoformat()
-
     return {
         "tables": tables,
-        "complete_as_of": iso(claims.complete_as_of),
-        "deletions_as_of": iso(claims.deletions_as_of),
-        "exact_as_of": iso(claims.exact_as_of),
+        **claims_dates(claims),
         "publication_id": publication_id,
         "window": _plain(window),
     }

@@ -4,8 +4,14 @@ Exact at an instant (a report joining invoices and their lines needs both tables
 instant), complete as of an instant, or fresher than a limit. Each poke reads every ledger in
 one committed state through the receiver and logs one line: the state, the two dates, the
 common instant, and what is still awaited. With deferrable=True the wait moves to the triggerer
-(ClaimsTrigger) and frees the worker slot. A table not registered yet is awaited like one that
-claims nothing: its first delivery registers it.
+(ClaimsTrigger) and frees the worker slot; by default it follows ``[operators]
+default_deferrable``, as Airflow's own deferrable operators do. A table not registered yet is
+awaited like one that claims nothing: its first delivery registers it.
+
+It pushes what a reader uses, as plain JSON a template reads
+(``{{ ti.xcom_pull('wait')['exact_as_of'] }}`` is an ISO 8601 string): the tables, the state,
+complete_as_of, deletions_as_of and exact_as_of, and under "claims" the Claims' wire dict for a
+program that wants every region (Claims.from_dict).
 """
 
 from __future__ import annotations
@@ -17,13 +23,15 @@ from typing import Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
-from dogana_provider.hooks.dogana import DoganaHook
+from dogana_core.claims import Claims
+from dogana_provider import settings
+from dogana_provider.hooks.dogana import DoganaHook, claims_dates
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.triggers.claims import Awaited, ClaimsTrigger
 
 
 class ClaimsSensor(BaseSensorOperator):
-    """Wait for claims; pushes the Claims wire dict that satisfied the wait.
+    """Wait for claims; pushes the claims that satisfied the wait (pushed()).
 
     :param tables: one table, or the tables of a group (their claims are taken together).
     :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
@@ -33,7 +41,8 @@ class ClaimsSensor(BaseSensorOperator):
     :param max_age: wait until no region is unknown or older than this (timedelta or seconds).
     :param window: [low, high] of the window column, or {table: [low, high]} for a group
         (templated); None for whole tables.
-    :param deferrable: wait in the triggerer instead of a worker slot.
+    :param deferrable: wait in the triggerer instead of a worker slot; by default
+        ``[operators] default_deferrable``.
     :param poke_interval, timeout, soft_fail, mode: as for every sensor; a timeout fails the
         task (or skips it with soft_fail) in both modes.
     """
@@ -55,7 +64,7 @@ class ClaimsSensor(BaseSensorOperator):
         complete_as_of: datetime | str | None = None,
         max_age: timedelta | float | None = None,
         window: Any = None,
-        deferrable: bool = False,
+        deferrable: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -70,7 +79,7 @@ class ClaimsSensor(BaseSensorOperator):
         self.complete_as_of = complete_as_of
         self.max_age = max_age
         self.window = window
-        self.deferrable = deferrable
+        self.deferrable = settings.default_deferrable() if deferrable is None else deferrable
 
     def _awaited(self) -> Awaited:
         return Awaited.of(
@@ -90,7 +99,7 @@ class ClaimsSensor(BaseSensorOperator):
             self.log.info("%s; awaiting %s", exc, awaited.describe())
             return PokeReturnValue(is_done=False)
         self.log.info("%s", awaited.line(claims))
-        return PokeReturnValue(is_done=awaited.met(claims), xcom_value=claims.to_dict())
+        return PokeReturnValue(is_done=awaited.met(claims), xcom_value=pushed(awaited, claims))
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:
@@ -124,8 +133,13 @@ class ClaimsSensor(BaseSensorOperator):
             raise AirflowSensorTimeout(f"{self.task_id}: the trigger ended without an event")
         self.log.info("%s", event.get("line"))
         if event.get("status") == "met":
-            return event["claims"]
+            return pushed(self._awaited(), Claims.from_dict(event["claims"]))
         message = f"{self.task_id}: timed out after {self.timeout}s; {event.get('line')}"
         if self.soft_fail:
             raise AirflowSkipException(message)
         raise AirflowSensorTimeout(message)
+
+
+def pushed(awaited: Awaited, claims: Claims) -> dict[str, Any]:
+    """The sensor's XCom: plain JSON for templates, and the wire dict for programs."""
+    return {"tables": list(awaited.tables), **claims_dates(claims), "claims": claims.to_dict()}

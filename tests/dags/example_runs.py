@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import re
 import shutil
 import sqlite3
 import sys
@@ -107,6 +106,11 @@ class Databases:
         monkeypatch.setenv("AIRFLOW_CONN_DOGANA_DEFAULT", self.connection("receiver"))
         monkeypatch.delenv("DOGANA_SOURCE_CONN_ID", raising=False)
         monkeypatch.delenv("DOGANA_RECEIVER_CONN_ID", raising=False)
+        # The test's own delivery folder; published files kept, as the replay tests gate a
+        # published delivery again.
+        folder = self.tmp_path / "deliveries"
+        monkeypatch.setenv("AIRFLOW__DOGANA__DELIVERY_FOLDER", folder.as_uri())
+        monkeypatch.setenv("AIRFLOW__DOGANA__KEEP_PUBLISHED", "True")
 
     def run(self, dag: Any, **kwargs: Any) -> Any:
         """dag.test() at the machine's clock unless a logical date is given: the runs of a test
@@ -117,9 +121,6 @@ class Databases:
         return found
 
     def drop(self) -> None:
-        for found in self.runs:  # ExtractOperator's default folder: /tmp/dogana/<dag>/<run>
-            safe = re.sub(r"[^A-Za-z0-9_.-]", "_", str(found.run_id))
-            shutil.rmtree(Path("/tmp/dogana") / found.dag_id / safe, ignore_errors=True)
         if self.kind == "mariadb":
             connection = self._mariadb(None)
             try:

@@ -98,6 +98,7 @@ def test_the_window_is_read_whole_then_by_its_changes(
     # The Asset event states the same over the window, not the whole table's unknown dates.
     event = asset_events("dogana://dogana_default/shipments")[-1]
     assert event["window"] == [low.isoformat(), today.isoformat()]
+    assert event["state"] == "patched"
     assert (event["complete_as_of"], event["deletions_as_of"], event["exact_as_of"]) == (
         changes.produced_at.isoformat(),
         whole.produced_at.isoformat(),

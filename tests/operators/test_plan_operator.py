@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from airflow_runs import rendered
 from delivery_dags import (
     ReceiverConnection,
     Source,
@@ -15,6 +16,7 @@ from delivery_dags import (
     orders_contract,
     pipeline,
     published,
+    sqlite_connection,
     states,
     write_dag,
     xcom,
@@ -194,3 +196,29 @@ def test_plan_reads_the_named_shape_when_a_delivery_is_needed(
     assert set(states(run).values()) == {"success"}
     assert xcom(run, "plan")["shape"] == "full"
     assert published(DoganaHook(conn_id), table) == {1: "one"}
+
+
+def test_a_contract_shows_as_its_json_in_rendered_templates(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    uid = uuid.uuid4().hex[:8]
+    conn_id, table = f"receiver_{uid}", f"orders_{uid}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(tmp_path / "r.db"))
+    contract = orders_contract(table)
+    module = write_dag(
+        airflow_home,
+        f"plan_rendered_{uid}",
+        f"""
+        from dogana_core import Contract
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+
+        with dag:
+            PlanDeliveryOperator(task_id="plan", receiver_conn_id={conn_id!r}, max_age=60,
+                                 contract=Contract.from_json({contract.to_json()!r}))
+        """,
+    )
+    run = module.dag.test()
+    assert states(run) == {"plan": "success"}
+    shown = rendered(run, "plan")
+    assert shown["renderers"]["contract"] == "json"
+    assert shown["fields"]["contract"] == json.loads(contract.to_json())

@@ -87,6 +87,7 @@ def test_deliveries_publish_the_source_and_emit_the_claims(
     assert extras[0]["publication_id"] == receipt.publication_id
     assert extras[-1] == {
         "tables": [table],
+        "state": "complete",
         "complete_as_of": p.isoformat(),
         "deletions_as_of": p.isoformat(),
         "exact_as_of": p.isoformat(),

@@ -94,7 +94,7 @@ def test_claims_sensor_succeeds_when_claims_are_met_in_poke_and_deferrable_modes
     )
     run = module.dag.test()
     assert set(states(run).values()) == {"success"}, states(run)
-    claims = Claims.from_dict(xcom(run, "group_exact"))
+    claims = Claims.from_dict(xcom(run, "group_exact")["claims"])
     assert claims.exact_as_of == p
     assert {region.table for region in claims.regions} == {invoices, lines}
 
@@ -198,7 +198,55 @@ def test_claims_sensor_waits_until_a_publication_meets_the_claims(
     finally:
         later.join()
     assert states(run) == {"wait": "success"}
-    assert Claims.from_dict(xcom(run, "wait")).exact_as_of == p
+    pushed = xcom(run, "wait")
+    assert Claims.from_dict(pushed["claims"]).exact_as_of == p
+    # Poked or resumed from the trigger's event, the same plain dates.
+    assert (pushed["tables"], pushed["state"], pushed["exact_as_of"]) == (
+        [table],
+        "complete",
+        p.isoformat(),
+    )
+
+
+def test_a_template_reads_the_sensors_dates_as_iso_strings(
+    airflow_home: Path, tmp_path: Path, receiver: tuple[str, DoganaHook]
+) -> None:
+    conn_id, hook = receiver
+    uid = uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
+    p = datetime.now(UTC).replace(microsecond=0) - timedelta(minutes=5)
+    deliver_full(hook.receiver, table, tmp_path, p)
+    module = write_dag(
+        airflow_home,
+        f"sensor_jinja_{uid}",
+        f"""
+        from airflow.providers.standard.operators.bash import BashOperator
+        from dogana_provider.sensors.claims import ClaimsSensor
+
+        with dag:
+            wait = ClaimsSensor(task_id="wait", receiver_conn_id={conn_id!r}, tables={table!r},
+                                exact_at={p.isoformat()!r}, poke_interval=0.2, timeout=30)
+            wait >> BashOperator(
+                task_id="report",
+                bash_command="echo {{{{ ti.xcom_pull('wait')['exact_as_of'] }}}}",
+            )
+        """,
+    )
+    run = module.dag.test()
+    assert states(run) == {"wait": "success", "report": "success"}
+    assert xcom(run, "report") == p.isoformat()
+
+
+@pytest.mark.parametrize("default", [False, True])
+def test_the_sensor_defers_by_default_as_operators_default_deferrable_says(
+    monkeypatch: pytest.MonkeyPatch, default: bool
+) -> None:
+    from dogana_provider.sensors.claims import ClaimsSensor
+
+    monkeypatch.setenv("AIRFLOW__OPERATORS__DEFAULT_DEFERRABLE", str(default))
+    assert ClaimsSensor(task_id="wait", tables="orders", max_age=60).deferrable is default
+    given = ClaimsSensor(task_id="given", tables="orders", max_age=60, deferrable=not default)
+    assert given.deferrable is not default
 
 
 def test_a_receiver_that_never_registered_a_table_is_awaited_in_both_modes(

@@ -1,0 +1,136 @@
+"""The delivery folder: where a run's files wait between extract and gate, and when they go.
+
+A run's files go to ``<[dogana] delivery_folder>/<dag_id>/<run_id>/`` (settings.py) unless the
+extract task names its own ``output_folder``. Two things keep the folder bounded:
+
+- PublishOperator removes a delivery's files under the folder once it is published (a replay
+  too), unless ``[dogana] keep_published``; a file elsewhere (an operator's own output_folder,
+  a file a sender pushed, a drop folder) is its owner's, never removed;
+- every extract into the configured folder first sweeps its DAG's folder: files older than
+  ``[dogana] delivery_retention`` go, with the run folders they leave empty. They are what a
+  rejected delivery or a failed run left, or what keep_published kept.
+
+A gate that cannot find a local file says why it most likely cannot (missing_delivery):
+a local folder is seen by one machine only, which a distributed executor does not promise.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import socket
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from airflow.sdk import ObjectStoragePath
+
+from dogana_provider import settings
+
+log = logging.getLogger(__name__)
+
+LOCAL_PROTOCOLS = ("", "file", "local")
+
+
+class MissingDelivery(Exception):
+    """A delivery's file is not where the extract task wrote it; the message says what to set."""
+
+
+def safe(text: str) -> str:
+    # A run id holds ':' and '+'; a folder name should not need quoting in any URL scheme.
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", text)
+
+
+def dag_folder(dag_id: str) -> ObjectStoragePath:
+    """The configured delivery folder's subfolder for one DAG."""
+    return ObjectStoragePath(f"{settings.delivery_folder()}/{safe(dag_id)}")
+
+
+def run_folder(dag_id: str, run_id: str) -> ObjectStoragePath:
+    """Where a run's deliveries go by default: <delivery_folder>/<dag_id>/<run_id>."""
+    return dag_folder(dag_id) / safe(run_id)
+
+
+def owned(uri: str) -> bool:
+    """Whether a file lies under the configured delivery folder, which dogana keeps bounded."""
+    path, folder = ObjectStoragePath(uri), ObjectStoragePath(settings.delivery_folder())
+    local = (path.protocol in LOCAL_PROTOCOLS) and (folder.protocol in LOCAL_PROTOCOLS)
+    if not local and path.protocol != folder.protocol:
+        return False
+    return str(path.path).startswith(str(folder.path).rstrip("/") + "/")
+
+
+def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int:
+    """Remove the files under folder's run folders modified longer than older_than ago, and
+    the run folders they leave empty; never the run folder named keep. Returns how many files
+    went. A file system that cannot tell a file's age keeps its files, and says so."""
+    if not folder.exists():
+        return 0
+    horizon = datetime.now(UTC) - older_than
+    removed = 0
+    for run in folder.iterdir():
+        if run.name == keep or not run.is_dir():
+            continue
+        for item in list(run.iterdir()):
+            if item.is_dir():
+                continue  # an extract writes files only; a folder here is someone else's
+            modified = _modified(item)
+            if modified is None:
+                log.warning("%s: its file system tells no modification time; kept", item)
+                continue
+            if modified < horizon:
+                item.unlink(missing_ok=True)
+                removed += 1
+        if run.protocol in LOCAL_PROTOCOLS and not any(run.iterdir()):
+            run.rmdir()
+    return removed
+
+
+def remove(uris: Iterable[str]) -> None:
+    """Remove published files, and their run folder when it is left empty (a local one).
+
+    A file that cannot be removed is logged, not raised: the publication is committed, and the
+    next sweep removes the file once it is older than the retention."""
+    for uri in uris:
+        path = ObjectStoragePath(uri)
+        try:
+            path.unlink(missing_ok=True)
+            parent = path.parent
+            if path.protocol in LOCAL_PROTOCOLS and parent.exists() and not any(parent.iterdir()):
+                parent.rmdir()
+        except OSError as exc:
+            log.warning("%s: published, but not removed (%s); the sweep removes it later", uri, exc)
+            continue
+        log.info("%s: published, removed", uri)
+
+
+def missing_delivery(uri: str) -> MissingDelivery:
+    """Why a delivery's local file is not here, and the setting that fixes it."""
+    executors = settings.distributed_executors()
+    setting = settings.named(settings.DELIVERY_FOLDER)
+    where = f"this worker ({socket.gethostname()})"
+    if executors:
+        why = (
+            f"the extract task wrote it to a local folder, which only the machine that ran it "
+            f"sees, and under {', '.join(executors)} the tasks of one run may run on different "
+            f"workers: set {setting} to a folder every worker sees (s3://..., gs://..., or a "
+            "shared mount), or give the extract task an output_folder there"
+        )
+    else:
+        why = (
+            "it was removed after a publication or by the sweep of files older than "
+            f"{settings.named(settings.DELIVERY_RETENTION)}, or the extract task ran on another "
+            f"machine: then set {setting} to a folder every worker sees"
+        )
+    return MissingDelivery(f"delivery file {uri} is not on {where}: {why}")
+
+
+def _modified(path: ObjectStoragePath) -> datetime | None:
+    fs: Any = path.fs
+    try:
+        modified = fs.modified(path.path)
+    except (NotImplementedError, AttributeError):
+        return None
+    if not isinstance(modified, datetime):
+        return None
+    return modified if modified.tzinfo is not None else modified.replace(tzinfo=UTC)
