@@ -13,6 +13,8 @@ it is published (``keep_published`` keeps them), and each extract removes what i
 ``delivery_retention`` under its DAG's folder: files a rejected delivery or a failed run left,
 and those kept after publication. So nothing under the folder grows without bound.
 
+ui_receivers names the receivers the Airflow UI's dogana page shows (dogana_provider/ui).
+
 Airflow reads these options' descriptions and defaults from ``get_provider_info()["config"]``
 (CONFIG below), as it does every provider's, so ``airflow config list`` shows them.
 """
@@ -30,6 +32,7 @@ SECTION = "dogana"
 DELIVERY_FOLDER = "delivery_folder"
 DELIVERY_RETENTION = "delivery_retention"
 KEEP_PUBLISHED = "keep_published"
+UI_RECEIVERS = "ui_receivers"
 
 UNSET_FOLDER = ""  # the option's default: dogana in the running machine's temporary directory
 DEFAULT_RETENTION = 86_400
@@ -73,6 +76,15 @@ CONFIG: dict[str, Any] = {
                 "type": "boolean",
                 "example": "True",
                 "default": "False",
+            },
+            UI_RECEIVERS: {
+                "description": "The receiver connections the Airflow UI's dogana page shows, "
+                "comma separated. A user sees a receiver only if allowed to read its "
+                "connection.\n",
+                "version_added": __version__,
+                "type": "string",
+                "example": "dogana_default,warehouse_eu",
+                "default": "dogana_default",
             },
         },
     }
@@ -119,6 +131,12 @@ def delivery_retention() -> timedelta:
 
 def keep_published() -> bool:
     return bool(_conf().getboolean(SECTION, KEEP_PUBLISHED, fallback=False))
+
+
+def ui_receivers() -> list[str]:
+    """The connection ids of the receivers the UI page shows."""
+    listed = str(_conf().get(SECTION, UI_RECEIVERS, fallback="dogana_default"))
+    return [name.strip() for name in listed.split(",") if name.strip()]
 
 
 def default_deferrable() -> bool:

@@ -24,17 +24,11 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from dogana_provider.settings import ui_receivers
 from dogana_provider.ui import page
 
 RECEIPTS = 50  # receipts shown on a table's page
 PERMISSION = "read (GET) on the receiver's Connection"
-
-
-def receivers() -> list[str]:
-    from airflow.configuration import conf
-
-    listed = conf.get("dogana", "ui_receivers", fallback="dogana_default")
-    return [name.strip() for name in listed.split(",") if name.strip()]
 
 
 async def user_or_login(request: Request) -> Any:
@@ -87,7 +81,7 @@ def overview(request: Request, user: User) -> Response:
 
     if user is None:
         return login(request)
-    allowed = readable(user, receivers())
+    allowed = readable(user, ui_receivers())
     if not allowed:
         return HTMLResponse(
             page.refusal(f"You may read no receiver: this page needs {PERMISSION}."),
@@ -114,7 +108,7 @@ def receipts(request: Request, conn_id: str, table: str, user: User) -> Response
 
     if user is None:
         return login(request)
-    if conn_id not in readable(user, receivers()):
+    if conn_id not in readable(user, ui_receivers()):
         # The same answer for a receiver that is not listed: its existence is not told either.
         return HTMLResponse(
             page.refusal(f"You may not read this receiver: this page needs {PERMISSION}."),
