@@ -326,17 +326,24 @@ def odcs_column_hash(schema_object: Mapping[str, Any], *, deleted_column: str | 
         where = f"ODCS schema object: properties[{index}]"
         if not isinstance(prop, Mapping) or not isinstance(prop.get("name"), str):
             raise InvalidContract(f"{where}: a property has a name")
-        logical = str(prop.get("logicalType", "")).lower()
-        if logical not in _ODCS_TYPES:
-            raise InvalidContract(
-                f"{where} ({prop['name']}): logicalType {logical!r} has no dogana type"
-            )
-        kind = _ODCS_TYPES[logical]
-        options = prop.get("logicalTypeOptions") or {}
-        if logical == "number" and "precision" in options and "scale" in options:
-            kind = f"decimal({int(options['precision'])},{int(options['scale'])})"
-        physical = str(prop.get("physicalType", "")).lower()
-        if logical == "date" and ("timestamp" in physical or "datetime" in physical):
-            kind = "datetime"
-        pairs.append((prop["name"], kind))
+        pairs.append((prop["name"], odcs_type(prop, where)))
     return column_hash(pairs, deleted_column=deleted_column)
+
+
+def odcs_type(prop: Mapping[str, Any], where: str) -> str:
+    """dogana's type name of an ODCS property: its logicalType, a number with precision and
+    scale a decimal(p,s), a date whose physicalType names a timestamp a datetime."""
+    logical = str(prop.get("logicalType", "")).lower()
+    if logical not in _ODCS_TYPES:
+        raise InvalidContract(
+            f"{where}.logicalType ({prop.get('name')}): {logical!r} has no dogana type; one of "
+            f"{', '.join(sorted(_ODCS_TYPES))}"
+        )
+    kind = _ODCS_TYPES[logical]
+    options = prop.get("logicalTypeOptions") or {}
+    if logical == "number" and "precision" in options and "scale" in options:
+        kind = f"decimal({int(options['precision'])},{int(options['scale'])})"
+    physical = str(prop.get("physicalType", "")).lower()
+    if logical == "date" and ("timestamp" in physical or "datetime" in physical):
+        kind = "datetime"
+    return kind

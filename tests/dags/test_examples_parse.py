@@ -10,7 +10,21 @@ from example_runs import EXAMPLES
 
 pytestmark = pytest.mark.airflow
 
+# dags/examples/warehouse.py: one DAG per file of dags/examples/contracts/
+WAREHOUSE = (
+    "audit_log",
+    "billing",
+    "customers",
+    "orders",
+    "page_views",
+    "payments",
+    "products",
+    "regions",
+    "stock_levels",
+    "suppliers",
+)
 DAG_IDS = {
+    *(f"warehouse_{name}" for name in WAREHOUSE),
     "dogana_orders_daily",
     "dogana_orders_weekly_full",
     "dogana_events_hourly",

@@ -1,0 +1,241 @@
+"""Pipelines from contract files: one call in a DAG file turns a folder of contracts into DAGs.
+
+    # dags/warehouse.py
+    from dogana_provider.contract_files import contract_dags
+
+    contract_dags("/opt/airflow/contracts", source_conn_id="shop_db", receiver_conn_id="warehouse")
+
+Each file is one DAG, ``dogana_<file name>``, running plan, extract, gate and publish for its
+table, or for its group of tables read together in one snapshot (delivery_task_group):
+
+    *.yaml, *.yml   an ODCS v3 data contract (validated by the open-data-contract-standard
+                    package, then mapped by dogana_core.odcs): one schema object is a table,
+                    several are a group; the schedule and the requirement are the document's
+                    customProperties doganaSchedule and doganaRequirement.
+    *.json          dogana's own: a Contract's wire JSON (the call's schedule and requirement),
+                    or {"contracts": [<Contract>, ...], "schedule": ..., "requirement": ...}.
+
+A file that does not parse, or that declares something dogana cannot prove (a tombstone shape
+without a deleted column, a key column of no known type...), becomes no DAG: the dag-processor
+shows an import error for this DAG file naming the contract file, the field and the rule, and
+every other contract's DAG still loads. Airflow records one import error per DAG file, raised
+when it validates each DAG found there; raising while the DAG file runs would hide them all,
+so the broken files are gathered into one stand-in DAG whose validation fails with their names.
+As for any DAG file, the dag-processor's safe mode reads it only if it says "airflow" and "dag".
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+from airflow.sdk import DAG, task
+
+from dogana_core.contract import Contract
+from dogana_core.errors import InvalidContract
+from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
+
+SUFFIXES = (".json", ".yaml", ".yml")
+START = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class InvalidContractFile(ValueError):
+    """A contract file that cannot become a pipeline: the file, the field and the rule."""
+
+
+@dataclass(frozen=True)
+class ContractFile:
+    """One file's pipeline: its tables (several: a group), its schedule and its requirement."""
+
+    path: Path
+    contracts: tuple[Contract, ...]
+    schedule: str | None = None
+    requirement: Mapping[str, Any] = field(default_factory=dict)
+    # ODCS: each table's columns and their types, what the source is read with
+    columns: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    def extract(self) -> dict[str, Any]:
+        """ExtractOperator's arguments for the declared columns, in order and with their types."""
+        if not self.columns:
+            return {}
+        return {
+            "columns": {table: list(types) for table, types in self.columns.items()},
+            "column_types": {table: dict(types) for table, types in self.columns.items()},
+        }
+
+    @property
+    def name(self) -> str:
+        """The file's name without its suffixes, as a DAG id may spell it."""
+        stem = self.path.name.split(".", 1)[0]
+        return re.sub(r"[^A-Za-z0-9_-]", "_", stem)
+
+
+def read_contract_file(path: Path, *, schedule: str | None = None) -> ContractFile:
+    """A contract file's pipeline, or InvalidContractFile naming the file, field and rule."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".json":
+            return _from_json(path, json.loads(text), schedule)
+        return _from_odcs(path, yaml.safe_load(text))
+    except (InvalidContract, ValueError, yaml.YAMLError) as error:  # ValueError: JSON's, too
+        raise InvalidContractFile(f"{path}: {_one_line(error)}") from None
+
+
+def read_contract_folder(
+    folder: str | Path, *, schedule: str | None = None
+) -> tuple[list[ContractFile], list[InvalidContractFile]]:
+    """Every contract file of a folder in name order: those that read, and those that do not."""
+    files, errors = [], []
+    for path in sorted(Path(folder).iterdir()):
+        if path.suffix not in SUFFIXES or not path.is_file():
+            continue
+        try:
+            files.append(read_contract_file(path, schedule=schedule))
+        except InvalidContractFile as error:
+            errors.append(error)
+    return files, errors
+
+
+def contract_dags(
+    folder: str | Path,
+    *,
+    source_conn_id: str,
+    receiver_conn_id: str = DoganaHook.default_conn_name,
+    schedule: str | None = None,
+    dag_id_prefix: str = "dogana_",
+    start_date: datetime = START,
+    tags: Sequence[str] = ("dogana",),
+    extract: Mapping[str, Any] | None = None,
+    **options: Any,
+) -> dict[str, DAG]:
+    """One DAG per contract file of folder, by DAG id; a stand-in DAG failing validation with
+    every broken file's error, so that Airflow shows them as this DAG file's import error.
+
+    schedule and options (a requirement, ExtractOperator's extract={...}, every task's pool or
+    retries) are the defaults; a file's own schedule and requirement win.
+    """
+    files, errors = read_contract_folder(folder, schedule=schedule)
+    dags: dict[str, DAG] = {}
+    for item in files:
+        dag_id = f"{dag_id_prefix}{item.name}"
+        with DAG(
+            dag_id,
+            schedule=item.schedule,
+            start_date=start_date,
+            catchup=False,
+            max_active_runs=1,  # each read starts where the last one's evidence ends
+            tags=list(tags),
+            doc_md=f"Delivered from the contract file `{item.path}`.",
+        ) as dag:
+            contracts = list(item.contracts)
+            delivery_task_group(
+                contracts[0] if len(contracts) == 1 else None,
+                group=None if len(contracts) == 1 else contracts,
+                source_conn_id=source_conn_id,
+                receiver_conn_id=receiver_conn_id,
+                extract={**item.extract(), **dict(extract or {})},
+                **{**options, **item.requirement},
+            )
+        dags[dag_id] = dag
+    if errors:
+        with BrokenContractFiles(f"{dag_id_prefix}contract_file_errors", errors) as dag:
+            pass
+        dags[dag.dag_id] = dag
+    return dags
+
+
+class BrokenContractFiles(DAG):
+    """Stands for the contract files that became no DAG. The dag-processor validates each DAG
+    of a file and records what validation raises as the file's import error, loading the
+    file's other DAGs all the same: this DAG's validation raises every file's error."""
+
+    def __init__(self, dag_id: str, errors: Sequence[InvalidContractFile]) -> None:
+        message = "\n".join(str(error) for error in errors)
+        super().__init__(dag_id, schedule=None, description=message[:1000])
+        self.errors = message
+
+    def validate(self) -> None:
+        raise InvalidContractFile(self.errors)
+
+
+def _from_json(path: Path, data: Any, schedule: str | None) -> ContractFile:
+    if isinstance(data, Mapping) and "contracts" in data:
+        unknown = set(data) - {"contracts", "schedule", "requirement"}
+        if unknown:
+            raise InvalidContract(f"{', '.join(sorted(unknown))}: not a field of a pipeline file")
+        items = data["contracts"]
+        if not isinstance(items, list) or not items:
+            raise InvalidContract("contracts: a list of one Contract, or of a group's")
+        contracts = tuple(_contract(item, f"contracts[{i}]") for i, item in enumerate(items))
+        return ContractFile(
+            path,
+            contracts,
+            data.get("schedule", schedule),
+            _requirement(data.get("requirement"), "requirement"),
+        )
+    return ContractFile(path, (_contract(data, "contract"),), schedule)
+
+
+def _contract(data: Any, where: str) -> Contract:
+    try:
+        return Contract.from_dict(data)
+    except (InvalidContract, ValueError) as error:
+        raise InvalidContract(f"{where}: {error}") from None
+
+
+def _from_odcs(path: Path, document: Any) -> ContractFile:
+    from open_data_contract_standard.model import OpenDataContractStandard
+    from pydantic import ValidationError
+
+    if not isinstance(document, Mapping):
+        raise InvalidContract("not an ODCS data contract: the document is not a mapping")
+    try:
+        OpenDataContractStandard.model_validate(document)
+    except ValidationError as error:
+        first = error.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise InvalidContract(f"{where}: {first['msg']} (ODCS v3)") from None
+    custom = custom_properties(document, "")
+    return ContractFile(
+        path,
+        tuple(contracts_of_odcs(document)),
+        custom.get("doganaSchedule"),
+        _requirement(custom.get("doganaRequirement"), "customProperties.doganaRequirement"),
+        odcs_columns(document),
+    )
+
+
+def _requirement(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or set(value) - set(REQUIREMENT):
+        raise InvalidContract(f"{where}: a mapping of {', '.join(REQUIREMENT)}")
+    return dict(value)
+
+
+def _one_line(error: Exception) -> str:
+    return " ".join(str(error).split())
+
+
+@task
+def contracts_in_folder(folder: str) -> list[Any]:
+    """The contracts of a folder's files, read when the task runs, as wire dicts (a list of
+    them for a file declaring a group): what a mapped delivery expands over. A broken file
+    fails the task naming every broken file, rather than delivering the others unnoticed."""
+    files, errors = read_contract_folder(folder)
+    if errors:
+        raise InvalidContractFile("\n".join(str(error) for error in errors))
+    return [
+        item.contracts[0].to_dict()
+        if len(item.contracts) == 1
+        else [contract.to_dict() for contract in item.contracts]
+        for item in files
+    ]
