@@ -135,11 +135,13 @@ class Receiver:
             self._refuse_collision(connection, contract.table)
             state = self.store.state(connection, contract.table, lock=True)
             if state is None:
-                ledger = Ledger.new(contract)
-                self.store.insert_table(connection, ledger)
-            else:
-                ledger = state.ledger.with_contract(contract)
-                self.store.update_table(connection, ledger)
+                # A row lock needs a row: insert it unless a concurrent registration just did,
+                # then lock whichever was committed and evolve it like any registered table.
+                self.store.insert_table(connection, Ledger.new(contract))
+                state = self.store.state(connection, contract.table, lock=True)
+                assert state is not None, "the row was inserted or committed by another"
+            ledger = state.ledger.with_contract(contract)
+            self.store.update_table(connection, ledger)
             return ledger
 
     def _refuse_collision(self, connection: Any, table: str) -> None:

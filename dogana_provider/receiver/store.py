@@ -39,7 +39,7 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
 from dogana_core.stored import from_stored, stored_text
-from dogana_provider.receiver.transactions import streaming_cursor
+from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.sql import Dialect, execute
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
@@ -93,7 +93,9 @@ class Store:
     # Schema ---------------------------------------------------------------------------------
 
     def create(self, connection: Any) -> None:
-        """Create both tables and the replay index when missing; safe to repeat."""
+        """Create the tables and the replay index when missing; safe to repeat, and safe for
+        any number of callers at once (schema_lock)."""
+        schema_lock(connection, self.dialect, self.tables)
         document = _DOCUMENT.get(self.dialect.name, "TEXT")
         statements = [
             f"CREATE TABLE IF NOT EXISTS {self.tables} ("
@@ -159,10 +161,17 @@ class Store:
             cursor.close()
 
     def insert_table(self, connection: Any, ledger: Ledger) -> None:
+        """Insert a table's row unless one exists: a registration that raced another inserts
+        nothing, and the caller locks and reads the row the other committed."""
+        if self.dialect.name == "mysql":
+            # INSERT IGNORE would also silence truncation and type errors: only the key's.
+            ignore = "ON DUPLICATE KEY UPDATE table_name = table_name"
+        else:
+            ignore = "ON CONFLICT (table_name) DO NOTHING"
         execute(
             connection,
             f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
-            f"VALUES ({self.p}, {self.p}, {self.p}, {self.p})",
+            f"VALUES ({self.p}, {self.p}, {self.p}, {self.p}) {ignore}",
             (ledger.contract.table, ledger.contract.to_json(), stored_text(ledger), ledger.head),
         )
 

@@ -66,6 +66,28 @@ def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
         cursor.close()
 
 
+def schema_lock(connection: Any, dialect: Dialect, name: str) -> None:
+    """Serialize, until the transaction ends, the callers that create or alter tables under name.
+
+    PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: two transactions that
+    both see no table both insert its row type, and the second fails with a UniqueViolation on
+    pg_type. A transaction-scoped advisory lock, keyed by the schema and the name, makes the
+    second wait for the first's commit and then find the table. MariaDB takes a metadata lock
+    on the table's name for each DDL statement, and SQLite's BEGIN IMMEDIATE holds the
+    database's write lock: both already serialize.
+    """
+    if dialect.name != "postgresql":
+        return
+    cursor = connection.cursor()
+    try:
+        cursor.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.' || %s, 0))",
+            (name,),
+        )
+    finally:
+        cursor.close()
+
+
 def transactional_ddl(dialect: Dialect) -> bool:
     """Whether DDL (CREATE, ALTER, DROP) joins the transaction; MySQL/MariaDB commit at each."""
     return dialect.name in ("sqlite", "postgresql")

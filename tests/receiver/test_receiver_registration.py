@@ -1,0 +1,171 @@
+"""Registration at once: any number of callers creating the receiver's own tables, registering
+contracts and evolving one, in threads and in processes, on SQLite, PostgreSQL and MariaDB.
+
+Each test starts from a receiver whose own tables do not exist: a SQLite file, a PostgreSQL
+schema or a MariaDB database of its own, made for the test and dropped after it, so the
+CREATE TABLE statements really race (on PostgreSQL two of them used to fail with a
+UniqueViolation on pg_type). The callers wait at a barrier, then call register() together; each
+reports what it got back, or its error, and the test fails on any error. Bounded: every caller
+is joined with a timeout, so a deadlock fails instead of hanging the suite.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+import pytest
+from receiver_deliveries import orders_contract
+
+from dogana_core.contract import Contract, Shape
+from dogana_core.ledger import Ledger
+
+CALLERS = 8
+TIMEOUT = 120  # seconds for every caller together
+
+
+@dataclass(frozen=True)
+class Empty:
+    """A database where the receiver's tables do not exist yet, reachable from any process."""
+
+    kind: str
+    where: str  # the SQLite file, the PostgreSQL URL with its schema, the MariaDB URL
+
+    def receiver(self) -> Any:
+        from dogana_provider.receiver import Receiver
+        from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
+
+        if self.kind == "sqlite":
+            return Receiver(lambda: sqlite3.connect(self.where, timeout=60), SQLITE)
+        if self.kind == "postgres":
+            import psycopg2
+
+            url, schema = self.where.rsplit("#", 1)
+            return Receiver(
+                lambda: psycopg2.connect(url, options=f"-csearch_path={schema}"), POSTGRES
+            )
+        from test_receiver_mariadb import connector
+
+        return Receiver(connector(self.where), MARIADB)
+
+
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("mariadb", marks=pytest.mark.mariadb),
+    ]
+)
+def empty(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Empty]:
+    name = f"dogana_reg_{uuid.uuid4().hex[:10]}"
+    if request.param == "sqlite":
+        yield Empty("sqlite", str(tmp_path / "receiver.sqlite"))
+    elif request.param == "postgres":
+        url = request.getfixturevalue("postgres_url")
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(f"CREATE SCHEMA {name}")
+        try:
+            yield Empty("postgres", f"{url}#{name}")
+        finally:
+            with psycopg.connect(url, autocommit=True) as connection:
+                connection.execute(f"DROP SCHEMA {name} CASCADE")
+    else:
+        url = request.getfixturevalue("mariadb_url")
+        server = urlsplit(url)._replace(path="").geturl()
+        _mariadb(server, f"CREATE DATABASE {name}")
+        try:
+            yield Empty("mariadb", f"{server}/{name}")
+        finally:
+            _mariadb(server, f"DROP DATABASE {name}")
+
+
+def _mariadb(server: str, statement: str) -> None:
+    from test_receiver_mariadb import connector
+
+    connection = connector(server)()
+    try:
+        connection.cursor().execute(statement)
+    finally:
+        connection.close()
+
+
+def _register(empty: Empty, contract: Contract, start: Any, out: Any) -> None:
+    """One caller: wait for the others, register, report the ledger's JSON or the error."""
+    receiver = empty.receiver()
+    start.wait(TIMEOUT)
+    try:
+        out.put(("ledger", receiver.register(contract).to_json()))
+    except BaseException as exc:  # reported to the test, which fails on it
+        out.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def at_once(empty: Empty, contracts: list[Contract], mode: str) -> list[Ledger]:
+    """register(contract) for each contract, all at once, in threads or in processes."""
+    Worker: Callable[..., Any]
+    if mode == "threads":
+        import queue
+
+        start: Any = threading.Barrier(len(contracts))
+        out: Any = queue.Queue()
+        Worker = threading.Thread
+    else:
+        context = multiprocessing.get_context("fork")
+        start, out, Worker = context.Barrier(len(contracts)), context.Queue(), context.Process
+    workers = [
+        Worker(target=_register, args=(empty, contract, start, out)) for contract in contracts
+    ]
+    for worker in workers:
+        worker.start()
+    results = [out.get(timeout=TIMEOUT) for _ in workers]
+    for worker in workers:
+        worker.join(TIMEOUT)
+    errors = [text for kind, text in results if kind == "error"]
+    assert not errors, errors
+    return [Ledger.from_json(text) for _, text in results]
+
+
+MODES = ["threads", "processes"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_many_tables_registered_at_once_in_an_empty_receiver_are_each_registered_once(
+    empty: Empty, mode: str
+) -> None:
+    contracts = [orders_contract(f"t{i}_{uuid.uuid4().hex[:6]}") for i in range(CALLERS)]
+    at_once(empty, contracts, mode)
+    receiver = empty.receiver()
+    for contract in contracts:
+        assert receiver.ledger(contract.table) == Ledger.new(contract)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_contract_registered_at_once_by_many_gives_each_the_same_new_ledger(
+    empty: Empty, mode: str
+) -> None:
+    contract = orders_contract(f"orders_{uuid.uuid4().hex[:6]}")
+    ledgers = at_once(empty, [contract] * CALLERS, mode)
+    assert ledgers == [Ledger.new(contract)] * CALLERS
+    assert empty.receiver().ledger(contract.table) == Ledger.new(contract)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_contract_evolved_at_once_by_many_ends_as_the_evolved_contract(
+    empty: Empty, mode: str
+) -> None:
+    table = f"orders_{uuid.uuid4().hex[:6]}"
+    empty.receiver().register(orders_contract(table))
+    # A shape added: an evolution any table may take (shapes are not fixed fields).
+    first = orders_contract(table)
+    evolved = replace(first, shapes=(*first.shapes, ("weekly", Shape.complete(cost=10))))
+    ledgers = at_once(empty, [evolved] * CALLERS, mode)
+    expected = Ledger.new(orders_contract(table)).with_contract(evolved)
+    assert ledgers == [expected] * CALLERS
+    assert empty.receiver().ledger(table).contract == evolved
