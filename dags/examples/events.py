@@ -37,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
+from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
 from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -68,8 +69,9 @@ with DAG(
         task_id="plan",
         contract=EVENTS,
         receiver_conn_id=RECEIVER_CONN_ID,
-        # Every event recorded up to the end of the run's hour is published.
-        fresh_as_of="{{ data_interval_end }}",
+        # Every event recorded up to the end of the run's hour (run_after for a run triggered
+        # without a logical date) is published.
+        fresh_as_of=RUN_END,
     )
     extract = ExtractOperator(task_id="extract", source_conn_id=SOURCE_CONN_ID, contract=EVENTS)
     gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)

@@ -60,7 +60,11 @@ with DAG(
             "invoices": DAILY,
             "invoice_lines": DAILY,
             "events": HOURLY,
-            "shipments": {**HOURLY, "window": "{{ last_days(data_interval_end) }}"},
+            # The last 30 days up to the run's end (run_after for a run without a logical date).
+            "shipments": {
+                **HOURLY,
+                "window": "{{ last_days(data_interval_end | default(dag_run.run_after, true)) }}",
+            },
         },
         retries=0,  # a stale table is not a transient failure: report it once
     )

@@ -10,7 +10,7 @@ added, give totals the source never had. So the two tables are one group:
               on MySQL/MariaDB, one read transaction on SQLite), one produced_at for both files
     gate      decided as one: if either file is refused, both are
     publish   both tables in one commit, one Asset event per table
-    wait      ClaimsSensor: both tables exact at one instant no earlier than the interval's end
+    wait      ClaimsSensor: both tables exact at one instant no earlier than the run's end
     report    the totals, stamped with that instant
 
 The source tables::
@@ -46,6 +46,7 @@ from airflow.sdk import DAG, CronTriggerTimetable, task
 
 from dogana_core import Contract, Shape
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
 from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -88,9 +89,10 @@ with DAG(
         task_id="plan",
         group=[INVOICES, LINES],
         receiver_conn_id=RECEIVER_CONN_ID,
-        # Both tables exact at one instant no earlier than the interval's end; when they already
-        # are (a rerun), the delivery tasks skip and the report still runs.
-        exact_at="{{ data_interval_end }}",
+        # Both tables exact at one instant no earlier than the run's end (its interval's end, or
+        # run_after for a run triggered without a logical date); when they already are (a
+        # rerun), the delivery tasks skip and the report still runs.
+        exact_at=RUN_END,
     )
     extract = ExtractOperator(
         task_id="extract", source_conn_id=SOURCE_CONN_ID, group=[INVOICES, LINES]
@@ -105,7 +107,7 @@ with DAG(
         task_id="wait_exact",
         tables=TABLES,
         receiver_conn_id=RECEIVER_CONN_ID,
-        exact_at="{{ data_interval_end }}",
+        exact_at=RUN_END,
         # Runs whether this run published or found the tables already exact; not after a
         # failed delivery.
         trigger_rule="none_failed",

@@ -43,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
+from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
 from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -74,8 +75,7 @@ ORDERS = Contract(
 def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: str) -> DAG:
     with DAG(
         dag_id,
-        # A run at 00:00 covers the day before it: its data interval ends when it triggers,
-        # also when triggered by hand, so "{{ data_interval_end }}" is the run's own instant.
+        # A run at 00:00 covers the day before it: its data interval ends when it triggers.
         schedule=CronTriggerTimetable(cron, timezone="UTC", interval=timedelta(days=days)),
         start_date=datetime(2026, 1, 1, tzinfo=UTC),
         catchup=False,
@@ -88,9 +88,11 @@ def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: s
             task_id="plan",
             contract=ORDERS,
             receiver_conn_id=RECEIVER_CONN_ID,
-            # The run's promise: the published table is complete as of its data interval's end.
-            # A run whose interval is already covered (a backfill, a rerun) skips the rest.
-            fresh_as_of="{{ data_interval_end }}",
+            # The run's promise: the published table is complete as of the run's end, its data
+            # interval's end; a run triggered by hand without a logical date has no interval,
+            # and its end is when it was triggered (run_after). A run whose end is already
+            # covered (a backfill, a rerun) skips the rest.
+            fresh_as_of=RUN_END,
             # None: the cheapest read that proves it (the full read on an empty ledger, the
             # changes after it); "full": always the whole table.
             shape=shape,

@@ -43,6 +43,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
+from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
 from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -92,8 +93,10 @@ with DAG(
         task_id="plan",
         contract=SHIPMENTS,
         receiver_conn_id=RECEIVER_CONN_ID,
-        fresh_as_of="{{ data_interval_end }}",
-        window="{{ last_days(data_interval_end) }}",
+        fresh_as_of=RUN_END,
+        # The window ends on the date of the run's end: its interval's end, or, for a run
+        # triggered without a logical date, its run_after (RUN_END spelled inside the call).
+        window="{{ last_days(data_interval_end | default(dag_run.run_after, true)) }}",
     )
     extract = ExtractOperator(task_id="extract", source_conn_id=SOURCE_CONN_ID, contract=SHIPMENTS)
     gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)

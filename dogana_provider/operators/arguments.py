@@ -20,6 +20,27 @@ from airflow.sdk import XComArg
 from dogana_core.contract import Contract
 from dogana_core.values import LogicalType
 
+RUN_END = "{{ data_interval_end | default(dag_run.run_after, true) }}"
+"""The instant a run stands for, as a template: "fresh as of the run's end".
+
+A scheduled run's data interval ends when its schedule fires; a run created with a logical date
+has the interval its timetable infers for that date. Airflow 3 creates a manual run (the REST
+API's default, `airflow dags trigger`) and an asset-triggered run without a logical date, and
+then without a data interval: data_interval_end is undefined in its templates, and the instant
+the run stands for is its run_after (when it was triggered; for an asset-triggered run, when the
+first Asset event it consumes was queued). run_end() is the same instant, from a task's context.
+"""
+
+
+def run_end(context: Any) -> datetime:
+    """The run's data interval end, or its run_after when it has none (RUN_END's instant)."""
+    end = context.get("data_interval_end")
+    if end is None:
+        end = context["dag_run"].run_after
+    found = instant(end, "the run's end")
+    assert found is not None, "a DAG run always has a run_after"
+    return found
+
 
 def instant(value: Any, what: str) -> datetime | None:
     """An aware datetime from a datetime or an ISO 8601 string; None stays None."""

@@ -57,13 +57,13 @@ class ExtractOperator(BaseOperator):
     .. code-block:: python
 
         plan = PlanDeliveryOperator(task_id="plan", contract="contracts/orders.json",
-                                    fresh_as_of="{{ data_interval_end }}")
+                                    fresh_as_of=RUN_END)    # arguments.RUN_END
         extract = ExtractOperator(
             task_id="extract",
             source_conn_id="shop_db",              # sqlite, postgres or mysql
             contract="contracts/orders.json",
             deleted_flag="is_deleted",             # the source's soft-delete flag
-            output_folder="s3://deliveries/orders/{{ ds }}",  # default: a local folder
+            output_folder="s3://deliveries/orders/{{ dag_run.run_after | ds }}",  # default: local
         )                                          # request: the plan task's XCom
         plan >> extract >> GateOperator(task_id="gate") >> PublishOperator(task_id="publish")
 

@@ -3,10 +3,13 @@
 Registers (or evolves) the contract, reads the ledger and plans against a requirement stated
 the way a DAG author thinks of it:
 
-    fresh_as_of="{{ data_interval_end }}"   complete as of the run's data interval end
+    fresh_as_of=RUN_END                     complete as of the run's end: its data interval's
+                                            end, or its run_after when it has none (a manual
+                                            or asset-triggered run; arguments.RUN_END)
     max_age=timedelta(hours=6)              complete as of now - 6 hours
     exact_at=...                            complete and deletions both at the instant
-    (none of them)                          complete as of now, when the task runs
+    (none of them)                          complete as of the run's end, as fresh_as_of=RUN_END:
+                                            a retry hours later asks for what the run asked
 
 It pushes the ExtractionRequest's wire dict (a list of them for a group, planned together so
 that one snapshot makes every table exact at one instant), or raises AirflowSkipException when
@@ -34,6 +37,7 @@ from dogana_provider.operators.arguments import (
     group_of,
     instant,
     native,
+    run_end,
     window_of,
 )
 
@@ -47,7 +51,8 @@ class PlanDeliveryOperator(BaseOperator):
     :param shape: read this shape when a delivery is needed (next_extraction), instead of the
         cheapest shape the planner finds; a scheduled job's routine read (templated: a rendering
         of "" or "None" is no shape, so "{{ dag_run.conf.get('shape') }}" picks one by hand).
-    :param fresh_as_of: the table must be complete as of this instant (templated).
+    :param fresh_as_of: the table must be complete as of this instant (templated); RUN_END
+        is the run's end. Without fresh_as_of, max_age or exact_at: the run's end.
     :param max_age: the table must be complete as of now - max_age (timedelta or seconds).
     :param exact_at: the table must be exact at this instant: both dates at it (templated).
     :param deletions_as_of: with fresh_as_of or max_age, deletions must be repaired as of this
@@ -121,14 +126,15 @@ class PlanDeliveryOperator(BaseOperator):
     def execute(self, context: Any) -> Any:
         hook = DoganaHook(self.receiver_conn_id)
         now = datetime.now(UTC)
+        end = run_end(context)
         group = group_of(self.contract, self.group)
         if group is not None:
-            return self._plan_group(hook, now, group)
+            return self._plan_group(hook, now, end, group)
         contract = contract_of(self.contract)
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
         ledger = hook.receiver.register(contract)
-        requirement = self._requirement(contract, now)
+        requirement = self._requirement(contract, now, end)
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
         self.log.info("%s: contract registered; claims now %s", contract.table, claims_line(claims))
@@ -153,28 +159,30 @@ class PlanDeliveryOperator(BaseOperator):
         tables = [contract_of(c).table for c in contracts]
         return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
 
-    def _requirement(self, contract: Contract, now: datetime) -> Requirement:
+    def _requirement(self, contract: Contract, now: datetime, end: datetime) -> Requirement:
         window = window_of(contract, self.window, "window")
         exact = instant(self.exact_at, "exact_at")
         if exact is not None:
             return Requirement.exact(contract.table, exact, window=window)
         return Requirement(
             contract.table,
-            self._at_least(now),
+            self._at_least(now, end),
             deletions_as_of=instant(self.deletions_as_of, "deletions_as_of"),
             window=window,
         )
 
-    def _at_least(self, now: datetime) -> datetime:
+    def _at_least(self, now: datetime, end: datetime) -> datetime:
         for value, what in ((self.exact_at, "exact_at"), (self.fresh_as_of, "fresh_as_of")):
             found = instant(value, what)
             if found is not None:
                 return found
         if self.max_age is not None:
             return now - self.max_age
-        return now
+        return end
 
-    def _plan_group(self, hook: DoganaHook, now: datetime, members: list[Any]) -> Any:
+    def _plan_group(
+        self, hook: DoganaHook, now: datetime, end: datetime, members: list[Any]
+    ) -> Any:
         contracts = [contract_of(c, f"group[{i}]") for i, c in enumerate(members)]
         group = Group(tuple(contracts))
         for contract in contracts:
@@ -188,7 +196,7 @@ class PlanDeliveryOperator(BaseOperator):
                 table: window_of(group.contract(table), value, f"window[{table!r}]")
                 for table, value in windows.items()
             }
-        at_least = self._at_least(now)
+        at_least = self._at_least(now, end)
         claims = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows)
         names = ", ".join(group.tables)
         self.log.info("group %s: contracts registered; claims now %s", names, claims_line(claims))
