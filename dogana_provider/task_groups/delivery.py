@@ -7,10 +7,10 @@ it can be wired::
         ORDERS,                                   # a Contract, its wire dict or a path
         source_conn_id="shop_db",
         receiver_conn_id="warehouse",
-        fresh_as_of="{{ data_interval_end }}",
+        fresh_as_of=RUN_END,                      # the run's end (operators.arguments)
     )
     invoices = delivery_task_group(group=[INVOICES, LINES], source_conn_id="shop_db",
-                                   receiver_conn_id="warehouse", exact_at="{{ data_interval_end }}")
+                                   receiver_conn_id="warehouse", exact_at=RUN_END)
     [orders, invoices] >> report
 
 The same pipeline mapped over contracts known only at run time: each mapped instance plans,

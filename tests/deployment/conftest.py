@@ -1,0 +1,91 @@
+"""The real-scheduler layer's one deployment, shared by every test of tests/deployment/.
+
+One Airflow deployment (deployment.py: LocalExecutor, PostgreSQL metadata database, scheduler,
+DAG processor, triggerer, API server) is started once per session and stopped after the last
+test. Its DAGs folder holds every file of dags/examples/ as it is, and the tests' own DAGs from
+tests/deployment/dags/. The examples read their connections from the environment, as a
+deployment configures them: the source is a SQLite file (source_tables.py fills it) and the receiver
+a PostgreSQL schema of the session's own; the test DAGs read their own SQLite source. A test
+that needs an empty receiver creates one (a fresh schema or database) and a connection to it
+through the REST API.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import psycopg
+import pytest
+from deployment import Client, Deployment
+from source_tables import fill_examples, fill_tests
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "dags" / "examples"
+TEST_DAGS = Path(__file__).resolve().parent / "dags"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.deployment)
+
+
+@pytest.fixture(scope="session")
+def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two SQLite files: the examples' source system, and the test DAGs'."""
+    folder = tmp_path_factory.mktemp("deployment")
+    found = {"examples": folder / "examples.sqlite", "tests": folder / "tests.sqlite"}
+    for name, fill in (("examples", fill_examples), ("tests", fill_tests)):
+        connection = sqlite3.connect(found[name])
+        try:
+            fill(connection)
+        finally:
+            connection.close()
+    return found
+
+
+@pytest.fixture(scope="session")
+def examples_receiver(postgres_url: str) -> Iterator[str]:
+    """The examples' receiver: a PostgreSQL schema of the session's own, dropped after it."""
+    schema = f"dogana_examples_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+@pytest.fixture(scope="session")
+def deployment(
+    postgres_url: str, sources: dict[str, Path], examples_receiver: str
+) -> Iterator[Deployment]:
+    """The layer's deployment, started once; its processes end when the session does."""
+    environment = {
+        "AIRFLOW_CONN_DOGANA_SOURCE": sqlite_connection(sources["examples"]),
+        "AIRFLOW_CONN_DOGANA_TEST_SOURCE": sqlite_connection(sources["tests"]),
+        "AIRFLOW_CONN_DOGANA_DEFAULT": postgres_connection(postgres_url, examples_receiver),
+    }
+    dags = sorted(EXAMPLES.glob("*.py")) + sorted(TEST_DAGS.glob("*.py"))
+    with Deployment(postgres_url, dags=dags, environment=environment) as started:
+        yield started
+
+
+@pytest.fixture(scope="session")
+def client(deployment: Deployment) -> Client:
+    return deployment.client()
+
+
+def sqlite_connection(path: Path) -> str:
+    return json.dumps({"conn_type": "sqlite", "host": str(path)})
+
+
+def postgres_connection(postgres_url: str, schema: str) -> str:
+    """An AIRFLOW_CONN_* URI whose every session resolves tables in schema (libpq options)."""
+    return f"{postgres_url}?options={quote(f'-csearch_path={schema}')}"

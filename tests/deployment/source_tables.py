@@ -1,0 +1,66 @@
+"""The source systems under the real scheduler, in SQLite: the examples' and the test DAGs'.
+
+The examples' five tables as their docstrings declare them (SQLite's spelling of their types),
+and the test DAGs' (tests/deployment/dags/) parcels and item0 to item7, a few rows each,
+timestamps written by the application as ISO 8601 UTC with the offset. Nothing changes them
+while the layer runs: what is tested is that each DAG runs and publishes under a real scheduler,
+not what its reads prove (tests/dags/ does that, run by run).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+
+SCHEMA = """
+    CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer TEXT, amount_cents INTEGER,
+                         updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
+    CREATE TABLE invoices (invoice_id INTEGER PRIMARY KEY, customer TEXT,
+                           updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
+    CREATE TABLE invoice_lines (line_id INTEGER PRIMARY KEY, invoice_id INTEGER NOT NULL,
+                                amount_cents INTEGER NOT NULL);
+    CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at DATETIME NOT NULL);
+    CREATE TABLE shipments (shipment_id INTEGER PRIMARY KEY, ship_date DATE NOT NULL,
+                            weight_g INTEGER, updated_at DATETIME NOT NULL);
+"""
+
+
+def fill_examples(connection: sqlite3.Connection) -> None:
+    """Create the examples' five tables in an empty database, with rows, committed."""
+    stamp = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
+    today = datetime.now(UTC).date()
+    # WAL: the extract tasks of several DAGs read at once without blocking one another.
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.executescript(SCHEMA)
+    connection.executemany(
+        "INSERT INTO orders VALUES (?, ?, ?, ?, 0)",
+        [(1, "ada", 1200, stamp), (2, "grace", 800, stamp), (3, "edsger", 450, stamp)],
+    )
+    connection.executemany(
+        "INSERT INTO invoices VALUES (?, ?, ?, 0)", [(1, "ada", stamp), (2, "grace", stamp)]
+    )
+    connection.executemany(
+        "INSERT INTO invoice_lines VALUES (?, ?, ?)", [(10, 1, 1000), (11, 1, 250), (20, 2, 4000)]
+    )
+    connection.executemany(
+        "INSERT INTO events VALUES (?, ?, ?)", [("view", "home", stamp), ("click", "buy", stamp)]
+    )
+    connection.executemany(
+        "INSERT INTO shipments VALUES (?, ?, ?, ?)",
+        [
+            (1, today.isoformat(), 500, stamp),
+            (2, (today - timedelta(days=12)).isoformat(), 1200, stamp),
+        ],
+    )
+    connection.commit()
+
+
+def fill_tests(connection: sqlite3.Connection) -> None:
+    """Create the test DAGs' tables in an empty database, with rows, committed."""
+    connection.execute("PRAGMA journal_mode = WAL")
+    for table in ["parcels", *(f"item{i}" for i in range(8))]:
+        connection.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)")
+        connection.executemany(
+            f"INSERT INTO {table} VALUES (?, ?)", [(1, f"{table} one"), (2, f"{table} two")]
+        )
+    connection.commit()
