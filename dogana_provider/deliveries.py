@@ -87,11 +87,15 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
 
 
 def remove(uris: Iterable[str]) -> None:
-    """Remove published files, and their run folder when it is left empty (a local one).
+    """Remove published files under the delivery folder, and their run folder when it is left
+    empty (a local one); a file elsewhere is its owner's, and stays.
 
     A file that cannot be removed is logged, not raised: the publication is committed, and the
     next sweep removes the file once it is older than the retention."""
     for uri in uris:
+        if not owned(uri):
+            log.info("%s: published; outside the delivery folder, so left to its owner", uri)
+            continue
         path = ObjectStoragePath(uri)
         try:
             path.unlink(missing_ok=True)

@@ -9,8 +9,8 @@ or a list of them for a group read in one snapshot) or from a drop folder where 
 file and its manifest sidecar FILE.json: pushed and pulled deliveries pass the same gate.
 
 It pushes the Decision's wire dict (the receipt and where the staged rows wait), and under
-"delivered" the URIs of the files it read that lie in the configured delivery folder, which
-publish removes once published (deliveries.py); other files are their owner's.
+"delivered" the URIs of the files it read, which publish removes once published when they lie
+in the configured delivery folder (deliveries.py); other files are their owner's.
 A local file missing fails the task naming the setting to change ([dogana] delivery_folder),
 as under a distributed executor a run's gate may run on another worker than its extract. A
 rejection is
@@ -35,7 +35,7 @@ from dogana_core.contract import Contract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
-from dogana_provider.deliveries import LOCAL_PROTOCOLS, missing_delivery, owned
+from dogana_provider.deliveries import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
@@ -106,7 +106,7 @@ class GateOperator(BaseOperator):
         self._files[manifest.table] = uri
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest)
-        return {**self._handed_over(decision), DELIVERED: [uri] if owned(uri) else []}
+        return {**self._handed_over(decision), DELIVERED: [uri]}
 
     def _handed_over(self, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
@@ -175,7 +175,7 @@ class GateOperator(BaseOperator):
                 Decision(receipt, files).to_dict()
                 for receipt, files in zip(decision.receipts, staged, strict=True)
             ],
-            DELIVERED: [uri for uri in uris if owned(uri)],
+            DELIVERED: uris,
         }
 
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------

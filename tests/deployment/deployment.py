@@ -72,11 +72,14 @@ SPEED = {
 @dataclass(frozen=True)
 class Service:
     """One long-running `airflow ...` process: its name (its log is logs/<name>.log), its
-    arguments after `airflow`, and what its environment adds to the deployment's."""
+    arguments after `airflow`, what its environment adds to the deployment's, and a command it
+    runs under (prefix: `unshare ...` gives a Celery worker a mount namespace, as if it ran on a
+    machine of its own)."""
 
     name: str
     args: Sequence[str]
     environment: Mapping[str, str] = field(default_factory=dict)
+    prefix: Sequence[str] = ()
 
 
 CORE = (
@@ -244,7 +247,7 @@ class Deployment:
         log = open(self.logs / f"{service.name}.log", "ab")  # noqa: SIM115 - the child owns it
         try:
             self.processes[service.name] = subprocess.Popen(
-                [sys.executable, "-m", "airflow", *service.args],
+                [*service.prefix, sys.executable, "-m", "airflow", *service.args],
                 env={**self.environment, **service.environment},
                 cwd=self.home,
                 stdout=log,
