@@ -21,10 +21,8 @@ deletions_as_of, exact_as_of, publication_id, window), whose JSON Schema ships b
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
-from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -54,7 +52,7 @@ from dogana_core.ledger import Ledger
 from dogana_provider.hooks.dogana import DoganaHook
 
 FACET = "dogana"
-SCHEMA_FILE = "DoganaDatasetFacet.json"
+# The $id of the facet's JSON Schema, DoganaDatasetFacet.json beside this file.
 SCHEMA_URL = "https://dogana.invalid/schemas/openlineage/DoganaDatasetFacet.json"
 
 
@@ -72,11 +70,6 @@ class DoganaDatasetFacet(DatasetFacet):
     @staticmethod
     def _get_schema() -> str:
         return f"{SCHEMA_URL}#/$defs/DoganaDatasetFacet"
-
-
-def facet_schema() -> Any:
-    """The published JSON Schema of the dogana facet, as shipped in the package."""
-    return json.loads(resources.files(__name__).joinpath(SCHEMA_FILE).read_text("utf-8"))
 
 
 # Names ------------------------------------------------------------------------------------------

@@ -1,13 +1,17 @@
 """OpenLineage events of real DAG runs of the examples, through the provider's file transport.
 
-One process per database runs the DAGs (lineage_runs.py says why a process of its own): the
-invoices example, an orders delivery altered on its way and rejected, and the freshness check.
+One process per database runs the DAGs (lineage_runs.py says why a process of its own), both at
+once: the invoices example, an orders delivery altered on its way and rejected, and the
+freshness check.
 The tests read back the events it wrote and assert what a lineage system would see.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -19,9 +23,12 @@ from urllib.parse import urlsplit
 import jsonschema
 import pytest
 
+import dogana_provider
+
 pytestmark = pytest.mark.airflow
 
 RUNS = Path(__file__).with_name("lineage_runs.py")
+FACET_SCHEMA = "lineage/DoganaDatasetFacet.json"
 
 
 @dataclass(frozen=True)
@@ -38,33 +45,71 @@ class Emitted:
         return found
 
 
+@dataclass(frozen=True)
+class Started:
+    process: subprocess.Popen[bytes]
+    workdir: Path
+    server: str
+
+
+@pytest.fixture(scope="module")
+def started(
+    request: pytest.FixtureRequest, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Started]]:
+    """Both databases' runs at once, each in an Airflow home of its own: a copy of the
+    session's migrated metadata database, so that the two never wait on one SQLite lock."""
+    servers = {"sqlite": "-"}
+    # Unreachable, the postgres tests skip with the reason, asking for postgres_url themselves.
+    with contextlib.suppress(pytest.skip.Exception):
+        servers["postgres"] = request.getfixturevalue("postgres_url")
+    found = {}
+    for kind, server in servers.items():
+        workdir = tmp_path_factory.mktemp(f"lineage-{kind}")
+        home = workdir / "home"
+        (home / "dags").mkdir(parents=True)
+        shutil.copyfile(airflow_home / "airflow.db", home / "airflow.db")
+        env = {
+            **os.environ,
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        }
+        with (workdir / "output.log").open("wb") as output:
+            process = subprocess.Popen(
+                [sys.executable, str(RUNS), kind, server, str(workdir), str(workdir / "events")],
+                env=env,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+            )
+        found[kind] = Started(process, workdir, server)
+    yield found
+    for each in found.values():
+        if each.process.poll() is None:
+            each.process.kill()
+            each.process.wait()
+
+
 @pytest.fixture(
     scope="module", params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
 )
-def emitted(
-    request: pytest.FixtureRequest, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Emitted]:
-    server = "-" if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    workdir = tmp_path_factory.mktemp(f"lineage-{request.param}")
-    events = workdir / "events.jsonl"
-    done = subprocess.run(
-        [sys.executable, str(RUNS), request.param, server, str(workdir), str(events)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    runs = json.loads((workdir / "runs.json").read_text())
+def emitted(request: pytest.FixtureRequest, started: dict[str, Started]) -> Emitted:
+    if request.param not in started:
+        request.getfixturevalue("postgres_url")  # skips, naming why
+    run = started[request.param]
+    code = run.process.wait(timeout=600)
+    output = (run.workdir / "output.log").read_text(errors="replace")
+    assert code == 0, output[-6000:]
+    runs = json.loads((run.workdir / "runs.json").read_text())
     if request.param == "sqlite":
         source, receiver = (f"sqlite://{path}" for path in runs["paths"])
         prefix = ("", "")
     else:
-        parts = urlsplit(server)
+        parts = urlsplit(run.server)
         source = receiver = f"postgres://{parts.hostname}:{parts.port or 5432}"
         database = parts.path.lstrip("/")
         prefix = (f"{database}.{runs['schemas'][0]}.", f"{database}.{runs['schemas'][1]}.")
-    lines = events.read_text().splitlines()
-    yield Emitted(
+    lines = (run.workdir / "events").read_text().splitlines()
+    return Emitted(
         request.param, [json.loads(line) for line in lines], runs, source, receiver, prefix
     )
 
@@ -130,9 +175,8 @@ def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from
 
 
 def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitted) -> None:
-    from dogana_provider.lineage import SCHEMA_URL, facet_schema
-
-    schema = facet_schema()
+    # Read as shipped, beside the module (importing it would import Airflow's OpenLineage).
+    schema = json.loads((Path(dogana_provider.__file__).parent / FACET_SCHEMA).read_text())
     own = schema["$defs"]["DoganaDatasetFacet"]["allOf"][1]
     facets = [
         dataset["facets"]["dogana"]
@@ -143,7 +187,7 @@ def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitte
     assert len(facets) >= 6  # plan, publish and sensor, for both tables; freshness
     for facet in facets:
         jsonschema.validate(facet, own)
-        assert facet["_schemaURL"] == f"{SCHEMA_URL}#/$defs/DoganaDatasetFacet"
+        assert facet["_schemaURL"] == f"{schema['$id']}#/$defs/DoganaDatasetFacet"
 
 
 def test_gate_and_publish_carry_the_receipts_checks_as_data_quality_assertions(
