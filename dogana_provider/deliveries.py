@@ -16,6 +16,7 @@ a local folder is seen by one machine only, which a distributed executor does no
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import re
 import socket
@@ -62,8 +63,9 @@ def owned(uri: str) -> bool:
 
 def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int:
     """Remove the files under folder's run folders modified longer than older_than ago, and
-    the run folders they leave empty; never the run folder named keep. Returns how many files
-    went. A file system that cannot tell a file's age keeps its files, and says so."""
+    the run folders left empty by them or empty since then; never the run folder named keep.
+    Returns how many files went. A file system that cannot tell a file's age keeps its files,
+    and says so."""
     if not folder.exists():
         return 0
     horizon = datetime.now(UTC) - older_than
@@ -71,6 +73,7 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
     for run in folder.iterdir():
         if run.name == keep or not run.is_dir():
             continue
+        emptied = 0
         for item in list(run.iterdir()):
             if item.is_dir():
                 continue  # an extract writes files only; a folder here is someone else's
@@ -80,15 +83,20 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
                 continue
             if modified < horizon:
                 item.unlink(missing_ok=True)
-                removed += 1
-        if run.protocol in LOCAL_PROTOCOLS and not any(run.iterdir()):
-            run.rmdir()
+                emptied += 1
+        removed += emptied
+        # A young empty folder may be a run's about to be written: only an old one goes.
+        old = emptied or (_modified(run) or horizon) < horizon
+        if run.protocol in LOCAL_PROTOCOLS and old and not any(run.iterdir()):
+            with contextlib.suppress(OSError):  # a file arrived since: the folder stays
+                run.rmdir()
     return removed
 
 
 def remove(uris: Iterable[str]) -> None:
-    """Remove published files under the delivery folder, and their run folder when it is left
-    empty (a local one); a file elsewhere is its owner's, and stays.
+    """Remove published files under the delivery folder; a file elsewhere is its owner's, and
+    stays. Their run folder stays too (another task of the run may be about to write into
+    it): the sweep removes it once empty and older than the retention.
 
     A file that cannot be removed is logged, not raised: the publication is committed, and the
     next sweep removes the file once it is older than the retention."""
@@ -96,12 +104,8 @@ def remove(uris: Iterable[str]) -> None:
         if not owned(uri):
             log.info("%s: published; outside the delivery folder, so left to its owner", uri)
             continue
-        path = ObjectStoragePath(uri)
         try:
-            path.unlink(missing_ok=True)
-            parent = path.parent
-            if path.protocol in LOCAL_PROTOCOLS and parent.exists() and not any(parent.iterdir()):
-                parent.rmdir()
+            ObjectStoragePath(uri).unlink(missing_ok=True)
         except OSError as exc:
             log.warning("%s: published, but not removed (%s); the sweep removes it later", uri, exc)
             continue

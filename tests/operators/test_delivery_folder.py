@@ -77,7 +77,7 @@ def test_a_published_delivery_leaves_the_folder_unless_keep_published(
     if keep:
         assert files(tmp_path / "deliveries") == [run_folder / f"{table}.parquet"]
     else:
-        assert files(tmp_path / "deliveries") == [] and not run_folder.exists()
+        assert files(tmp_path / "deliveries") == []
 
 
 def test_an_extract_sweeps_its_dags_files_older_than_the_retention(
@@ -96,11 +96,17 @@ def test_an_extract_sweeps_its_dags_files_older_than_the_retention(
     other_dag.parent.mkdir(parents=True)
     other_dag.write_bytes(b"PAR1")
     os.utime(other_dag, (time.time() - 7200, time.time() - 7200))
+    # Run folders a publication emptied: an old one goes, a young one may be about to be used.
+    old_empty, young_empty = dag_folder / "published_run", dag_folder / "starting_run"
+    for folder, age in ((old_empty, 7200), (young_empty, 5)):
+        folder.mkdir()
+        os.utime(folder, (time.time() - age, time.time() - age))
 
     run = module.dag.test()
     assert states(run) == dict.fromkeys(TASKS, "success")
     assert not old.parent.exists(), "older than the retention: removed with its run folder"
     assert files(tmp_path / "deliveries") == [other_dag, young]
+    assert not old_empty.exists() and young_empty.is_dir()
 
 
 def test_a_local_delivery_missing_under_a_distributed_executor_names_the_setting(
