@@ -12,6 +12,7 @@ spellings of one instant (a DST fold included) are one value. A naive datetime i
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, date, datetime, timedelta
 from enum import StrEnum
 from typing import TypeAlias
@@ -78,7 +79,11 @@ def exact_integer(value: int, what: str) -> int:
 
 
 def is_lone_surrogate_free(text: str) -> bool:
-    return not any("\ud800" <= ch <= "\udfff" for ch in text)
+    # A search in C: every string read from the wire passes here, a stored ledger's thousands too.
+    return _LONE_SURROGATE.search(text) is None
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def check_text(value: object, what: str) -> str:
