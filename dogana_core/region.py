@@ -22,9 +22,9 @@ chunk index, instead of a copy of the whole history. Each chunk caches its canon
 ledger's identity re-encodes only the chunks that changed, and its Summary so that claims over
 a chunk held whole need not look at each of its regions.
 
-A receiver stores a map as those bytes with an index of the chunks (RegionMap.stored): loading
-it (RegionMap.from_stored) decodes no region until one is read, so reading a ledger to decide on
-a delivery costs the chunks the delivery touches, plus hashing the bytes for the identity.
+A receiver stores a map a chunk at a time, as its bytes (stored.py): a map of stored chunks
+(RegionMap.of_chunks) decodes no region until one is read, so reading a ledger to decide on a
+delivery costs the chunks the delivery touches, plus hashing the bytes for the identity.
 """
 
 from __future__ import annotations
@@ -51,17 +51,7 @@ from dogana_core.values import (
     type_of,
     utc,
 )
-from dogana_core.wire import (
-    JSON,
-    Boolean,
-    DateTimeTag,
-    Optional,
-    Value,
-    Wire,
-    parse_json,
-    read_integer,
-    wire_field,
-)
+from dogana_core.wire import Boolean, DateTimeTag, Optional, Value, Wire, parse_json, wire_field
 
 Evidence = tuple[datetime | None, datetime | None]
 """A region's (complete_as_of, deletions_as_of)."""
@@ -435,39 +425,15 @@ class RegionMap(Sequence[Region]):
 
     # Storage -------------------------------------------------------------------------------------
 
-    def stored(self) -> tuple[list[JSON], bytes]:
-        """The map as a receiver stores it: an index of [regions, bytes, first low end] per
-        chunk, and the canonical bytes of every region, comma separated (the regions part of the
-        ledger's identity form)."""
-        index: list[JSON] = [
-            [chunk.count, len(chunk.canonical), Optional(Value()).encode(chunk.head, True)]
-            for chunk in self._chunks
-        ]
-        return index, b",".join(chunk.canonical for chunk in self._chunks)
+    @property
+    def chunks(self) -> tuple[Chunk, ...]:
+        return self._chunks
 
     @classmethod
-    def from_stored(cls, index: JSON, body: bytes, what: str = "Ledger.regions") -> RegionMap:
-        """The map stored() wrote, its chunks decoded only when read; the index is checked
-        against the bytes, each chunk against its index entry when it is decoded."""
-        if not isinstance(index, list) or not index:
-            raise SerializationError(what, "a stored index lists at least one chunk")
-        chunks = []
-        start = 0
-        for number, entry in enumerate(index):
-            where = f"{what}.index[{number}]"
-            if not isinstance(entry, list) or len(entry) != 3:
-                raise SerializationError(where, "expected [regions, bytes, first low end]")
-            count, size = (read_integer(value, where) for value in entry[:2])
-            head = Optional(Value()).decode(entry[2], where)
-            stop = start + size
-            if count < 1 or size < 1 or stop > len(body) or (stop < len(body) and body[stop] != 44):
-                raise SerializationError(where, "does not fit the stored regions' bytes")
-            chunks.append(Chunk.stored(body[start:stop], count, head))
-            start = stop + 1
-        if start != len(body) + 1:
-            raise SerializationError(what, "the index does not cover the stored regions' bytes")
-        if chunks[0].head is not None:
-            raise SerializationError(what, "the first chunk starts unbounded")
+    def of_chunks(cls, chunks: Sequence[Chunk], what: str = "Ledger.regions") -> RegionMap:
+        """The map of stored chunks (Chunk.stored), in order; each is checked when decoded."""
+        if not chunks or chunks[0].head is not None:
+            raise SerializationError(what, "the first of at least one chunk starts unbounded")
         return cls._build(tuple(chunks))
 
     # Places --------------------------------------------------------------------------------------

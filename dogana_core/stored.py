@@ -1,71 +1,131 @@
-"""The ledger as a receiver stores it, so that reading it does not decode every region.
+"""The ledger as a receiver stores it: an index, and its regions a chunk at a time.
 
-A ledger's wire form (Ledger.to_json) spells out every region, and reading it decodes them all:
-seconds at 20,000 regions, and a receiver reads its ledger for every decision. So it stores the
-ledger as text of two lines instead:
+A ledger's wire form (Ledger.to_json) spells out every region, so reading it decodes them all and
+writing it writes them all: seconds at 20,000 regions, for every decision and every publication.
+A receiver stores it in two parts instead:
 
-    {"chunks":[[regions, bytes, first low end], ...],"generation":...,"publication_id":...,
-     "stored":1}
-    <the RFC 8785 bytes of every region's identity form, comma separated>
+    the index   one line of JSON: the position, the head, and for each chunk of the ledger's
+                RegionMap its number of regions, its first low end and the digest of its bytes
+                {"chunks":[[regions, first low end, digest], ...],"generation":...,
+                 "publication_id":...,"stored":2}
+    the chunks  each chunk's bytes under its digest: the RFC 8785 bytes of its regions' identity
+                forms, comma separated, exactly as they enter the ledger's identity
 
-The second line is the regions part of the ledger's identity form, byte for byte, so a loaded
-ledger's identity hashes it as it is; the index of chunks (RegionMap.stored) lets Ledger.apply
-decode only the chunks a delivery touches. The contract is stored beside it (the receiver's
-contract column) and passed in. This form never travels: the wire form stays Ledger.to_json.
-
-Loading checks the first line whole and each chunk when it is decoded; a receiver's verify
-decodes every region and compares the ledger and its identity with the fold of the receipts.
+An apply replaces one chunk or a few, so a publication writes those and the index. A chunk is
+named by the SHA-256 of its bytes, so bytes kept for a digest can never be another chunk's: a
+reader may keep them across reads, publications and processes, and the bytes read for a digest
+are checked against it. A loaded ledger decodes only the chunks an apply touches, and its
+identity hashes the chunks' bytes as they are. This form never travels: the wire form stays
+Ledger.to_json, and the identities are the spec's.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from dogana_core.contract import Contract
 from dogana_core.errors import SerializationError
 from dogana_core.ledger import Ledger
-from dogana_core.region import RegionMap
-from dogana_core.wire import Optional, Position, Text, parse_json
+from dogana_core.manifest import SHA256_HEX
+from dogana_core.region import Chunk, RegionMap
+from dogana_core.values import Position, Scalar
+from dogana_core.wire import JSON, Optional, Text, Value, parse_json, read_integer
+from dogana_core.wire import Position as PositionCodec
 
-STORED = 1
-"""The version of this form, written in its first line."""
+STORED = 2
+"""The version of this form, written in its index."""
 
 _FIELDS = {"chunks", "generation", "publication_id", "stored"}
+_HEAD = Optional(Value())
 
 
-def stored_text(ledger: Ledger) -> str:
-    """The stored text of a ledger: its chunk index and position, then its regions' bytes."""
+def digest(chunk: Chunk) -> str:
+    """The name a chunk is stored under: SHA-256 of its bytes, computed once per chunk."""
+    name: str | None = chunk.memo.get("digest")
+    if name is None:
+        name = chunk.memo["digest"] = hashlib.sha256(chunk.canonical).hexdigest()
+    return name
+
+
+def stored_form(ledger: Ledger) -> tuple[str, dict[str, bytes]]:
+    """The index of a ledger, and the bytes of its chunks by digest."""
     regions = ledger.regions
     assert isinstance(regions, RegionMap)
-    index, body = regions.stored()
-    header = {
-        "chunks": index,
-        "generation": Optional(Position()).encode(ledger.generation, False),
+    chunks = regions.chunks
+    index = {
+        "chunks": [[c.count, _HEAD.encode(c.head, True), digest(c)] for c in chunks],
+        "generation": Optional(PositionCodec()).encode(ledger.generation, False),
         "publication_id": ledger.publication_id,
         "stored": STORED,
     }
-    # json.dumps escapes every control character, so the first line holds no newline.
-    first = json.dumps(header, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return f"{first}\n{body.decode('utf-8')}"
+    # json.dumps escapes every control character: the index is one line.
+    text = json.dumps(index, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return text, {digest(chunk): chunk.canonical for chunk in chunks}
 
 
-def from_stored(contract: Contract, text: str) -> Ledger:
-    """The ledger stored_text wrote, under contract; SerializationError names what is wrong."""
-    first, newline, body = text.partition("\n")
-    if not newline:
-        raise SerializationError("stored ledger", "expected two lines: an index, then regions")
-    header = parse_json(first)
-    if not isinstance(header, dict) or set(header) != _FIELDS:
-        raise SerializationError(
-            "stored ledger", f"the first line has the fields {', '.join(sorted(_FIELDS))}"
+@dataclass(frozen=True)
+class Index:
+    """A stored ledger's index, read: what to fetch (digests), then the ledger from the bytes."""
+
+    chunks: tuple[tuple[int, Scalar | None, str], ...]
+    generation: Position | None
+    publication_id: str | None
+
+    @classmethod
+    def read(cls, text: str) -> Index:
+        """The index stored_form wrote; SerializationError names what is wrong."""
+        data = parse_json(text)
+        if not isinstance(data, dict) or set(data) != _FIELDS:
+            raise SerializationError(
+                "stored ledger", f"an index has the fields {', '.join(sorted(_FIELDS))}"
+            )
+        if data["stored"] != STORED:
+            raise SerializationError("stored ledger.stored", f"{data['stored']!r} is not {STORED}")
+        if not isinstance(data["chunks"], list):
+            raise SerializationError("stored ledger.chunks", "expected a list")
+        return cls(
+            tuple(
+                _entry(entry, f"stored ledger.chunks[{n}]")
+                for n, entry in enumerate(data["chunks"])
+            ),
+            Optional(PositionCodec()).decode(data["generation"], "stored ledger.generation"),
+            Optional(Text(nonempty=True)).decode(
+                data["publication_id"], "stored ledger.publication_id"
+            ),
         )
-    if header["stored"] != STORED:
-        raise SerializationError(
-            "stored ledger.stored", f"form {header['stored']!r} is not {STORED}"
-        )
-    regions = RegionMap.from_stored(header["chunks"], body.encode("utf-8"))
-    generation = Optional(Position()).decode(header["generation"], "stored ledger.generation")
-    publication_id = Optional(Text(nonempty=True)).decode(
-        header["publication_id"], "stored ledger.publication_id"
-    )
-    return Ledger(contract, regions, generation, publication_id)
+
+    @property
+    def digests(self) -> tuple[str, ...]:
+        return tuple(name for _, _, name in self.chunks)
+
+    def ledger(self, contract: Contract, chunks: Mapping[str, bytes]) -> Ledger:
+        """The ledger under contract, from its chunks' bytes (each checked against its digest
+        by whoever read it); no region is decoded until one is read."""
+        missing = [name for name in self.digests if name not in chunks]
+        if missing:
+            raise SerializationError("stored ledger", f"chunk {missing[0]} is missing")
+        stored = []
+        for count, head, name in self.chunks:
+            chunk = Chunk.stored(chunks[name], count, head)
+            chunk.memo["digest"] = name  # checked by its reader: not hashed again to store it
+            stored.append(chunk)
+        return Ledger(contract, RegionMap.of_chunks(stored), self.generation, self.publication_id)
+
+
+def _entry(entry: JSON, where: str) -> tuple[int, Scalar | None, str]:
+    if not isinstance(entry, list) or len(entry) != 3:
+        raise SerializationError(where, "expected [regions, first low end, digest]")
+    count, name = read_integer(entry[0], where), entry[2]
+    if count < 1 or not isinstance(name, str) or not SHA256_HEX.fullmatch(name):
+        raise SerializationError(where, "a chunk holds a region or more, named by its SHA-256")
+    return count, _HEAD.decode(entry[1], where), name
+
+
+def checked(name: str, chunk: bytes) -> bytes:
+    """chunk, read for the digest name: SerializationError if they differ."""
+    if hashlib.sha256(chunk).hexdigest() != name:
+        raise SerializationError("stored ledger", f"the bytes read for chunk {name} are another's")
+    return chunk

@@ -1,14 +1,17 @@
 """The receiver's storage: each table's contract, ledger and head, and every receipt.
 
 It lives in the target database beside the published tables, so that rows, ledger and receipt
-change in one transaction (The receiver, what it owes 1). Two tables, named from a prefix so
+change in one transaction (The receiver, what it owes 1). Its tables are named from a prefix so
 that several stores (or test runs) can share one database:
 
-    {prefix}_tables     one row per table: contract (wire JSON), ledger (stored.py's form:
-                        a chunk index and the regions' canonical bytes, so that a decision
-                        decodes only the regions it touches) and publication head.
+    {prefix}_tables     one row per table: contract (wire JSON), ledger (the index of
+                        stored.py's form) and publication head.
                         Its row is the table's lock: a publisher locks it before comparing the
                         head with the receipt's base, so exactly one publisher wins each head.
+    {prefix}_chunks     the ledger's regions, a chunk of them per row, named by the digest of
+                        their bytes (stored.py). A publication writes the chunks its apply made
+                        and deletes those it replaced, under the table's lock, so a long
+                        history costs a publication what its delivery touched, not every region.
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
@@ -23,12 +26,19 @@ manifest identity for acceptances only (NULL otherwise), under a unique constrai
 itself refuses a second publication of one manifest identity (NULLs never collide, on every
 supported database, so rejections may repeat).
 
+A chunk's bytes are kept in this process once read or written (KEPT), so that a state read
+fetches only the chunks it has not seen, usually the one or two the last publication made. They
+are kept by digest, checked when read, so what is kept can never be stale: another ledger,
+another process's publication or another database names other chunks, never other bytes for one.
+
 Nothing here commits: the caller owns the transaction (transactions.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -38,11 +48,12 @@ from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
-from dogana_core.stored import from_stored, stored_text
+from dogana_core.stored import Index, checked, stored_form
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.sql import Dialect, execute
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
+FEW = 64  # chunks fetched by name, at most; a state read missing more reads the table's all
 
 # Documents are wire JSON of unbounded length: MariaDB's TEXT stops at 64 KiB.
 _DOCUMENT = {"mysql": "LONGTEXT", "mariadb": "LONGTEXT"}
@@ -84,9 +95,11 @@ class Store:
         self.receipts = dialect.quote(f"{prefix}_receipts")
         self._index = dialect.quote(f"{prefix}_receipts_manifest")
         self.staging = dialect.quote(f"{prefix}_staging")
+        self.chunks = dialect.quote(f"{prefix}_chunks")
         self.p = dialect.placeholder
         self.own_names = tuple(
-            f"{prefix}_{name}" for name in ("tables", "receipts", "receipts_manifest", "staging")
+            f"{prefix}_{name}"
+            for name in ("tables", "receipts", "receipts_manifest", "staging", "chunks")
         )
         """The names this store's tables and index take in the database."""
 
@@ -121,6 +134,11 @@ class Store:
             "table_name VARCHAR(64) NOT NULL, "
             "created_at VARCHAR(32) NOT NULL, "
             "recorded SMALLINT NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS {self.chunks} ("
+            "table_name VARCHAR(64) NOT NULL, "
+            "digest VARCHAR(64) NOT NULL, "
+            f"regions {document} NOT NULL, "
+            "PRIMARY KEY (table_name, digest))",
         ]
         _execute_all(connection, statements)
 
@@ -140,7 +158,7 @@ class Store:
         )
         if row is None:
             return None
-        return TableState(table, _loaded(row[0], row[1]))
+        return TableState(table, self._ledger(connection, table, row[0], row[1]))
 
     def table_names(self, connection: Any) -> list[str]:
         """Every registered table's name, in name order: one row each, read whole."""
@@ -163,25 +181,106 @@ class Store:
     def insert_table(self, connection: Any, ledger: Ledger) -> None:
         """Insert a table's row unless one exists: a registration that raced another inserts
         nothing, and the caller locks and reads the row the other committed."""
-        if self.dialect.name == "mysql":
-            # INSERT IGNORE would also silence truncation and type errors: only the key's.
-            ignore = "ON DUPLICATE KEY UPDATE table_name = table_name"
-        else:
-            ignore = "ON CONFLICT (table_name) DO NOTHING"
         execute(
             connection,
             f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
-            f"VALUES ({self.p}, {self.p}, {self.p}, {self.p}) {ignore}",
-            (ledger.contract.table, ledger.contract.to_json(), stored_text(ledger), ledger.head),
+            f"VALUES ({self.p}, {self.p}, {self.p}, {self.p}) "
+            f"{self._unless_exists('table_name')}",
+            (
+                ledger.contract.table,
+                ledger.contract.to_json(),
+                self._store(connection, ledger),
+                ledger.head,
+            ),
         )
+
+    def _unless_exists(self, *key: str) -> str:
+        """The clause that makes an INSERT do nothing where a row with its key exists."""
+        if self.dialect.name == "mysql":
+            # INSERT IGNORE would also silence truncation and type errors: only the key's.
+            return f"ON DUPLICATE KEY UPDATE {key[-1]} = {key[-1]}"
+        return f"ON CONFLICT ({', '.join(key)}) DO NOTHING"
 
     def update_table(self, connection: Any, ledger: Ledger) -> None:
         execute(
             connection,
             f"UPDATE {self.tables} SET contract = {self.p}, ledger = {self.p}, "
             f"publication_id = {self.p} WHERE table_name = {self.p}",
-            (ledger.contract.to_json(), stored_text(ledger), ledger.head, ledger.contract.table),
+            (
+                ledger.contract.to_json(),
+                self._store(connection, ledger),
+                ledger.head,
+                ledger.contract.table,
+            ),
         )
+
+    # The stored ledger ------------------------------------------------------------------------
+
+    def _store(self, connection: Any, ledger: Ledger) -> str:
+        """Write the chunks ledger has and the stored ones lack, delete those it no longer
+        has; return its index. The caller holds the table's lock."""
+        index, chunks = stored_form(ledger)
+        table = ledger.contract.table
+        stored = set(self._digests(connection, table))
+        for name in sorted(chunks.keys() - stored):
+            # A registration racing another (insert_table) may find the other's chunk: its
+            # bytes are these, since a digest names them.
+            execute(
+                connection,
+                f"INSERT INTO {self.chunks} (table_name, digest, regions) "
+                f"VALUES ({self.p}, {self.p}, {self.p}) "
+                f"{self._unless_exists('table_name', 'digest')}",
+                (table, name, chunks[name].decode("utf-8")),
+            )
+        for name in sorted(stored - chunks.keys()):
+            execute(
+                connection,
+                f"DELETE FROM {self.chunks} WHERE table_name = {self.p} AND digest = {self.p}",
+                (table, name),
+            )
+        KEPT.keep(chunks.items())
+        return index
+
+    def _digests(self, connection: Any, table: str) -> list[str]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT digest FROM {self.chunks} WHERE table_name = {self.p}", (table,)
+            )
+            return [str(name) for (name,) in cursor.fetchall()]
+        finally:
+            cursor.close()
+
+    def _ledger(
+        self, connection: Any, table: str, contract: str, text: str, *, kept: bool = True
+    ) -> Ledger:
+        """A table's ledger from its row's contract and index and its chunks; kept=False reads
+        every chunk from the database."""
+        if text.startswith('{"contract":'):
+            # Stored as wire JSON before stored.py's form; the next publication stores it anew.
+            return Ledger.from_json(text)
+        index = Index.read(text)
+        chunks = KEPT.get(index.digests) if kept else {}
+        missing = [name for name in index.digests if name not in chunks]
+        if missing:
+            for name, regions in self._read_chunks(connection, table, missing):
+                if name in missing:
+                    chunks[name] = checked(name, regions.encode("utf-8"))
+            KEPT.keep((name, chunks[name]) for name in missing if name in chunks)
+        return index.ledger(_contract(contract), chunks)
+
+    def _read_chunks(self, connection: Any, table: str, names: list[str]) -> list[tuple[str, str]]:
+        sql = f"SELECT digest, regions FROM {self.chunks} WHERE table_name = {self.p}"
+        params: tuple[Any, ...] = (table,)
+        if len(names) <= FEW:
+            sql += f" AND digest IN ({', '.join(self.p for _ in names)})"
+            params += tuple(names)
+        cursor = connection.cursor()
+        try:
+            cursor.execute(sql, params)
+            return [(str(name), str(regions)) for name, regions in cursor.fetchall()]
+        finally:
+            cursor.close()
 
     # Receipts -------------------------------------------------------------------------------
 
@@ -347,7 +446,7 @@ class Store:
             raise InconsistentPublication(f"table {table!r} is not registered in this store")
         head = row[2]
         try:
-            stored = _loaded(row[0], row[1])
+            stored = self._ledger(connection, table, row[0], row[1], kept=False)
             RegionMap.of(tuple(stored.regions), stored.contract.window_type)  # decodes them all
         except InvalidContract as exc:
             raise InconsistentPublication(f"table {table!r}: the stored ledger: {exc}") from None
@@ -373,12 +472,38 @@ class Store:
         return Verified(table, counted["receipts"], counted["publications"], head)
 
 
-def _loaded(contract: str, ledger: str) -> Ledger:
-    """A table's row read back. A ledger stored before stored.py's form is its wire JSON, one
-    line; the next publication stores it in the new form."""
-    if "\n" not in ledger:
-        return Ledger.from_json(ledger)
-    return from_stored(_contract(contract), ledger)
+class Kept:
+    """Chunks' bytes by digest, the most recently used up to a total size, for every thread."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._chunks: OrderedDict[str, bytes] = OrderedDict()
+        self._held = 0
+        self._lock = threading.Lock()
+
+    def get(self, names: Iterable[str]) -> dict[str, bytes]:
+        found = {}
+        with self._lock:
+            for name in names:
+                chunk = self._chunks.get(name)
+                if chunk is not None:
+                    self._chunks.move_to_end(name)
+                    found[name] = chunk
+        return found
+
+    def keep(self, chunks: Iterable[tuple[str, bytes]]) -> None:
+        with self._lock:
+            for name, chunk in chunks:
+                if name not in self._chunks:
+                    self._chunks[name] = chunk
+                    self._held += len(chunk)
+                self._chunks.move_to_end(name)
+            while self._held > self.size and self._chunks:
+                self._held -= len(self._chunks.popitem(last=False)[1])
+
+
+KEPT = Kept(64 * 2**20)
+"""This process's chunks: a ledger of 20,000 daily regions is about 3 MiB of them."""
 
 
 @lru_cache(maxsize=256)

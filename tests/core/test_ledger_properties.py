@@ -29,7 +29,7 @@ from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
-from dogana_core.stored import from_stored, stored_text
+from dogana_core.stored import Index, stored_form
 from dogana_core.values import successor
 
 CONTRACT = Contract(
@@ -324,6 +324,12 @@ def assert_claims_as_slow(
                     assert Claims.from_json(fast.to_json()) == fast
 
 
+def reloaded(ledger: Ledger) -> Ledger:
+    """The ledger stored and read back as a receiver does, each chunk as stored bytes."""
+    index, chunks = stored_form(ledger)
+    return Index.read(index).ledger(ledger.contract, chunks)
+
+
 def random_windows(rng: random.Random, days: int) -> list[tuple[date, date] | None]:
     lows = [FIRST + timedelta(days=rng.randrange(days)) for _ in range(3)]
     return [None, *((low, low + timedelta(days=rng.choice([0, 3, 60]))) for low in lows)]
@@ -366,7 +372,7 @@ def test_claims_over_hundreds_of_chunks_equal_claims_stated_region_by_region(see
     windows = random_windows(rng, 1200)
     limits = [5 * HOUR, 72 * HOUR, NO_LIMIT]
     assert_claims_as_slow(ledger, nows, windows, limits)
-    assert_claims_as_slow(from_stored(CONTRACT, stored_text(ledger)), nows, windows[:2], limits)
+    assert_claims_as_slow(reloaded(ledger), nows, windows[:2], limits)
 
 
 @settings(deadline=None)  # timing is the benchmark's business, not a test's
@@ -375,14 +381,15 @@ def test_a_stored_ledger_loads_as_the_same_ledger_with_the_same_identity(
     history: list[Step],
 ) -> None:
     ledger, _, _ = run(history)
-    text = stored_text(ledger)
-    loaded = from_stored(CONTRACT, text)
+    index, chunks = stored_form(ledger)
+    loaded = Index.read(index).ledger(CONTRACT, chunks)
     # The identity first: hashed from the stored bytes, before any region is decoded.
     assert loaded.identity == ledger.identity
     assert loaded == ledger
-    assert from_stored(CONTRACT, stored_text(loaded)) == ledger
+    assert reloaded(loaded) == ledger
     regions = canonicalize(ledger.identity_dict()["regions"])
-    assert text.partition("\n")[2].encode("utf-8") == regions[1:-1]
+    stored = b",".join(chunks[name] for name in Index.read(index).digests)
+    assert stored == regions[1:-1]
 
 
 @settings(max_examples=5, deadline=None)
@@ -396,12 +403,12 @@ def test_a_loaded_ledger_applies_as_the_ledger_it_was_stored_from(seed: int) -> 
         clock += HOUR
         day = FIRST + timedelta(days=rng.randrange(500) if serial % 3 else serial)
         manifests.append(CONTRACT.manifest("day", clock, window=(day, day)))
-    loaded = from_stored(CONTRACT, stored_text(ledger))
+    loaded = reloaded(ledger)
     for number, manifest in enumerate(manifests):
         ledger = ledger.apply(manifest)
         loaded = loaded.apply(manifest)
         if number % 50 == 0:  # a fresh load now and then: untouched chunks stay undecoded
-            loaded = from_stored(CONTRACT, stored_text(loaded))
+            loaded = reloaded(loaded)
             assert loaded.identity == ledger.identity
     assert loaded.identity == ledger.identity
     assert loaded == ledger
@@ -412,12 +419,12 @@ def test_a_stored_chunk_that_does_not_match_its_index_is_refused_naming_it() -> 
     for number in range(100):
         day = FIRST + timedelta(days=2 * number)
         ledger = ledger.apply(CONTRACT.manifest("day", SUNDAY + number * HOUR, window=(day, day)))
-    first, _, body = stored_text(ledger).partition("\n")
-    index = json.loads(first)
+    text, chunks = stored_form(ledger)
+    index = json.loads(text)
     index["chunks"][1][0] += 1  # one region more than its bytes hold
-    loaded = from_stored(CONTRACT, json.dumps(index) + "\n" + body)
+    loaded = Index.read(json.dumps(index)).ledger(CONTRACT, chunks)
     with pytest.raises(SerializationError, match=r"a stored chunk holds .* its index says"):
         tuple(loaded.regions)
-    index["chunks"][1][1] += 1  # the bytes no longer end where a region does
-    with pytest.raises(SerializationError, match=r"index\[1\]: does not fit"):
-        from_stored(CONTRACT, json.dumps(index) + "\n" + body)
+    del chunks[index["chunks"][2][2]]
+    with pytest.raises(SerializationError, match=r"chunk [0-9a-f]{64} is missing"):
+        Index.read(text).ledger(CONTRACT, chunks)
