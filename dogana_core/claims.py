@@ -263,6 +263,40 @@ class Claims(Wire):
                 state = State.PATCHED
             else:
                 state = State.COMPLETE
+        return cls._built(now, limit, regions, state, c, d)
+
+    @classmethod
+    def joined(cls, now: datetime, limit: timedelta, parts: Iterable[Claims]) -> Claims:
+        """Claims.at over the regions of parts, each of other tables and stated at the same now
+        and limit, and equal to it: the parts' states and minima combined, not stated again."""
+        parts = tuple(parts)
+        now = utc(now, "Claims.now")
+        if not parts or any(part.now != now or part.limit != limit for part in parts):
+            raise InvalidContract("Claims.joined: claims stated at this now and limit, one or more")
+        tables = [part.regions[0].table for part in parts]
+        if any(len(part.of_table(part.regions[0].table)) != len(part.regions) for part in parts):
+            raise InvalidContract("Claims.joined: each part holds the regions of one table")
+        if len(set(tables)) != len(tables):
+            raise InvalidContract(f"Claims.joined: a table twice among {tables}")
+        if any(part.complete_as_of is None for part in parts):
+            c, d = None, None
+        else:
+            c = min(part.complete_as_of for part in parts)  # type: ignore[type-var]
+            d = min(part.deletions_as_of for part in parts)  # type: ignore[type-var]
+        regions = tuple(chain.from_iterable(part.regions for part in parts))
+        state = State.worst(part.state for part in parts)
+        return cls._built(now, limit, regions, state, c, d)
+
+    @classmethod
+    def _built(
+        cls,
+        now: datetime,
+        limit: timedelta,
+        regions: tuple[RegionClaim, ...],
+        state: State,
+        c: datetime | None,
+        d: datetime | None,
+    ) -> Claims:
         claims = object.__new__(cls)
         # Built valid, so not checked again: Claims.__post_init__ would state every region anew.
         claims.__dict__.update(

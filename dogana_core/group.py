@@ -50,7 +50,6 @@ from dogana_core.planner import (
     cheapest_read,
     window_for,
 )
-from dogana_core.region import Region
 from dogana_core.values import DATETIME_MAX, utc
 
 T = TypeVar("T")
@@ -145,11 +144,14 @@ class Group:
         by_table = self.ledgers(ledgers)
         cut = self.windows(windows)
         now = utc(now, "Group.claims now")
-        pairs: list[tuple[str, Region]] = []
-        for table, ledger in by_table.items():
-            claims = ledger.claims(now, limit=limit, window=cut.get(table))
-            pairs.extend((claim.table, claim.region) for claim in claims.regions)
-        return Claims.at(now, limit, pairs)
+        return Claims.joined(
+            now,
+            limit,
+            (
+                ledger.claims(now, limit=limit, window=cut.get(table))
+                for table, ledger in by_table.items()
+            ),
+        )
 
     # Deciding ------------------------------------------------------------------------------------
 

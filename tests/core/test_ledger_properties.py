@@ -26,6 +26,7 @@ from dogana_core import Contract, InvalidContract, Manifest, RejectedDelivery, S
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.errors import SerializationError
 from dogana_core.gate import Check, Gate, Receipt
+from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
@@ -428,3 +429,30 @@ def test_a_stored_chunk_that_does_not_match_its_index_is_refused_naming_it() -> 
     del chunks[index["chunks"][2][2]]
     with pytest.raises(SerializationError, match=r"chunk [0-9a-f]{64} is missing"):
         Index.read(text).ledger(CONTRACT, chunks)
+
+
+@settings(max_examples=3, deadline=None)
+@given(st.integers(0, 2**32 - 1))
+def test_group_claims_equal_claims_stated_region_by_region(seed: int) -> None:
+    rng = random.Random(seed)
+    other = CONTRACT.replace(table="stock_elsewhere")
+    ledgers = {CONTRACT.table: Ledger.new(CONTRACT), other.table: Ledger.new(other)}
+    clock = SUNDAY
+    for serial in range(300):
+        clock += rng.randint(1, 30) * HOUR
+        day = FIRST + timedelta(days=serial * rng.choice([1, 2]))
+        table = rng.choice([CONTRACT, CONTRACT, other])
+        ledgers[table.table] = ledgers[table.table].apply(
+            table.manifest("day", clock, window=(day, day))
+        )
+    group = Group([CONTRACT, other])
+    for now in (clock, clock + 300 * HOUR):
+        for limit in (5 * HOUR, 400 * HOUR, NO_LIMIT):
+            for windows in (None, {CONTRACT.table: (FIRST, FIRST + timedelta(days=40))}):
+                fast = group.claims(ledgers, now, limit=limit, windows=windows)
+                pairs = [
+                    (claim.table, claim.region)
+                    for table, ledger in ledgers.items()
+                    for claim in slow_claims(ledger, now, limit, (windows or {}).get(table)).regions
+                ]
+                assert fast == Claims.at(now, limit, pairs)
