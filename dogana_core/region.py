@@ -51,7 +51,7 @@ from dogana_core.values import (
     type_of,
     utc,
 )
-from dogana_core.wire import Boolean, DateTimeTag, Optional, Value, Wire, parse_json, wire_field
+from dogana_core.wire import Boolean, DateTimeTag, Optional, Value, Wire, wire_field
 
 Evidence = tuple[datetime | None, datetime | None]
 """A region's (complete_as_of, deletions_as_of)."""
@@ -524,33 +524,33 @@ def _decoded(canonical: bytes) -> tuple[Region, ...]:
     """The regions of a stored chunk, read from their identity forms (defaults omitted).
 
     Each region keeps its own bytes as its canonical form, so that a chunk an apply rebuilds
-    joins them instead of encoding its regions again.
+    joins them instead of encoding its regions again. A value met twice (a region's high end
+    is its neighbour's low end, and both dates are often one instant) is decoded once. The
+    JSON is read by the json module alone: bytes that are not the canonical ones read as the
+    same regions would give another identity, which Receiver.verify refuses.
     """
     text = canonical.decode("utf-8")
     regions: list[Region] = []
+    seen: dict[tuple[bool, str, str], Any] = {}
     start = 0
     while True:
         where = f"Ledger.regions[{len(regions)}]"
         try:
-            end = _SPANS.raw_decode(text, start)[1]
+            item, end = _SPANS.raw_decode(text, start)
         except json.JSONDecodeError as exc:
             raise SerializationError(where, f"not JSON: {exc}") from None
-        span = text[start:end]
-        item = parse_json(span)
         if not isinstance(item, dict) or item.get("kind") != "Region" or not set(item) <= _FIELDS:
             raise SerializationError(where, "expected the identity form of a Region")
         try:
             region = Region(
                 *(
-                    _CODECS[name].decode(item[name], f"{where}.{name}")
-                    if name in item
-                    else _DEFAULTS[name]
-                    for name in _CODECS
+                    _decode_field(name, item[name], where, seen) if name in item else default
+                    for name, default in _DEFAULTS.items()
                 )
             )
         except InvalidContract as exc:
             raise SerializationError(where, str(exc)) from None
-        region.__dict__["canonical"] = span.encode("utf-8")  # the cached_property's value
+        region.__dict__["canonical"] = text[start:end].encode("utf-8")  # the cached_property's
         regions.append(region)
         if end == len(text):
             return tuple(regions)
@@ -559,7 +559,24 @@ def _decoded(canonical: bytes) -> tuple[Region, ...]:
         start = end + 1
 
 
-_SPANS = json.JSONDecoder()  # finds where each region's JSON ends; parse_json reads it strictly
+def _decode_field(
+    name: str, data: Any, where: str, seen: dict[tuple[bool, str, str], Any]
+) -> Any:
+    if not isinstance(data, dict) or len(data) != 1:
+        return _CODECS[name].decode(data, f"{where}.{name}")
+    # A tagged value: its decoding depends on its tag and text, and on the field being an end
+    # (any value) or a date (a $datetime only).
+    ((tag, body),) = data.items()
+    key = (name in ("low", "high"), tag, body) if isinstance(body, str) else None
+    if key is None or key not in seen:
+        value = _CODECS[name].decode(data, f"{where}.{name}")
+        if key is None:
+            return value
+        seen[key] = value
+    return seen[key]
+
+
+_SPANS = json.JSONDecoder()  # reads a region and says where it ends
 _CODECS = {spec.name: spec.metadata["codec"] for spec in fields(Region)}
 _DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in fields(Region)}
 _FIELDS = {"kind", *_CODECS}

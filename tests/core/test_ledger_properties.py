@@ -29,7 +29,7 @@ from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
-from dogana_core.region import RegionMap
+from dogana_core.region import Chunk, RegionMap
 from dogana_core.stored import Index, stored_form
 from dogana_core.values import successor
 
@@ -456,3 +456,15 @@ def test_group_claims_equal_claims_stated_region_by_region(seed: int) -> None:
                     for claim in slow_claims(ledger, now, limit, (windows or {}).get(table)).regions
                 ]
                 assert fast == Claims.at(now, limit, pairs)
+
+
+def test_a_stored_date_where_an_instant_belongs_is_refused_though_an_end_held_it_first() -> None:
+    """Decoding keeps each value it met; a date field must still refuse what an end accepts."""
+    end = '{"high":{"$date":"2000-01-02"},"kind":"Region"}'
+    dated = (
+        '{"complete_as_of":{"$date":"2000-01-02"},"deletions_as_of":{"$date":"2000-01-02"},'
+        '"kind":"Region","low":{"$date":"2000-01-02"},"low_open":false}'
+    )
+    chunk = Chunk.stored(f"{end},{dated}".encode(), 2, None)
+    with pytest.raises(SerializationError, match=r"regions\[1\]\.complete_as_of"):
+        chunk.regions  # noqa: B018
