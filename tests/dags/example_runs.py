@@ -306,6 +306,31 @@ def redeliver(databases: Databases, airflow_home: Path, delivery: Any) -> Any:
     return databases.run(module.dag, run_conf={"delivery": delivery})
 
 
+def create_invoice_tables(databases: Databases) -> None:
+    """The invoices example's source tables, empty: invoices and their lines."""
+    databases.create(
+        "CREATE TABLE invoices (invoice_id BIGINT PRIMARY KEY, customer TEXT, "
+        "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
+    )
+    databases.create(
+        "CREATE TABLE invoice_lines (line_id BIGINT PRIMARY KEY, invoice_id BIGINT NOT NULL, "
+        "amount_cents BIGINT NOT NULL)"
+    )
+
+
+def cheapen(delivery: Any) -> None:
+    """Alter a delivered orders file on its way to the gate: every amount_cents becomes 1, so
+    its bytes no longer hash to what its manifest declares."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = local_path(delivery["uri"])
+    table = pq.read_table(path)
+    column = table.schema.get_field_index("amount_cents")
+    cheaper = pa.array([1] * table.num_rows, pa.int64())
+    pq.write_table(table.set_column(column, "amount_cents", cheaper), path)
+
+
 def local_path(uri: str) -> Path:
     assert uri.startswith("file://"), uri
     return Path(uri.removeprefix("file://"))

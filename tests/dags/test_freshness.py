@@ -7,7 +7,16 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from example_runs import Databases, load_example, now, on_one_utc_day, states, write_dag, xcom
+from example_runs import (
+    Databases,
+    create_invoice_tables,
+    load_example,
+    now,
+    on_one_utc_day,
+    states,
+    write_dag,
+    xcom,
+)
 
 from dogana_provider.operators.freshness import ERROR, PASS, WARN, freshness_report, judge
 
@@ -27,14 +36,7 @@ def create_sources(databases: Databases) -> None:
         "CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at TIMESTAMPTZ NOT NULL)"
     )
     databases.source("INSERT INTO events VALUES (?, ?, ?)", ("click", "home", now()))
-    databases.create(
-        "CREATE TABLE invoices (invoice_id BIGINT PRIMARY KEY, customer TEXT, "
-        "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
-    )
-    databases.create(
-        "CREATE TABLE invoice_lines (line_id BIGINT PRIMARY KEY, invoice_id BIGINT NOT NULL, "
-        "amount_cents BIGINT NOT NULL)"
-    )
+    create_invoice_tables(databases)
     databases.source("INSERT INTO invoices VALUES (?, ?, ?, ?)", (1, "ada", now(), False))
     databases.source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (1, 1, 100))
     databases.create(

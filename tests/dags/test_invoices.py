@@ -10,6 +10,7 @@ import pytest
 from example_runs import (
     Databases,
     asset_events,
+    create_invoice_tables,
     load_example,
     local_path,
     now,
@@ -63,14 +64,7 @@ def invoice(databases: Databases, invoice_id: int, customer: str, deleted: bool 
 
 
 def setup_source(databases: Databases) -> None:
-    databases.create(
-        "CREATE TABLE invoices (invoice_id BIGINT PRIMARY KEY, customer TEXT, "
-        "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
-    )
-    databases.create(
-        "CREATE TABLE invoice_lines (line_id BIGINT PRIMARY KEY, invoice_id BIGINT NOT NULL, "
-        "amount_cents BIGINT NOT NULL)"
-    )
+    create_invoice_tables(databases)
     invoice(databases, 1, "ada")
     invoice(databases, 2, "grace")
     databases.source(

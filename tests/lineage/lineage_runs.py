@@ -27,10 +27,17 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
     )
     os.environ["AIRFLOW__OPENLINEAGE__NAMESPACE"] = "dogana-tests"
     sys.path[:0] = [str(HERE.parent), str(HERE.parent / "dags")]
-    import pyarrow as pa
-    import pyarrow.parquet as pq
     import pytest
-    from example_runs import Databases, load_example, local_path, now, redeliver, states, xcom
+    from example_runs import (
+        Databases,
+        cheapen,
+        create_invoice_tables,
+        load_example,
+        now,
+        redeliver,
+        states,
+        xcom,
+    )
 
     home = Path(os.environ["AIRFLOW_HOME"])
     databases = Databases(kind, workdir, None if server == "-" else server)
@@ -46,14 +53,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
             (1, "ada", 1200, now(), False),
             (2, "grace", 800, now(), False),
         )
-        databases.create(
-            "CREATE TABLE invoices (invoice_id BIGINT PRIMARY KEY, customer TEXT, "
-            "updated_at TIMESTAMPTZ NOT NULL, is_deleted BOOLEAN NOT NULL)"
-        )
-        databases.create(
-            "CREATE TABLE invoice_lines (line_id BIGINT PRIMARY KEY, invoice_id BIGINT NOT NULL, "
-            "amount_cents BIGINT NOT NULL)"
-        )
+        create_invoice_tables(databases)
         databases.source("INSERT INTO invoices VALUES (?, ?, ?, ?)", (1, "ada", now(), False))
         databases.source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (10, 1, 1000), (11, 1, 250))
         orders, invoices = load_example(home, "orders"), load_example(home, "invoices")
@@ -61,11 +61,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         # A read of orders is extracted, and its file altered on its way to the gate.
         extracted = databases.run(orders.daily, mark_success_pattern="^(gate|publish)$")
         delivery = xcom(extracted, "extract")
-        path = local_path(delivery["uri"])
-        table = pq.read_table(path)
-        column = table.schema.get_field_index("amount_cents")
-        cheaper = pa.array([1] * table.num_rows, pa.int64())
-        pq.write_table(table.set_column(column, "amount_cents", cheaper), path)
+        cheapen(delivery)
         runs["refused"] = states(redeliver(databases, home, delivery))
         runs["freshness"] = states(databases.run(load_example(home, "freshness").dag))
         heads = {
