@@ -6,7 +6,8 @@ OpenLineage's listener is an Airflow plugin, registered once per process when pl
 only when a transport is configured, so these runs happen in a process of their own whose
 environment names the transport before Airflow is imported. They run, against a source and a
 receiver of KIND (sqlite or postgres; SERVER_URL "-" for sqlite): the invoices example (a group
-read in one snapshot, and a report gated by ClaimsSensor); the orders example's extract, whose
+read in one snapshot, and a report gated by ClaimsSensor); the shipments example (a rolling
+window); the orders example's extract, whose
 file is altered on its way to the gate, which rejects it; and the freshness example. Every event
 is appended to EVENTS as one JSON line; what the runs did is written to WORKDIR/runs.json.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -34,6 +36,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         create_invoice_tables,
         load_example,
         now,
+        on_one_utc_day,
         redeliver,
         states,
         xcom,
@@ -58,6 +61,18 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         databases.source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (10, 1, 1000), (11, 1, 250))
         orders, invoices = load_example(home, "orders"), load_example(home, "invoices")
         runs = {"invoices": states(databases.run(invoices.dag))}
+        on_one_utc_day()  # the shipments window is the last 30 UTC days
+        databases.create(
+            "CREATE TABLE shipments (shipment_id BIGINT PRIMARY KEY, ship_date DATE NOT NULL, "
+            "weight_g BIGINT, updated_at TIMESTAMPTZ NOT NULL)"
+        )
+        today = datetime.now(UTC).date()
+        databases.source(
+            "INSERT INTO shipments VALUES (?, ?, ?, ?)", (1, today.isoformat(), 500, now())
+        )
+        shipped = databases.run(load_example(home, "shipments").dag)
+        runs["shipments"] = states(shipped)
+        window = xcom(shipped, "extract")["manifest"]["window"]
         # A read of orders is extracted, and its file altered on its way to the gate.
         extracted = databases.run(orders.daily, mark_success_pattern="^(gate|publish)$")
         delivery = xcom(extracted, "extract")
@@ -80,6 +95,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
             ],
             "refused_uri": delivery["uri"],
             "published": heads,
+            "shipments_window": window,
         }
         (workdir / "runs.json").write_text(json.dumps(found, indent=2))
     finally:

@@ -174,6 +174,15 @@ def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from
     assert len(instants) == 1 and None not in instants, "read together: exact at one instant"
 
 
+def test_a_window_delivery_states_its_claims_over_that_window(emitted: Emitted) -> None:
+    (table,) = emitted.event("dogana_shipments_window.publish")["outputs"]
+    assert table["name"] == f"{emitted.prefix[1]}shipments"
+    claims = table["facets"]["dogana"]
+    low, high = (end["$date"] for end in emitted.runs["shipments_window"])
+    assert claims["window"] == [low, high]
+    assert claims["state"] == "complete" and claims["exact_as_of"] is not None
+
+
 def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitted) -> None:
     # Read as shipped, beside the module (importing it would import Airflow's OpenLineage).
     schema = json.loads((Path(dogana_provider.__file__).parent / FACET_SCHEMA).read_text())
@@ -184,7 +193,7 @@ def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitte
         for dataset in event.get("inputs", []) + event.get("outputs", [])
         if "dogana" in dataset.get("facets", {})
     ]
-    assert len(facets) >= 6  # plan, publish and sensor, for both tables; freshness
+    assert len(facets) >= 8  # plan, publish and sensor of invoices and of shipments; freshness
     for facet in facets:
         jsonschema.validate(facet, own)
         assert facet["_schemaURL"] == f"{schema['$id']}#/$defs/DoganaDatasetFacet"
