@@ -20,6 +20,7 @@ import sys
 import time
 import zipfile
 from dataclasses import dataclass
+from email.parser import Parser
 from pathlib import Path
 
 import pytest
@@ -35,8 +36,11 @@ HEADER_TOOLS = ("pkg-config", "mysql_config", "mariadb_config")
 def run(
     command: list[str], *, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run command; on failure, fail the test with the end of what it printed."""
+    """Run command; on failure, fail the test with the end of what it printed. Each command's
+    time is printed (pytest -s shows it), as these tests' cost is CI's."""
+    started = time.monotonic()
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, text=True)
+    print(f"tests/install: {time.monotonic() - started:5.1f} s  {' '.join(command)[:160]}")
     if done.returncode != 0:
         pytest.fail(
             f"{' '.join(command)} exited {done.returncode}:\n"
@@ -127,7 +131,8 @@ class Wheelhouse:
         )  # fmt: skip
 
     def _key(self, requirements: list[str], constraints: Path | None) -> str:
-        """Named after what it holds; a local wheel counts by what it requires, not its bytes."""
+        """Named after what it holds. A local wheel counts by what it requires with the extras
+        asked for, not by its bytes: a change to another extra keeps the wheelhouse."""
         digest = hashlib.sha256(f"{sys.version_info[:2]}".encode())
         if constraints is not None:
             digest.update(constraints.read_bytes())
@@ -135,7 +140,7 @@ class Wheelhouse:
         for requirement in requirements:
             path = Path(_path_of(requirement))
             if path.is_file() and path.suffix == ".whl":
-                digest.update(_requires(path).encode() + requirement[len(str(path)) :].encode())
+                digest.update(_requires(path, _extras_of(requirement)).encode())
             else:
                 digest.update(requirement.encode())
                 names.append(re.sub(r"[^A-Za-z0-9.]+", "-", requirement))
@@ -164,8 +169,21 @@ def _path_of(requirement: str) -> str:
     return requirement.split("[", 1)[0]
 
 
-def _requires(wheel: Path) -> str:
+def _extras_of(requirement: str) -> list[str]:
+    """/x/y.whl[postgres,mysql] -> ["postgres", "mysql"]."""
+    _, _, extras = requirement.partition("[")
+    return [extra.strip() for extra in extras.rstrip("]").split(",") if extra.strip()]
+
+
+def _requires(wheel: Path, extras: list[str]) -> str:
+    """The wheel's requirements that an install with these extras takes, sorted."""
     with zipfile.ZipFile(wheel) as archive:
         [name] = [n for n in archive.namelist() if n.endswith(".dist-info/METADATA")]
-        metadata = archive.read(name).decode("utf-8")
-    return "\n".join(sorted(line for line in metadata.splitlines() if line.startswith("Requires-")))
+        metadata = Parser().parsestr(archive.read(name).decode("utf-8"))
+    taken = {"Requires-Python: " + str(metadata["Requires-Python"])}
+    for line in metadata.get_all("Requires-Dist") or []:
+        requirement = Requirement(line)
+        marker = requirement.marker
+        if marker is None or any(marker.evaluate({"extra": extra}) for extra in extras):
+            taken.add(str(requirement))
+    return "\n".join(sorted(taken))
