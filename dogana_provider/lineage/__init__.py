@@ -50,6 +50,7 @@ from dogana_core.contract import Contract
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.arguments import window_of
 
 FACET = "dogana"
 # The $id of the facet's JSON Schema, DoganaDatasetFacet.json beside this file.
@@ -193,8 +194,9 @@ def receiver_tables(
     columns: Mapping[str, Sequence[tuple[str, str]]] | None = None,
     upstream: Mapping[str, Dataset] | None = None,
 ) -> list[Dataset]:
-    """The receiver's tables, each with its schema and its claims now, read in one committed
-    state (DoganaHook.ledgers); a table not registered yet is named without facets.
+    """The receiver's tables, each with its schema and its claims now (over its window in
+    windows, [low, high] as a DAG author writes it), read in one committed state; a table not
+    registered yet is named without facets.
 
     columns: a table's columns when known (the published ones), else the contract's; upstream:
     the dataset its columns were copied from (the delivered file), for column lineage.
@@ -218,7 +220,7 @@ def receiver_tables(
         if ledger is None:
             found.append(table_dataset(conn_id, table))
             continue
-        window = (windows or {}).get(table)
+        window = window_of(ledger.contract, (windows or {}).get(table), f"window[{table!r}]")
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
         shown = (columns or {}).get(table) or contract_columns(ledger.contract)
         facets: dict[str, Any] = {

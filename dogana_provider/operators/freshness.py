@@ -195,8 +195,11 @@ class FreshnessOperator(BaseOperator):
         """Inputs: every table judged, with its claims (OpenLineage, the extra "openlineage")."""
         from dogana_provider import lineage
 
-        tables = list(self._tables())
-        return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+        tables = self._tables()
+        windows = {t: o["window"] for t, o in tables.items() if o.get("window") is not None}
+        return lineage.lineage(
+            inputs=lineage.receiver_tables(self.receiver_conn_id, list(tables), windows=windows)
+        )
 
     get_openlineage_facets_on_failure = get_openlineage_facets_on_complete
 

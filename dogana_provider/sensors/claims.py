@@ -125,8 +125,12 @@ class ClaimsSensor(BaseSensorOperator):
         the extra "openlineage")."""
         from dogana_provider import lineage
 
-        tables = [self.tables] if isinstance(self.tables, str) else list(self.tables)
-        return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+        awaited = self._awaited()
+        return lineage.lineage(
+            inputs=lineage.receiver_tables(
+                self.receiver_conn_id, list(awaited.tables), windows=awaited.windows
+            )
+        )
 
     def execute_complete(self, context: Any, event: dict[str, Any] | None = None) -> Any:
         if event is None:

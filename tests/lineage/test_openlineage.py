@@ -234,3 +234,8 @@ def test_freshness_and_the_sensor_read_the_tables_with_their_claims(emitted: Emi
         if "dogana" in d["facets"]
     }
     assert claimed[f"{emitted.prefix[1]}invoices"] == "complete"
+    # shipments is judged over its window, where it is complete; whole, it would be unknown.
+    (shipments,) = [d for d in freshness["inputs"] if d["name"].endswith("shipments")]
+    low, high = (end["$date"] for end in emitted.runs["shipments_window"])
+    assert shipments["facets"]["dogana"]["window"] == [low, high]
+    assert shipments["facets"]["dogana"]["state"] == "complete"
