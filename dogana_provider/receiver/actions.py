@@ -10,6 +10,19 @@ never a loop over rows in Python:
     tombstone        DELETE the published rows sharing a key with a staged tombstone
     append           INSERT the live staged rows
 
+A whole-table replacement moves the rows once: on PostgreSQL and SQLite, whose DDL joins the
+publication's transaction, the checked staging table itself becomes the published table (its
+tombstones deleted, its row-number and deleted columns dropped, the old table dropped, the staged
+one renamed, the indexes built on the loaded rows), committed with the ledger and the receipt or
+not at all. Copying it instead stays for what a swap would break, each case named in swap_refused:
+a group's publication (its tables' rows are copied one table after another, as before),
+MariaDB (RENAME TABLE commits at once, so a crash could publish rows without their receipt), a
+published table whose columns differ from the delivery's (added by an earlier delivery), and one
+that other objects hang on (views, foreign keys, triggers, grants, rules), which a dropped table
+would lose. A PostgreSQL reader under REPEATABLE READ whose snapshot predates the swap and who
+first touches the table after it sees it empty, as after TRUNCATE; Receiver.read locks the table
+before its snapshot so that its ledger and rows stay one committed state.
+
 A keyless action matches no keys. The deleted column is never published: the published table is
 created without it, and only live rows (deleted false, or no deleted column in the file) are
 inserted. Nothing here commits; the caller runs it inside the publication's transaction.
@@ -28,7 +41,7 @@ from typing import Any
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.sql import Dialect, execute
-from dogana_provider.staging import Staged
+from dogana_provider.staging import ROW_COLUMN, Staged
 
 
 def published_columns(staged: Staged, contract: Contract) -> list[tuple[str, str]]:
@@ -47,6 +60,11 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
         for name, kind in published_columns(staged, contract)
     )
     execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
+    create_indexes(connection, dialect, staged, contract)
+
+
+def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+    """The published table's key and window indexes, when missing."""
     if contract.keyed:
         # Upserts, tombstones and replaced windows find published rows by key: without an
         # index, a small changes delivery would scan the whole table.
@@ -125,12 +143,112 @@ def count_published(
 
 
 def execute_plan(
-    connection: Any, dialect: Dialect, plan: ApplyPlan, staged: Staged, contract: Contract
+    connection: Any,
+    dialect: Dialect,
+    plan: ApplyPlan,
+    staged: Staged,
+    contract: Contract,
+    *,
+    swap: bool = False,
 ) -> None:
-    """Run every action of an accepted plan, in order, on the published table."""
+    """Run every action of an accepted plan, in order, on the published table; with swap, a
+    whole-table replacement swaps the staging table in where swap_refused allows it."""
+    refused = swap_refused(connection, dialect, plan, staged, contract) if swap else "copy"
+    if refused is None:
+        swap_in(connection, dialect, staged, contract)
+        return
     published = _Published(connection, dialect, staged, contract)
     for action in plan.actions:
         published.run(action)
+
+
+def swap_refused(
+    connection: Any, dialect: Dialect, plan: ApplyPlan, staged: Staged, contract: Contract
+) -> str | None:
+    """Why the plan's rows are copied rather than the staging table swapped in; None to swap."""
+    if [action.operation for action in plan.actions] != [ActionKind.REPLACE_ALL]:
+        return "the plan changes part of the table"
+    if dialect.name not in ("postgresql", "sqlite"):
+        return f"{dialect.name} commits at every DDL statement"
+    names = [name for name, _ in published_columns(staged, contract)]
+    if existing_columns(connection, dialect, contract.table) != names:
+        return "the published table's columns differ from the delivery's"
+    if _dependents(connection, dialect, contract.table):
+        return "other objects depend on the published table"
+    return None
+
+
+def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+    """The checked staging table becomes the published table (a replace_all), in the caller's
+    transaction: live rows only, the published columns only, the old table's indexes rebuilt."""
+    source, target = dialect.quote(staged.table), dialect.quote(contract.table)
+    deleted = contract.deleted_column
+    dropped = [ROW_COLUMN]
+    if deleted is not None and staged.logical(deleted):
+        execute(
+            connection,
+            f"DELETE FROM {source} WHERE {dialect.quote(deleted)} = {dialect.placeholder}",
+            (True,),
+        )
+        dropped.append(deleted)
+    if dialect.name == "postgresql":
+        # Marks the columns dropped; the rows are not rewritten.
+        drops = ", ".join(f"DROP COLUMN {dialect.quote(name)}" for name in dropped)
+        execute(connection, f"ALTER TABLE {source} {drops}")
+    else:
+        for name in dropped:
+            execute(connection, f"ALTER TABLE {source} DROP COLUMN {dialect.quote(name)}")
+    execute(connection, f"DROP TABLE {target}")
+    execute(connection, f"ALTER TABLE {source} RENAME TO {target}")
+    create_indexes(connection, dialect, staged, contract)
+
+
+def lock_before_snapshot(connection: Any, dialect: Dialect, table: str) -> None:
+    """Wait for a publication swapping the table in before a REPEATABLE READ snapshot is taken.
+
+    PostgreSQL takes the snapshot at the first statement that needs one, which LOCK TABLE and
+    SAVEPOINT are not: once the lock is held, no swap can commit before the snapshot, so the
+    ledger and the rows read after it are one committed state. A table not published yet has
+    nothing to lock. SQLite's read transaction already sees the schema of its snapshot.
+    """
+    if dialect.name != "postgresql":
+        return
+    cursor = connection.cursor()
+    try:
+        cursor.execute("SAVEPOINT dogana_lock")
+        try:
+            cursor.execute(f"LOCK TABLE {dialect.quote(table)} IN ACCESS SHARE MODE")
+        except Exception:
+            cursor.execute("ROLLBACK TO SAVEPOINT dogana_lock")
+        cursor.execute("RELEASE SAVEPOINT dogana_lock")
+    finally:
+        cursor.close()
+
+
+def _dependents(connection: Any, dialect: Dialect, table: str) -> bool:
+    """Whether a view, trigger, rule, foreign key, policy or grant hangs on the table."""
+    if dialect.name == "sqlite":
+        # Views and triggers name tables in their text: any of them could name this one.
+        sql = "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
+        params: tuple[Any, ...] = ()
+    else:
+        # Everything pg_depend records against the table but its own indexes and row type.
+        sql = (
+            "SELECT (SELECT count(*) FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass"
+            " AND d.refobjid = c.oid AND d.classid <> 'pg_type'::regclass"
+            " AND NOT (d.classid = 'pg_class'::regclass AND EXISTS"
+            " (SELECT 1 FROM pg_index i WHERE i.indexrelid = d.objid)))"
+            " + (CASE WHEN c.relacl IS NULL THEN 0 ELSE 1 END)"
+            f" FROM pg_class c WHERE c.oid = to_regclass({dialect.placeholder})"
+        )
+        params = (dialect.quote(table),)
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    return row is not None and int(row[0] or 0) > 0
 
 
 class _Published:

@@ -44,7 +44,12 @@ from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.receiver.actions import add_missing_columns, count_published, existing_columns
+from dogana_provider.receiver.actions import (
+    add_missing_columns,
+    count_published,
+    existing_columns,
+    lock_before_snapshot,
+)
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.steps import STAGING_PREFIX, Steps, UnknownTable, stamp
@@ -231,7 +236,7 @@ class Receiver:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
                 return receipt
-        self.steps.apply_accepted(connection, state, receipt, staged)
+        self.steps.apply_accepted(connection, state, receipt, staged, swap=True)
         return receipt
 
     def receive_group(
@@ -308,6 +313,7 @@ class Receiver:
     def read(self, table: str) -> Iterator[Snapshot]:
         """The ledger and the published rows, from one committed state; rows are streamed."""
         with transaction(self.connect, self.dialect, write=False) as connection:
+            lock_before_snapshot(connection, self.dialect, table)
             state = self.steps.state(connection, table)
             columns = tuple(existing_columns(connection, self.dialect, table))
             cursor = streaming_cursor(connection, self.dialect)

@@ -92,13 +92,24 @@ class Steps:
             return [checks.uncheckable(exc)]
 
     def apply_accepted(
-        self, connection: Any, state: TableState, receipt: Receipt, staged: Staged
+        self,
+        connection: Any,
+        state: TableState,
+        receipt: Receipt,
+        staged: Staged,
+        *,
+        swap: bool = False,
     ) -> None:
         """Step 4's writes for an acceptance on a locked state: the plan on the published table,
-        ledger.follow(receipt) and the receipt; the caller's transaction commits them."""
+        ledger.follow(receipt) and the receipt; the caller's transaction commits them.
+
+        swap lets a whole-table replacement swap the staging table in (actions.py); a group's
+        publication copies its rows, table by table."""
         ledger = state.ledger.follow(receipt)
         assert receipt.transition is not None
-        execute_plan(connection, self.dialect, receipt.transition.plan, staged, state.contract)
+        execute_plan(
+            connection, self.dialect, receipt.transition.plan, staged, state.contract, swap=swap
+        )
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
 

@@ -14,7 +14,8 @@ its snapshot sees as generation (selection.Reading.generation says when that is 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,6 +26,7 @@ from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
 from dogana_provider.files import DeliveryWriter
+from dogana_provider.sources.bulk import BulkRead, SlowPath, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
 from dogana_provider.sources.selection import Reading, Relation, bounds
 from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
@@ -116,30 +118,22 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
     typed.update({name: str(kind) for name, kind in read.column_types.items()})
     declared = snapshot.source.declared_types(snapshot.connection, read.relation)
     log.info("reading %s, shape %s: %s", contract.table, request.shape, bounds(params))
+    typed = {**declared, **typed}
     writer: DeliveryWriter | None = None
-    columns: Columns | None = None
     try:
-        for description, rows in snapshot.stream(reading.rows(), params):
-            if columns is None:
-                columns = Columns(
-                    snapshot.dialect.name,
-                    description,
-                    rows,
-                    {**declared, **typed},
-                    reading.renames(),
-                    false_when_null=contract.deleted_column,
-                )
+        with _bulk(snapshot, reading, params, typed, contract) as bulk:
+            if bulk is not None:
                 writer = DeliveryWriter(
                     read.path,
                     contract,
-                    columns.schema,
+                    bulk.schema,
                     row_group_rows=row_group_rows,
                     overwrite=overwrite,
                 )
-            assert writer is not None
-            if rows:
-                writer.write(columns.batch(rows))
-        assert writer is not None, "a stream yields its first batch, even an empty one"
+                for batch in bulk.batches:
+                    writer.write(batch)
+        if writer is None:
+            writer = _row_by_row(snapshot, reading, params, typed, read, row_group_rows, overwrite)
         written = writer.close()
     except BaseException:
         if writer is not None:
@@ -161,6 +155,75 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         written.sha256,
     )
     return Extracted(written.path, manifest)
+
+
+@contextmanager
+def _bulk(
+    snapshot: Snapshot,
+    reading: Reading,
+    params: Mapping[str, Any],
+    typed: Mapping[str, str],
+    contract: Contract,
+) -> Iterator[BulkRead | None]:
+    """The bulk read of the statement (bulk.py), or None with the reason it cannot serve it."""
+    sql = reading.rows()
+    with ExitStack() as stack:
+        try:
+            columns = settled_schema(
+                snapshot,
+                snapshot.describe(sql, params),
+                typed,
+                reading.renames(),
+                contract.deleted_column,
+            )
+            bulk = stack.enter_context(snapshot.source.bulk_read(snapshot, sql, params, columns))
+        except SlowPath as why:
+            log.info("%s: read row by row: %s", contract.table, why)
+            bulk = None
+        else:
+            log.info("%s: bulk read", contract.table)
+        yield bulk
+
+
+def _row_by_row(
+    snapshot: Snapshot,
+    reading: Reading,
+    params: Mapping[str, Any],
+    typed: Mapping[str, str],
+    read: Read,
+    row_group_rows: int,
+    overwrite: bool,
+) -> DeliveryWriter:
+    """The rows through the driver's cursor, batch by batch, converted by columns.py."""
+    writer: DeliveryWriter | None = None
+    columns: Columns | None = None
+    try:
+        for description, rows in snapshot.stream(reading.rows(), params):
+            if columns is None:
+                columns = Columns(
+                    snapshot.dialect.name,
+                    description,
+                    rows,
+                    typed,
+                    reading.renames(),
+                    false_when_null=read.contract.deleted_column,
+                )
+                writer = DeliveryWriter(
+                    read.path,
+                    read.contract,
+                    columns.schema,
+                    row_group_rows=row_group_rows,
+                    overwrite=overwrite,
+                )
+            assert writer is not None
+            if rows:
+                writer.write(columns.batch(rows))
+    except BaseException:
+        if writer is not None:
+            writer.abort()
+        raise
+    assert writer is not None, "a stream yields its first batch, even an empty one"
+    return writer
 
 
 def _column_names(snapshot: Snapshot, reading: Reading) -> set[str]:

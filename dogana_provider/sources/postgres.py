@@ -15,11 +15,14 @@ too: that costs a retry, never a wrong instant.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from dogana_provider.sources.snapshot import SnapshotSource, utc_instant
+from dogana_provider.sources.bulk import postgres_read
+from dogana_provider.sources.snapshot import Snapshot, SnapshotSource, utc_instant
 from dogana_provider.sql import POSTGRES
 
 
@@ -98,6 +101,11 @@ class PostgresSnapshots(SnapshotSource):
     def end(self, connection: Any) -> None:
         connection.rollback()
         connection.autocommit = True
+
+    def bulk_read(
+        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+    ) -> AbstractContextManager[Any]:
+        return postgres_read(snapshot, sql, params, columns)
 
     def streaming_cursor(self, connection: Any) -> Any:
         # A named cursor is a server-side cursor: rows arrive fetchmany by fetchmany.

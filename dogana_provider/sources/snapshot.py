@@ -59,7 +59,7 @@ import logging
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -107,6 +107,15 @@ class Snapshot:
             cursor.execute(sql, dict(params))
             row = cursor.fetchone()
             return None if row is None else row[0]
+        finally:
+            cursor.close()
+
+    def describe(self, sql: str, params: Mapping[str, Any]) -> Sequence[Any]:
+        """The driver's description of a statement's columns, read without reading its rows."""
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(f"SELECT * FROM ({sql}) AS dogana_described WHERE 1 = 0", dict(params))
+            return list(cursor.description)
         finally:
             cursor.close()
 
@@ -185,6 +194,15 @@ class SnapshotSource(ABC):
 
     def streaming_cursor(self, connection: Any) -> Any:
         return connection.cursor()
+
+    def bulk_read(
+        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+    ) -> AbstractContextManager[Any]:
+        """The statement's rows straight into Arrow, in this snapshot (sources/bulk.py), or
+        bulk.SlowPath naming why not; by default no second connection can share the read."""
+        from dogana_provider.sources.bulk import SlowPath
+
+        raise SlowPath(f"no bulk read shares a {self.dialect.name} read's snapshot")
 
     def declared_types(self, connection: Any, relation: Any) -> dict[str, str]:
         """Logical types a table declares, for drivers that describe none (SQLite)."""

@@ -1,0 +1,235 @@
+"""The bulk read: a snapshot's rows straight into Arrow, no Python object per value.
+
+PostgreSQL's ADBC driver (the ``adbc`` extra: adbc-driver-postgresql) reads the server's binary
+COPY format into Arrow arrays in C++. It does so on a second connection, which must see exactly
+what the read transaction sees: the read exports its snapshot (pg_export_snapshot(), inside the
+REPEATABLE READ READ ONLY transaction snapshot.py opened after the clock reading and the change
+marker) and the second connection imports it (SET TRANSACTION SNAPSHOT) as the first statement
+of its own REPEATABLE READ READ ONLY transaction. Both transactions then see the one snapshot, so
+produced_at, the generation and the rows all describe the same instant, as on the row-by-row
+path; a group's tables are all read through the one exported snapshot.
+
+The file's schema is settled before the first row, as columns.py settles it, but from the
+driver's description alone: the contract's and the author's types, then the database's. Each
+Arrow column the driver returns is then converted to that schema exactly (integers widened to
+int64, numeric's text to decimal(p,s), timestamps to microseconds in UTC, a naive one read as
+UTC); a value that does not fit fails the read naming the column, as on the row-by-row path.
+
+The row-by-row path (columns.py) stays for what this cannot serve, each logged by name when it
+is taken:
+
+    the driver is missing      the adbc extra is not installed, or the connection is not psycopg
+    types from values          a column the driver does not type (numeric without a precision,
+                               json, arrays), so only its first values can tell its type
+    types told otherwise       the contract or column_types types a column otherwise than the
+                               database (0/1 integers read as bool, say)
+    a null parameter           a bound value is null, which ADBC cannot type
+    SQLite, MariaDB            no second connection can share their read's snapshot
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dogana_provider.sources.columns import Columns, UnsupportedColumn, described_type
+from dogana_provider.sources.snapshot import Snapshot
+
+log = logging.getLogger(__name__)
+
+_PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
+
+
+class SlowPath(Exception):
+    """Why a read takes the row-by-row path instead; the message names the case."""
+
+
+@dataclass(frozen=True)
+class BulkRead:
+    """A read's schema, fixed before its first row, and its record batches in that schema."""
+
+    schema: pa.Schema
+    batches: Iterator[pa.RecordBatch]
+
+
+def adbc_postgresql() -> Any:
+    """The ADBC PostgreSQL driver's DB-API module, or SlowPath when it is not installed."""
+    try:
+        return importlib.import_module("adbc_driver_postgresql.dbapi")
+    except ImportError:
+        raise SlowPath("the adbc extra (adbc-driver-postgresql) is not installed") from None
+
+
+def settled_schema(
+    snapshot: Snapshot,
+    description: Sequence[Sequence[Any]],
+    typed: Mapping[str, str],
+    renames: Mapping[str, str],
+    false_when_null: str | None,
+) -> Columns:
+    """The file's schema from the description alone, or SlowPath naming the column."""
+    for column in description:
+        name = renames.get(str(column[0]), str(column[0]))
+        described = described_type(snapshot.dialect.name, column)
+        if described is None:
+            raise SlowPath(f"column {name}: the database does not type it, its values must")
+        if name in typed and typed[name] != described:
+            raise SlowPath(f"column {name}: typed {typed[name]}, the database has {described}")
+    return Columns(
+        snapshot.dialect.name, description, [], typed, renames, false_when_null=false_when_null
+    )
+
+
+@contextmanager
+def postgres_read(
+    snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Columns
+) -> Iterator[BulkRead]:
+    """The statement's rows through ADBC, on a connection that imports the read's snapshot."""
+    dbapi = adbc_postgresql()
+    statement, values = numbered(sql, params)
+    if any(value is None for value in values):
+        raise SlowPath("a bound parameter is null, which the ADBC driver cannot type")
+    conninfo = _conninfo(snapshot.connection)
+    exported = snapshot.scalar("SELECT pg_export_snapshot()", {})
+    connection = dbapi.connect(conninfo)
+    try:
+        cursor = connection.cursor()
+        try:
+            # autocommit is off: the driver has begun a transaction, in which nothing ran yet.
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            cursor.execute("SET TRANSACTION SNAPSHOT " + _literal(str(exported)))
+            cursor.execute("SET TIME ZONE 'UTC'")
+            cursor.execute(statement, parameters=tuple(values) if values else None)
+            reader = cursor.fetch_record_batch()
+            converters = _converters(reader.schema, columns)
+            yield BulkRead(columns.schema, _converted(reader, columns, converters))
+        finally:
+            with suppress(Exception):
+                cursor.close()
+    finally:
+        # Nothing was written: the rollback only ends the imported snapshot's transaction.
+        with suppress(Exception):
+            connection.rollback()
+        connection.close()
+
+
+def numbered(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
+    """psycopg's %(name)s placeholders as PostgreSQL's $n, and the values in $n order."""
+    order: dict[str, int] = {}
+
+    def number(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name is None:
+            return "%"  # psycopg's escaped percent sign
+        if name not in order:
+            order[name] = len(order) + 1
+        return f"${order[name]}"
+
+    statement = _PLACEHOLDER.sub(number, sql)
+    return statement, [params[name] for name in order]
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _conninfo(connection: Any) -> str:
+    """The libpq connection string of a psycopg (3 or 2) connection, its password included."""
+    info = getattr(connection, "info", None)
+    if info is None:
+        raise SlowPath("the connection is not psycopg's, so its parameters cannot be reused")
+    if hasattr(info, "get_parameters"):  # psycopg 3
+        parameters = dict(info.get_parameters())
+        make = importlib.import_module("psycopg.conninfo").make_conninfo
+    else:  # psycopg 2
+        parameters = dict(info.dsn_parameters)
+        make = importlib.import_module("psycopg2.extensions").make_dsn
+    # host is left out of the parameters when it is the default; the server's own is exact.
+    parameters.setdefault("host", info.host)
+    parameters.setdefault("port", str(info.port))
+    parameters.setdefault("dbname", info.dbname)
+    parameters.setdefault("user", info.user)
+    if info.password:
+        parameters["password"] = info.password
+    return str(make(**{k: v for k, v in parameters.items() if v not in (None, "")}))
+
+
+def _converters(source: pa.Schema, columns: Columns) -> list[Any]:
+    """How each driver column becomes the file's: exactly, or SlowPath before any row is read."""
+    if len(source) != len(columns.schema):
+        raise SlowPath(
+            f"the driver returned {len(source)} columns, the description {len(columns.schema)}"
+        )
+    return [
+        _converter(field, target, logical)
+        for field, target, logical in zip(source, columns.schema, columns.logical, strict=True)
+    ]
+
+
+def _converter(field: pa.Field, target: pa.Field, logical: str) -> Any:
+    kind = field.type
+    storage = getattr(kind, "storage_type", None)
+    if logical == "int" and pa.types.is_integer(kind):
+        return _cast(target)
+    if logical == "float" and pa.types.is_floating(kind):
+        return _cast(target)
+    if logical == "str" and (pa.types.is_string(kind) or pa.types.is_large_string(kind)):
+        return _cast(target)
+    if logical == "bool" and pa.types.is_boolean(kind):
+        return _cast(target)
+    if logical == "date" and pa.types.is_date(kind):
+        return _cast(target)
+    if logical == "datetime" and pa.types.is_timestamp(kind):
+        return _timestamp(target)
+    if logical.startswith("decimal(") and storage is not None and pa.types.is_string(storage):
+        # numeric arrives as its text (an opaque extension type): Arrow parses it exactly.
+        return _numeric(target)
+    raise SlowPath(f"column {target.name}: the driver returns {kind}, the file needs {logical}")
+
+
+def _cast(target: pa.Field) -> Any:
+    def convert(array: pa.Array) -> pa.Array:
+        return array if array.type == target.type else array.cast(target.type, safe=True)
+
+    return convert
+
+
+def _timestamp(target: pa.Field) -> Any:
+    def convert(array: pa.Array) -> pa.Array:
+        if array.type.tz is None:
+            # A naive timestamp is read as UTC, as the row-by-row path reads it.
+            array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))
+        return array.cast(target.type, safe=True)
+
+    return convert
+
+
+def _numeric(target: pa.Field) -> Any:
+    def convert(array: pa.Array) -> pa.Array:
+        return array.storage.cast(target.type, safe=True)
+
+    return convert
+
+
+def _converted(
+    reader: Any, columns: Columns, converters: Sequence[Any]
+) -> Iterator[pa.RecordBatch]:
+    for batch in reader:
+        arrays = []
+        for index, (field, convert) in enumerate(zip(columns.schema, converters, strict=True)):
+            try:
+                array = convert(batch.column(index))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as exc:
+                raise UnsupportedColumn(f"column {field.name}: {exc}") from None
+            if field.name == columns.false_when_null and array.null_count:
+                array = pc.fill_null(array, False)
+            arrays.append(array)
+        yield pa.RecordBatch.from_arrays(arrays, schema=columns.schema)
