@@ -1,0 +1,171 @@
+"""The bulk read (sources/bulk.py) writes the very file the row-by-row read writes, in the very
+snapshot: PostgreSQL through ADBC, against the same source read through psycopg's cursor.
+
+SQLite and MariaDB have no bulk read (no second connection can share their read's snapshot), so
+their row-by-row read is the only one and the source conformance suites cover it.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dogana_core import Contract, Shape
+from dogana_core.planner import ExtractionRequest
+from dogana_provider.sources import PostgresSnapshots, Read, Relation, extract, read_all
+from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+
+pytestmark = [pytest.mark.postgres]
+
+COLUMNS = (
+    ("id", "BIGINT PRIMARY KEY"),
+    ("customer", "TEXT"),
+    ("amount", "NUMERIC(12,2)"),
+    ("day", "DATE"),
+    ("at", "TIMESTAMPTZ"),
+    ("flag", "BOOLEAN"),
+    ("ratio", "DOUBLE PRECISION"),
+    ("small", "INTEGER"),
+    ("naive", "TIMESTAMP"),
+)
+UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+class RowByRow(PostgresSnapshots):
+    """The same source read through psycopg's cursor: the bulk read of every other dialect."""
+
+    def bulk_read(
+        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+    ) -> AbstractContextManager[Any]:
+        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns)
+
+
+@pytest.fixture
+def table(postgres_url: str) -> Iterator[str]:
+    name = f"bulk_{uuid.uuid4().hex[:10]}"
+    ddl = ", ".join(f"{column} {kind}" for column, kind in COLUMNS)
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"CREATE TABLE {name} ({ddl})")
+    yield name
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def contract_of(table: str) -> Contract:
+    return Contract(table, ("id",), {"full": Shape.complete()}, types={"id": "int"})
+
+
+def read(source: PostgresSnapshots, table: str, path: Path) -> tuple[Path, str]:
+    request = ExtractionRequest(table, "full", UNTIL)
+    [done] = extract(source, [Read(contract_of(table), request, Relation(table=table), path)])
+    assert done.manifest.content_hash is not None
+    return Path(done.path), done.manifest.content_hash
+
+
+instants = st.datetimes(
+    min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30), timezones=st.just(UTC)
+)
+rows = st.lists(
+    st.tuples(
+        st.text(st.characters(exclude_characters="\x00"), max_size=12) | st.none(),
+        st.decimals(min_value=-(10**10) + 1, max_value=10**10 - 1, places=2) | st.none(),
+        st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)) | st.none(),
+        instants | st.none(),
+        st.booleans() | st.none(),
+        st.floats(allow_nan=False) | st.none(),
+        st.integers(-(2**31), 2**31 - 1) | st.none(),
+        instants.map(lambda moment: moment.replace(tzinfo=None)) | st.none(),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=rows)
+def test_the_bulk_read_writes_the_file_the_row_by_row_read_writes(
+    postgres_url: str, table: str, tmp_path: Path, rows: list[tuple[Any, ...]]
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"TRUNCATE {table}")
+        names = ", ".join(column for column, _ in COLUMNS)
+        marks = ", ".join(["%s"] * len(COLUMNS))
+        with connection.cursor() as cursor:
+            cursor.executemany(
+                f"INSERT INTO {table} ({names}) VALUES ({marks})",
+                [(index, *row) for index, row in enumerate(rows)],
+            )
+    connect = lambda: psycopg.connect(postgres_url)  # noqa: E731
+    example = uuid.uuid4().hex  # tmp_path is one folder for every example
+    bulk, bulk_hash = read(PostgresSnapshots(connect), table, tmp_path / f"{example}.bulk.parquet")
+    slow, slow_hash = read(RowByRow(connect), table, tmp_path / f"{example}.rows.parquet")
+    fast_rows, slow_rows = pq.read_table(bulk), pq.read_table(slow)
+    assert fast_rows.schema == slow_rows.schema
+    assert fast_rows.to_pylist() == slow_rows.to_pylist()
+    assert bulk_hash == slow_hash  # the same bytes: the same Parquet file
+
+
+def test_the_bulk_read_sees_the_read_snapshot_not_a_later_commit(
+    postgres_url: str, table: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"INSERT INTO {table} (id, amount) VALUES (1, 1.50)")
+    source = PostgresSnapshots(lambda: psycopg.connect(postgres_url))
+    request = ExtractionRequest(table, "full", UNTIL)
+    read_ = Read(contract_of(table), request, Relation(table=table), tmp_path / "t.parquet")
+    caplog.set_level(logging.INFO, logger="dogana_provider.sources.extract")
+    with source.snapshot(UNTIL) as snapshot:
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute(f"INSERT INTO {table} (id, amount) VALUES (2, 2.50)")
+        [done] = read_all(snapshot, [read_])
+    assert f"{table}: bulk read" in caplog.text
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+    assert done.manifest.rows == 1
+
+
+def test_a_numeric_without_precision_is_read_row_by_row_and_named(
+    postgres_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = f"bulk_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"CREATE TABLE {name} (id BIGINT PRIMARY KEY, amount NUMERIC)")
+        connection.execute(f"INSERT INTO {name} VALUES (1, 1.25), (2, NULL)")
+    try:
+        caplog.set_level(logging.INFO, logger="dogana_provider.sources.extract")
+        source = PostgresSnapshots(lambda: psycopg.connect(postgres_url))
+        path, _ = read(source, name, tmp_path / "n.parquet")
+        assert f"{name}: read row by row: column amount: the database does not type it" in (
+            caplog.text
+        )
+        assert pq.read_table(path).column("amount").to_pylist() == [Decimal("1.25"), None]
+    finally:
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def test_timestamps_keep_their_microseconds(postgres_url: str, table: str, tmp_path: Path) -> None:
+    moment = datetime(2025, 6, 30, 23, 59, 59, 999999, tzinfo=UTC)
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(
+            f"INSERT INTO {table} (id, at, naive) VALUES (1, %s, %s)",
+            (moment, moment.replace(tzinfo=None) - timedelta(microseconds=1)),
+        )
+    path, _ = read(
+        PostgresSnapshots(lambda: psycopg.connect(postgres_url)), table, tmp_path / "t.parquet"
+    )
+    [row] = pq.read_table(path).to_pylist()
+    assert row["at"] == moment
+    assert row["naive"] == moment - timedelta(microseconds=1)
