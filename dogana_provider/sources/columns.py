@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import suppress
 from datetime import UTC, date, datetime
 from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dogana_provider.files import CANONICAL
 
@@ -271,14 +273,21 @@ class Columns:
     def _array(self, name: str, kind: str, arrow: pa.DataType, values: Sequence[Any]) -> pa.Array:
         if name == self.false_when_null:
             values = [False if value is None else value for value in values]
-        takes = _ARROW_TAKES["decimal"] if kind.startswith(DECIMAL_PREFIX) else _ARROW_TAKES[kind]
-        if all(value is None or type(value) in takes for value in values):
+        base = "decimal" if kind.startswith(DECIMAL_PREFIX) else kind
+        found = set(map(type, values))
+        found.discard(type(None))
+        if found <= set(_ARROW_TAKES[base]):
             # The driver already returned this type's Python values: Arrow converts them in C.
             # (An aware datetime is converted to UTC; a naive one is read as UTC.)
             try:
                 return pa.array(values, type=arrow)
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
                 raise UnsupportedColumn(f"column {name}: {exc}") from None
+        parse = _ARROW_PARSES.get((base, frozenset(found)))
+        if parse is not None:
+            parsed = parse(values, arrow)
+            if parsed is not None:
+                return parsed
         convert = CONVERTERS.get(kind, _decimal)
         converted: list[Any] = []
         for value in values:
@@ -308,4 +317,55 @@ _ARROW_TAKES: dict[str, tuple[type, ...]] = {
     "date": (date,),
     "datetime": (datetime,),
     "decimal": (Decimal,),
+}
+
+
+# Values of one other Python type that Arrow parses in C exactly as the converters above would:
+# text datetimes and dates (SQLite), 0/1 integers as bool, REAL decimals by their shortest
+# repr. Each returns None where Arrow refuses a value, and the converters then go value by value,
+# so a value that does not fit fails naming it exactly as before.
+
+
+def _text_datetimes(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+    text = pa.array(values, pa.string())
+    with suppress(pa.ArrowInvalid):
+        return text.cast(arrow)  # every value carries its offset
+    with suppress(pa.ArrowInvalid):
+        return text.cast(pa.timestamp("us")).cast(arrow)  # none does: read as UTC
+    return None
+
+
+def _text_dates(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+    with suppress(pa.ArrowInvalid):
+        return pa.array(values, pa.string()).cast(arrow)
+    return None
+
+
+def _int_bools(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+    ints = pa.array(values, pa.int64())
+    bounds = pc.min_max(ints).as_py()
+    if bounds["min"] is not None and (bounds["min"] < 0 or bounds["max"] > 1):
+        return None
+    return ints.cast(arrow)
+
+
+def _number_decimals(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+    # SQLite's NUMERIC affinity stores 1.25 as a REAL and 5.00 as the INTEGER 5. Arrow prints a
+    # float's shortest round-trip digits, as repr does (1e-07 spelled 1e-7); an integer is exact
+    # as a float below 2**53, checked first.
+    with suppress(pa.ArrowInvalid, OverflowError):
+        floats = pa.array(values, pa.float64())
+        largest = pc.max(pc.abs(floats)).as_py()
+        if largest is None or largest < 2**53:
+            return floats.cast(pa.string()).cast(arrow)
+    return None
+
+
+Parse = Callable[[Sequence[Any], pa.DataType], "pa.Array | None"]
+_ARROW_PARSES: dict[tuple[str, frozenset[type]], Parse] = {
+    ("datetime", frozenset({str})): _text_datetimes,
+    ("date", frozenset({str})): _text_dates,
+    ("bool", frozenset({int})): _int_bools,
+    ("decimal", frozenset({float})): _number_decimals,
+    ("decimal", frozenset({int, float})): _number_decimals,
 }

@@ -1,0 +1,100 @@
+"""Values a driver returns as another Python type (SQLite's text datetimes and dates, 0/1
+integers, REAL and INTEGER decimals) become the same Arrow column whether Arrow parses the batch
+in C or the converters go value by value (columns.py), and a value neither can read is refused
+naming its column, as before."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dogana_provider.sources.columns import (
+    CONVERTERS,
+    Columns,
+    UnsupportedColumn,
+    _decimal,
+    arrow_type,
+)
+
+
+def value_by_value(kind: str, values: list[Any]) -> pa.Array:
+    """Today's path: each value through its converter, then Arrow."""
+    convert = CONVERTERS.get(kind, _decimal)
+    return pa.array([None if v is None else convert(v) for v in values], type=arrow_type(kind))
+
+
+def parsed(kind: str, values: list[Any]) -> pa.Array:
+    """The batch as Columns converts it (Arrow's parse where it applies)."""
+    columns = Columns("sqlite", [("v", None)], [], {"v": kind}, {})
+    return columns.batch([(v,) for v in values]).column(0)
+
+
+offsets = st.sampled_from(["", "+00:00", "Z", "+02:00", "-05:30"])
+instants = st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30))
+
+
+def spelled(moment: datetime, offset: str, separator: str, digits: str) -> str:
+    text = moment.isoformat(sep=separator, timespec=digits)
+    return text + offset
+
+
+texts = st.builds(
+    spelled,
+    instants,
+    offsets,
+    st.sampled_from([" ", "T"]),
+    st.sampled_from(["seconds", "milliseconds", "microseconds"]),
+)
+
+
+@given(st.lists(texts | st.none(), max_size=20))
+def test_text_datetimes_parse_as_the_converter_reads_them(values: list[Any]) -> None:
+    try:
+        expected = value_by_value("datetime", values)
+    except (ValueError, OverflowError, pa.ArrowInvalid):
+        with pytest.raises(UnsupportedColumn):
+            parsed("datetime", values)
+        return
+    assert parsed("datetime", values).equals(expected)
+
+
+@given(st.lists(st.dates().map(date.isoformat) | st.none(), max_size=20))
+def test_text_dates_parse_as_the_converter_reads_them(values: list[Any]) -> None:
+    assert parsed("date", values).equals(value_by_value("date", values))
+
+
+@given(st.lists(st.sampled_from([0, 1, None]), max_size=20))
+def test_zero_one_integers_are_bools(values: list[Any]) -> None:
+    assert parsed("bool", values).equals(value_by_value("bool", values))
+
+
+@given(
+    st.lists(
+        st.decimals(min_value=-(10**9), max_value=10**9, places=2).map(float)
+        | st.integers(-(10**9), 10**9)
+        | st.none(),
+        max_size=20,
+    )
+)
+def test_real_and_integer_decimals_keep_their_digits(values: list[Any]) -> None:
+    assert parsed("decimal(12,2)", values).equals(value_by_value("decimal(12,2)", values))
+
+
+def test_a_value_neither_path_reads_is_refused_naming_the_column() -> None:
+    with pytest.raises(UnsupportedColumn, match="column v: 'yesterday' is not a datetime"):
+        parsed("datetime", ["2025-01-01 00:00:00", "yesterday"])
+    with pytest.raises(UnsupportedColumn, match="column v: 2 is not a bool"):
+        parsed("bool", [0, 1, 2])
+    with pytest.raises(UnsupportedColumn, match="column v"):
+        parsed("decimal(12,2)", [0.125])  # a third decimal place the column cannot hold
+
+
+def test_mixed_offsets_read_as_utc_instants() -> None:
+    values = ["2025-01-01 02:00:00+02:00", "2025-01-01 00:00:00"]
+    expected = [datetime(2025, 1, 1, tzinfo=UTC)] * 2
+    assert parsed("datetime", values).to_pylist() == expected
