@@ -1,35 +1,40 @@
-"""One PostgreSQL table moved to another PostgreSQL database: dogana's four operators against
-common-sql's GenericTransfer, both as real Airflow DAG runs (dag.test()), in one run.
+"""One table moved between two databases of one kind: dogana's four operators against the
+database's own bulk copy (the floor), common-sql's GenericTransfer and dlt, in one run.
 
-    dogana            plan >> extract >> gate >> publish: a complete (whole-table) delivery read
-                      in one snapshot, written to Parquet, counted and hashed, staged and checked
-                      in the target, published in one transaction, with the ledger and receipt
-    GenericTransfer   what a user writes otherwise: SELECT ... ORDER BY id read page_size rows at
-                      a time (LIMIT/OFFSET), each page written with insert_rows (executemany,
-                      fast_executemany, one commit per page) into a table with the same key
+For each database (PostgreSQL, SQLite, MariaDB), a generated source table of N rows and six
+columns (bigint key, text with nulls, empty strings, quotes and non-ASCII letters, numeric(12,2),
+date, timestamptz with microseconds, boolean) is moved into an empty target database by:
 
-The source is a generated table of N rows (bigint key, text with nulls, quotes, commas and
-non-ASCII letters, numeric(12,2), integer, two timestamptz, a date), loaded with COPY into the
-database dogana_bench_source_<run>; both variants write into the database
-dogana_bench_target_<run>, created empty before each round, so the plan always finds an empty
-ledger. Both live on the PostgreSQL of the tests (127.0.0.1:5432, trust auth) and are dropped at
-the end (kept with --keep, or when a variant failed). With SQLAlchemy 2
-PostgresHook runs on psycopg 3, whose executemany pipelines the inserts; fast_executemany then
-changes nothing (it picks execute_values on psycopg2), and is set as a user would set it.
+    floor             the database's own bulk path, no Python in it: PostgreSQL psql's
+                      \\copy (SELECT ...) TO STDOUT piped into \\copy ... FROM STDIN; SQLite ATTACH
+                      and INSERT ... SELECT; MariaDB SELECT ... INTO OUTFILE then LOAD DATA INFILE
+    dogana            PlanDeliveryOperator, ExtractOperator, GateOperator and PublishOperator's
+                      execute(), in order, in one process: a complete delivery read in one
+                      snapshot, written to Parquet, counted and hashed, staged and checked,
+                      published with its ledger and receipt
+    GenericTransfer   its execute(): SELECT ... ORDER BY id by pages of 50,000 rows, each page
+                      written with insert_rows (executemany, one commit per page)
+    dlt               (PostgreSQL) sql_table with the pyarrow backend, write_disposition replace,
+                      in a virtual environment the bench makes for it (~/.cache/dogana-bench/dlt);
+                      skipped, saying why, when it cannot be made
+    dogana dag.test   (PostgreSQL) the same four operators as a DAG run with dag.test(), beside
+                      a one-task DAG's run: what Airflow itself adds per task
 
-Each variant runs in its own process, so its peak memory (max RSS) is its own: the whole process,
-Airflow's own share included, which the "airflow only" row (a one-task DAG) shows, as it shows
-the seconds every dag.test() spends before its first task (the in-process execution API). Time
-is the wall clock of dag.test(). Both targets are then compared with the source by count and by
-an order-independent checksum computed in SQL. With --repeat the rounds alternate which variant
-goes first and the table shows each variant's median round (of an even count, the lower middle).
-The target (issue 6): dogana faster than GenericTransfer while adding the proofs. Not a timed
-test: it prints, it never fails on time.
+Each variant runs in its own process into a target emptied before it, so its peak memory is its
+own; "rows add" is that peak above the process's RSS once Airflow, pyarrow, the drivers and
+dogana are imported, before any row moves. Every target is then compared with the source by
+count and an aggregate of every column. After the full delivery, dogana's process changes 10,000
+rows spread across the source (every N/10,000th id) and delivers them as a changes delivery.
 
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py               # 1,000,000 rows
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 20000
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --repeat 3    # medians, order alternating
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile     # cProfile of each variant
+The targets (issue 9): PostgreSQL within 2x of the floor; SQLite at least 2x ahead of
+GenericTransfer; MariaDB within 3x of the floor and ahead of GenericTransfer; rows add under
+100 MB, flat from 1M to 10M rows; the changes delivery under 5% of the full one, flat in N. Not a
+timed test: it prints ratios measured in this one run, it never fails on time.
+
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py                   # 1,000,000 rows
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 100000 --databases postgresql
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large           # and 10,000,000 on PostgreSQL
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's run
 """
 
 from __future__ import annotations
@@ -39,359 +44,527 @@ import json
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import textwrap
 import time
-from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import psycopg
 
-SERVER = os.environ.get("DOGANA_BENCH_SERVER", "postgresql://postgres@127.0.0.1:5432")
-# Databases of one run: dogana_bench_source_<run> and dogana_bench_target_<run>, dropped at its
-# end, so that runs at the same time (the smoke test in someone's suite) never share a table.
-SOURCE_DB = "dogana_bench_source"
-TARGET_DB = "dogana_bench_target"
-TABLE = "bench_orders"  # in the source; dogana publishes it under the same name in the target
-GENERIC_TABLE = "bench_orders_generic"  # GenericTransfer's table in the target
-SOURCE_CONN = "bench_source"
-TARGET_CONN = "bench_target"
+ROOT = Path(__file__).resolve().parent.parent
+PG_SERVER = os.environ.get("DOGANA_BENCH_SERVER", "postgresql://postgres@127.0.0.1:5432")
+MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
+TABLE = "bench_orders"
+GENERIC_TABLE = "bench_orders_generic"
 PAGE_SIZE = 50_000
-COPY_BATCH = 100_000
-T0 = datetime(2025, 1, 1, tzinfo=UTC)
+CHANGED = 10_000
+DLT_VENV = Path.home() / ".cache" / "dogana-bench" / "dlt"
+DLT_PACKAGES = ["dlt[postgres,sql_database]>=1.0", "pyarrow", "sqlalchemy>=2", "psycopg[binary]"]
 
-COLUMNS = (
-    ("id", "BIGINT PRIMARY KEY"),
-    ("customer", "TEXT NOT NULL"),
-    ("email", "TEXT"),
-    ("note", "TEXT"),
-    ("amount", "NUMERIC(12,2) NOT NULL"),
-    ("quantity", "INTEGER NOT NULL"),
-    ("created_at", "TIMESTAMPTZ NOT NULL"),
-    ("updated_at", "TIMESTAMPTZ"),
-    ("order_day", "DATE NOT NULL"),
-)
-DDL = ", ".join(f"{name} {kind}" for name, kind in COLUMNS)
-NAMES = ", ".join(name for name, _ in COLUMNS)
-NOTES = (
-    "",
-    "leave at the door",
-    'call first, "fragile"',
-    "Müller, 2nd floor",
-    "ring twice; the bell is broken, knock loudly instead",
-    "façade entrance — side gate",
-    "no plastic",
-    "deliver after 18:00, ask for Zoë",
+COLUMNS = ("id", "customer", "amount", "order_day", "updated_at", "paid")
+DDL = {
+    "postgresql": "id BIGINT PRIMARY KEY, customer TEXT, amount NUMERIC(12,2), order_day DATE, "
+    "updated_at TIMESTAMPTZ NOT NULL, paid BOOLEAN",
+    "sqlite": "id INTEGER PRIMARY KEY, customer TEXT, amount DECIMAL(12,2), order_day DATE, "
+    "updated_at TIMESTAMP NOT NULL, paid BOOLEAN",
+    "mysql": "id BIGINT PRIMARY KEY, customer TEXT CHARACTER SET utf8mb4, amount DECIMAL(12,2), "
+    "order_day DATE, updated_at DATETIME(6) NOT NULL, paid BOOLEAN",
+}
+# Every column in one aggregate, the same text on the three databases: count and sums (SQLite
+# sums its REAL amounts in row order, which a changes delivery moves: rounded to the cents).
+AGGREGATE = (
+    "SELECT COUNT(*), SUM(id), SUM(LENGTH(customer)), COUNT(customer), ROUND(SUM(amount), 2), "
+    "COUNT(order_day), SUM(CASE WHEN paid THEN 1 ELSE 0 END) FROM {table}"
 )
 
-# Count and an order-independent checksum of the rows, the same text for every table: each row
-# becomes one canonical text (nulls written NULL, values quoted, times in UTC), whose md5's first
-# 60 bits are summed. The published table may type columns wider (quantity as BIGINT), not
-# differently, so the casts give one text per value.
-CHECKSUM = """
-SELECT count(*), coalesce(sum(('x' || substr(md5(concat_ws('|',
-    id::text, quote_nullable(customer), quote_nullable(email), quote_nullable(note),
-    quote_nullable(amount::numeric(12,2)::text), quote_nullable(quantity::bigint::text),
-    quote_nullable(to_char(created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')),
-    quote_nullable(to_char(updated_at AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')),
-    quote_nullable(order_day::text)
-)), 1, 15))::bit(60)::bigint), 0)
-FROM {table}
-"""
+
+# The databases ------------------------------------------------------------------------------------
 
 
-def url(database: str) -> str:
-    return f"{SERVER}/{database}"
+class Database:
+    """One kind of database: its source and target, and how each variant reaches them."""
 
+    name: str
 
-# The source ---------------------------------------------------------------------------------------
+    def __init__(self, run: str, home: Path) -> None:
+        self.run, self.home = run, home
 
+    def source_url(self) -> str: ...
+    def target_url(self) -> str: ...
+    def generate(self, rows: int) -> None: ...
+    def reset_target(self) -> None: ...
+    def floor(self) -> None: ...
+    def drop(self) -> None: ...
+    def change(self, rows: int) -> None: ...
+    def query(self, url: str, sql: str) -> list[tuple[Any, ...]]: ...
 
-def csv_field(value: Any) -> str:
-    if value is None:
-        return ""
-    text = str(value)
-    return '"' + text.replace('"', '""') + '"'
-
-
-def source_rows(start: int, stop: int) -> str:
-    """Rows start..stop-1 as CSV: an unquoted empty field is NULL, a quoted one the empty text."""
-    lines = []
-    for i in range(start, stop):
-        created = T0 + timedelta(seconds=i * 17)
-        updated = None if i % 7 == 0 else created + timedelta(minutes=i % 1440)
-        fields = (
-            str(i),
-            csv_field(f"customer {i % 50_000:05d}"),
-            "" if i % 20 == 0 else csv_field(f"user{i}@example.com"),
-            "" if i % 3 == 0 else csv_field(NOTES[i % len(NOTES)]),
-            f"{(i * 7919) % 10_000_000 / 100:.2f}",
-            str(1 + i % 12),
-            created.isoformat(),
-            "" if updated is None else updated.isoformat(),
-            (date(2025, 1, 1) + timedelta(days=i % 730)).isoformat(),
-        )
-        lines.append(",".join(fields))
-    return "\n".join(lines) + "\n"
-
-
-def reset_database(database: str) -> None:
-    """An empty database (the target: dogana's plan finds no ledger, so reads the whole table)."""
-    drop_database(database)
-    with psycopg.connect(url("postgres"), autocommit=True) as admin:
-        admin.execute(f"CREATE DATABASE {database}")
-
-
-def drop_database(database: str) -> None:
-    with psycopg.connect(url("postgres"), autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {database} WITH (FORCE)")
-
-
-def prepare_source(database: str, rows: int) -> float:
-    """The source table of `rows` rows, loaded with COPY, in its own database. Seconds."""
-    started = time.perf_counter()
-    reset_database(database)
-    with psycopg.connect(url(database), autocommit=True) as source:
-        source.execute(f"DROP TABLE IF EXISTS {TABLE}")
-        source.execute(f"CREATE TABLE {TABLE} ({DDL})")
-        copy_sql = f"COPY {TABLE} ({NAMES}) FROM STDIN WITH (FORMAT csv)"
-        with source.cursor() as cursor, cursor.copy(copy_sql) as copy:
-            for start in range(0, rows, COPY_BATCH):
-                copy.write(source_rows(start, min(rows, start + COPY_BATCH)))
-        source.execute(f"VACUUM ANALYZE {TABLE}")
-    return time.perf_counter() - started
-
-
-def checksum(database: str, table: str) -> tuple[int, int] | None:
-    with psycopg.connect(url(database)) as connection:
-        present = connection.execute("SELECT to_regclass(%s)", (table,)).fetchone()
-        if present is None or present[0] is None:
+    def aggregate(self, url: str, table: str) -> tuple[Any, ...] | None:
+        try:
+            [row] = self.query(url, AGGREGATE.format(table=table))
+        except Exception:  # the table is missing: the variant failed
             return None
-        count, total = connection.execute(CHECKSUM.format(table=table)).fetchone()
-        return int(count), int(total)
+        return tuple(str(value) for value in row)
 
 
-def checkpoint() -> None:
-    """Flush dirty pages now, so that no variant pays for the writes of the one before it."""
-    with psycopg.connect(url("postgres"), autocommit=True) as connection:
-        connection.execute("CHECKPOINT")
+class Postgres(Database):
+    name = "postgresql"
+
+    def _db(self, role: str) -> str:
+        return f"dogana_bench_{role}_{self.run}"
+
+    def source_url(self) -> str:
+        return f"{PG_SERVER}/{self._db('source')}"
+
+    def target_url(self) -> str:
+        return f"{PG_SERVER}/{self._db('target')}"
+
+    def _admin(self, sql: str) -> None:
+        with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
+            admin.execute(sql)
+
+    def query(self, url: str, sql: str) -> list[tuple[Any, ...]]:
+        with psycopg.connect(url) as connection:
+            return connection.execute(sql).fetchall()
+
+    def generate(self, rows: int) -> None:
+        self._admin(f"DROP DATABASE IF EXISTS {self._db('source')} WITH (FORCE)")
+        self._admin(f"CREATE DATABASE {self._db('source')}")
+        with psycopg.connect(self.source_url(), autocommit=True) as source:
+            source.execute(f"CREATE TABLE {TABLE} ({DDL[self.name]})")
+            source.execute(
+                f"INSERT INTO {TABLE} SELECT i, CASE WHEN i % 10 = 0 THEN NULL "
+                "WHEN i % 10 = 1 THEN '' ELSE 'Zoë \"' || (i % 50000) || ', Müller' END, "
+                "(i * 7919 % 10000000) / 100.0, DATE '2025-01-01' + (i % 730)::int, "
+                "TIMESTAMPTZ '2025-01-01 00:00:00+00' + i * INTERVAL '17.000123 seconds', "
+                f"i % 3 = 0 FROM generate_series(1::bigint, {rows}) i"
+            )
+            source.execute(f"VACUUM ANALYZE {TABLE}")
+
+    def reset_target(self) -> None:
+        self._admin(f"DROP DATABASE IF EXISTS {self._db('target')} WITH (FORCE)")
+        self._admin(f"CREATE DATABASE {self._db('target')}")
+        self._admin("CHECKPOINT")  # no variant pays for the writes of the one before it
+
+    def floor(self) -> None:
+        with psycopg.connect(self.target_url(), autocommit=True) as target:
+            target.execute(f"CREATE TABLE {TABLE} ({DDL[self.name]})")
+        names = ", ".join(COLUMNS)
+        out = f"\\copy (SELECT {names} FROM {TABLE}) TO STDOUT"
+        into = f"\\copy {TABLE} ({names}) FROM STDIN"
+        source, target = self.source_url(), self.target_url()
+        subprocess.run(
+            f"psql -q -d {source} -c '{out}' | psql -q -d {target} -c '{into}'",
+            shell=True,
+            check=True,
+        )
+
+    def change(self, rows: int) -> None:
+        step = max(1, rows // CHANGED)
+        with psycopg.connect(self.source_url(), autocommit=True) as source:
+            source.execute(
+                f"UPDATE {TABLE} SET amount = amount + 1, updated_at = clock_timestamp() "
+                f"WHERE id % {step} = 0 AND id <= {step * CHANGED}"
+            )
+
+    def drop(self) -> None:
+        for role in ("source", "target"):
+            self._admin(f"DROP DATABASE IF EXISTS {self._db(role)} WITH (FORCE)")
 
 
-# The DAGs -----------------------------------------------------------------------------------------
+class Sqlite(Database):
+    name = "sqlite"
 
-HEADER = """
-import datetime
-from airflow.sdk import DAG
+    def _file(self, role: str) -> Path:
+        return self.home / f"{role}.sqlite"
 
-START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)
-"""
+    def source_url(self) -> str:
+        return f"sqlite://{self._file('source')}"
 
-DOGANA_DAG = """
-from dogana_provider.operators.extract import ExtractOperator
-from dogana_provider.operators.gate import GateOperator
-from dogana_provider.operators.plan import PlanDeliveryOperator
-from dogana_provider.operators.publish import PublishOperator
+    def target_url(self) -> str:
+        return f"sqlite://{self._file('target')}"
 
-CONTRACT = {contract!r}
+    def query(self, url: str, sql: str) -> list[tuple[Any, ...]]:
+        connection = sqlite3.connect(url.removeprefix("sqlite://"))
+        try:
+            return connection.execute(sql).fetchall()
+        finally:
+            connection.close()
 
-with DAG("bench_dogana", schedule=None, start_date=START, catchup=False) as dag:
-    plan = PlanDeliveryOperator(task_id="plan", contract=CONTRACT, receiver_conn_id={target!r})
-    extract = ExtractOperator(
-        task_id="extract",
-        source_conn_id={source!r},
-        contract=CONTRACT,
-        output_folder={output!r},
-    )
-    gate = GateOperator(task_id="gate", receiver_conn_id={target!r})
-    publish = PublishOperator(task_id="publish", receiver_conn_id={target!r}, table={table!r})
-    plan >> extract >> gate >> publish
-"""
+    def generate(self, rows: int) -> None:
+        self._file("source").unlink(missing_ok=True)
+        connection = sqlite3.connect(self._file("source"))
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute(f"CREATE TABLE {TABLE} ({DDL[self.name]})")
+        connection.execute(
+            f"WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows}) "
+            f"INSERT INTO {TABLE} SELECT i, CASE WHEN i % 10 = 0 THEN NULL WHEN i % 10 = 1 "
+            "THEN '' ELSE 'Zoë \"' || (i % 50000) || ', Müller' END, "
+            "(i * 7919 % 10000000) / 100.0, date('2025-01-01', '+' || (i % 730) || ' days'), "
+            "strftime('%Y-%m-%d %H:%M:%S', 1735689600 + i * 17, 'unixepoch') "
+            "|| printf('.%06d+00:00', i * 123 % 1000000), i % 3 = 0 FROM n"
+        )
+        connection.commit()
+        connection.close()
 
-GENERIC_DAG = """
-from airflow.providers.common.sql.operators.generic_transfer import GenericTransfer
+    def reset_target(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self._file('target')}{suffix}").unlink(missing_ok=True)
 
-with DAG("bench_generic_transfer", schedule=None, start_date=START, catchup=False) as dag:
-    GenericTransfer(
-        task_id="transfer",
-        source_conn_id={source!r},
-        destination_conn_id={target!r},
-        sql={sql!r},
-        destination_table={table!r},
-        preoperator={preoperator!r},
-        page_size={page_size!r},
-        insert_args={insert_args!r},
-    )
-"""
+    def floor(self) -> None:
+        connection = sqlite3.connect(self._file("target"))
+        connection.execute("ATTACH DATABASE ? AS source", (str(self._file("source")),))
+        connection.execute(f"CREATE TABLE {TABLE} ({DDL[self.name]})")
+        names = ", ".join(COLUMNS)
+        connection.execute(f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM source.{TABLE}")
+        connection.commit()
+        connection.close()
 
-BASELINE_DAG = """
-from airflow.sdk import task
+    def change(self, rows: int) -> None:
+        step = max(1, rows // CHANGED)
+        connection = sqlite3.connect(self._file("source"))
+        connection.execute(
+            f"UPDATE {TABLE} SET amount = amount + 1, "
+            "updated_at = strftime('%Y-%m-%d %H:%M:%f+00:00', 'now') "
+            f"WHERE id % {step} = 0 AND id <= {step * CHANGED}"
+        )
+        connection.commit()
+        connection.close()
 
-with DAG("bench_airflow_only", schedule=None, start_date=START, catchup=False) as dag:
-
-    @task(task_id="nothing")
-    def nothing():
-        return None
-
-    nothing()
-"""
+    def drop(self) -> None:
+        return None  # the files go with the bench's folder
 
 
-def contract_path(home: Path) -> Path:
+class MariaDb(Database):
+    name = "mysql"
+
+    def _db(self, role: str) -> str:
+        return f"dogana_bench_{role}_{self.run}"
+
+    def _url(self, database: str) -> str:
+        return f"mysql://{MARIADB['user']}@{MARIADB['host']}:{MARIADB['port']}/{database}"
+
+    def source_url(self) -> str:
+        return self._url(self._db("source"))
+
+    def target_url(self) -> str:
+        return self._url(self._db("target"))
+
+    def _connect(self, database: str | None = None, **options: Any) -> Any:
+        import MySQLdb
+
+        named = {"database": database} if database else {}
+        return MySQLdb.connect(charset="utf8mb4", autocommit=True, **MARIADB, **named, **options)
+
+    def query(self, url: str, sql: str) -> list[tuple[Any, ...]]:
+        connection = self._connect(url.rsplit("/", 1)[1])
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+        finally:
+            connection.close()
+
+    def _run(self, database: str | None, *statements: str) -> None:
+        connection = self._connect(database)
+        try:
+            cursor = connection.cursor()
+            for statement in statements:
+                cursor.execute(statement)
+        finally:
+            connection.close()
+
+    def generate(self, rows: int) -> None:
+        source = self._db("source")
+        self._run(None, f"DROP DATABASE IF EXISTS {source}", f"CREATE DATABASE {source}")
+        self._run(
+            source,
+            f"CREATE TABLE {TABLE} ({DDL[self.name]})",
+            f"INSERT INTO {TABLE} SELECT seq, CASE WHEN seq % 10 = 0 THEN NULL "
+            "WHEN seq % 10 = 1 THEN '' ELSE CONCAT('Zoë \"', seq % 50000, ', Müller') END, "
+            "(seq * 7919 % 10000000) / 100.0, DATE '2025-01-01' + INTERVAL (seq % 730) DAY, "
+            "TIMESTAMP '2025-01-01 00:00:00' + INTERVAL (seq * 17000123) MICROSECOND, "
+            f"seq % 3 = 0 FROM seq_1_to_{rows}",
+        )
+
+    def reset_target(self) -> None:
+        target = self._db("target")
+        self._run(None, f"DROP DATABASE IF EXISTS {target}", f"CREATE DATABASE {target}")
+
+    def floor(self) -> None:
+        dump = Path(tempfile.gettempdir()) / f"dogana_bench_{self.run}.tsv"
+        dump.unlink(missing_ok=True)
+        names = ", ".join(COLUMNS)
+        self._run(self._db("source"), f"SELECT {names} FROM {TABLE} INTO OUTFILE '{dump}'")
+        self._run(
+            self._db("target"),
+            f"CREATE TABLE {TABLE} ({DDL[self.name]})",
+            f"LOAD DATA INFILE '{dump}' INTO TABLE {TABLE} ({names})",
+        )
+        dump.unlink(missing_ok=True)
+
+    def change(self, rows: int) -> None:
+        step = max(1, rows // CHANGED)
+        self._run(
+            self._db("source"),
+            f"UPDATE {TABLE} SET amount = amount + 1, updated_at = UTC_TIMESTAMP(6) "
+            f"WHERE id % {step} = 0 AND id <= {step * CHANGED}",
+        )
+
+    def drop(self) -> None:
+        self._run(None, *(f"DROP DATABASE IF EXISTS {self._db(r)}" for r in ("source", "target")))
+
+
+DATABASES = {"postgresql": Postgres, "sqlite": Sqlite, "mysql": MariaDb}
+
+
+# The variants, each in a child process ------------------------------------------------------------
+
+
+def contract_file(home: Path) -> Path:
     from dogana_core.contract import Contract
     from dogana_core.shape import Shape
 
-    contract = Contract(TABLE, ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    contract = Contract(
+        TABLE,
+        ("id",),
+        {"full": Shape.complete(cost=100), "changes": Shape.changes(checkpoint="timestamp")},
+        cursor_column="updated_at",
+        types={"id": "int", "updated_at": "datetime"},
+    )
     path = home / f"{TABLE}.contract.json"
     path.write_text(contract.to_json(), encoding="utf-8")
     return path
 
 
-def write_dags(home: Path) -> dict[str, Path]:
-    dags = home / "dags"
-    files = {
-        "airflow only": BASELINE_DAG,
-        "dogana": DOGANA_DAG.format(
-            contract=str(contract_path(home)),
-            source=SOURCE_CONN,
-            target=TARGET_CONN,
-            output=(home / "deliveries").as_uri(),
-            table=TABLE,
-        ),
-        "GenericTransfer": GENERIC_DAG.format(
-            source=SOURCE_CONN,
-            target=TARGET_CONN,
-            sql=f"SELECT {NAMES} FROM {TABLE} ORDER BY id",
-            table=GENERIC_TABLE,
+def rss_mib() -> float:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def dogana_steps(home: Path, shape: str) -> dict[str, float]:
+    """The four operators' execute(), in order, as the DAG wires them; seconds per step."""
+    from dogana_provider.operators.extract import ExtractOperator
+    from dogana_provider.operators.gate import GateOperator
+    from dogana_provider.operators.plan import PlanDeliveryOperator
+    from dogana_provider.operators.publish import PublishOperator
+
+    contract = str(home / f"{TABLE}.contract.json")
+    seconds: dict[str, float] = {}
+    started = time.perf_counter()
+    request = PlanDeliveryOperator(
+        task_id="plan", contract=contract, receiver_conn_id="bench_target", shape=shape
+    ).execute({})
+    seconds["plan"] = time.perf_counter() - started
+    started = time.perf_counter()
+    delivery = ExtractOperator(
+        task_id="extract",
+        source_conn_id="bench_source",
+        contract=contract,
+        request=request,
+        output_folder=(home / "deliveries").as_uri(),
+    ).execute({})
+    seconds["extract"] = time.perf_counter() - started
+    started = time.perf_counter()
+    decision = GateOperator(
+        task_id="gate", receiver_conn_id="bench_target", delivery=delivery
+    ).execute({})
+    seconds["gate"] = time.perf_counter() - started
+    started = time.perf_counter()
+    PublishOperator(task_id="publish", receiver_conn_id="bench_target", decision=decision).execute(
+        {}
+    )
+    seconds["publish"] = time.perf_counter() - started
+    return seconds
+
+
+def child(args: argparse.Namespace) -> dict[str, Any]:
+    """One variant in this process; what it measured."""
+    home = Path(args.home)
+    database = DATABASES[args.database](args.run, home)
+    if args.child == "dogana":
+        # The import baseline: everything a delivery loads, loaded before any row moves.
+        import pyarrow.parquet  # noqa: F401
+
+        import dogana_provider.operators.extract
+        import dogana_provider.operators.gate
+        import dogana_provider.operators.publish  # noqa: F401
+
+        if args.database == "postgresql":
+            import adbc_driver_postgresql.dbapi  # noqa: F401
+        baseline = rss_mib()
+        profiler = None
+        if args.profile_to:
+            import cProfile
+
+            profiler = cProfile.Profile()
+            profiler.enable()
+        started = time.perf_counter()
+        steps = dogana_steps(home, "full")
+        seconds = time.perf_counter() - started
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile_to)
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        database.change(args.rows)
+        started = time.perf_counter()
+        changes = dogana_steps(home, "changes")
+        return {
+            "seconds": seconds,
+            "steps": steps,
+            "baseline_mib": baseline,
+            "peak_mib": peak,
+            "changes_seconds": time.perf_counter() - started,
+            "changes_steps": changes,
+        }
+    if args.child == "GenericTransfer":
+        from airflow.providers.common.sql.operators.generic_transfer import GenericTransfer
+
+        names = ", ".join(COLUMNS)
+        operator = GenericTransfer(
+            task_id="transfer",
+            source_conn_id="bench_source",
+            destination_conn_id="bench_target",
+            sql=f"SELECT {names} FROM {TABLE} ORDER BY id",
+            destination_table=GENERIC_TABLE,
             preoperator=[
                 f"DROP TABLE IF EXISTS {GENERIC_TABLE}",
-                f"CREATE TABLE {GENERIC_TABLE} ({DDL})",
+                f"CREATE TABLE {GENERIC_TABLE} ({DDL[args.database]})",
             ],
             page_size=PAGE_SIZE,
             insert_args={
                 "commit_every": PAGE_SIZE,
                 "executemany": True,
                 "fast_executemany": True,
-                "target_fields": [name for name, _ in COLUMNS],
+                "target_fields": list(COLUMNS),
             },
-        ),
-    }
-    paths = {}
-    for variant, body in files.items():
-        path = dags / f"bench_{variant.lower().replace(' ', '_')}.py"
-        path.write_text(HEADER + textwrap.dedent(body), encoding="utf-8")
-        paths[variant] = path
-    return paths
+        )
+        baseline = rss_mib()
+        started = time.perf_counter()
+        operator.execute({})
+        seconds = time.perf_counter() - started
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return {"seconds": seconds, "baseline_mib": baseline, "peak_mib": peak}
+    if args.child in ("dag.test", "airflow only"):
+        return dag_test(home, args.child)
+    raise SystemExit(f"unknown variant {args.child}")
 
 
-# One variant, in its own process ----------------------------------------------------------------
+DAG_FILES = {
+    "dag.test": """
+        from dogana_provider.operators.extract import ExtractOperator
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with DAG("bench_dogana", schedule=None, start_date=START, catchup=False) as dag:
+            contract = {contract!r}
+            plan = PlanDeliveryOperator(
+                task_id="plan", contract=contract, receiver_conn_id="bench_target", shape="full"
+            )
+            extract = ExtractOperator(
+                task_id="extract",
+                source_conn_id="bench_source",
+                contract=contract,
+                output_folder={output!r},
+            )
+            gate = GateOperator(task_id="gate", receiver_conn_id="bench_target")
+            publish = PublishOperator(task_id="publish", receiver_conn_id="bench_target")
+            plan >> extract >> gate >> publish
+    """,
+    "airflow only": """
+        from airflow.sdk import task
+
+        with DAG("bench_airflow_only", schedule=None, start_date=START, catchup=False) as dag:
+
+            @task(task_id="nothing")
+            def nothing():
+                return None
+
+            nothing()
+    """,
+}
 
 
-class RssSampler:
-    """The process's resident memory every 20 ms (Linux's /proc/self/statm), to tell which task
-    reached the peak; ru_maxrss gives the peak itself."""
-
-    def __init__(self) -> None:
-        import threading
-
-        self.samples: list[tuple[float, float]] = []
-        self._stop = threading.Event()
-        self._page = os.sysconf("SC_PAGE_SIZE")
-        self._thread = threading.Thread(target=self._sample, daemon=True)
-
-    def _sample(self) -> None:
-        try:
-            with open("/proc/self/statm", encoding="ascii") as statm:
-                while not self._stop.is_set():
-                    statm.seek(0)
-                    pages = int(statm.read().split()[1])
-                    self.samples.append((time.time(), pages * self._page / 2**20))
-                    self._stop.wait(0.02)
-        except OSError:
-            return
-
-    def __enter__(self) -> RssSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join()
-
-    def peak(self, start: float | None, end: float | None) -> float | None:
-        if start is None or end is None:
-            return None
-        inside = [mib for at, mib in self.samples if start <= at <= end]
-        return max(inside) if inside else None
-
-
-def run_variant(dag_file: str, result: str, profile: str | None) -> None:
-    """Load the DAG file, run it with dag.test(), and write what was measured to `result`."""
+def dag_test(home: Path, variant: str) -> dict[str, Any]:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location(Path(dag_file).stem, dag_file)
+    body = textwrap.dedent(DAG_FILES[variant]).format(
+        contract=str(home / f"{TABLE}.contract.json"), output=(home / "dag_deliveries").as_uri()
+    )
+    header = "import datetime\nfrom airflow.sdk import DAG\n"
+    header += "START = datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone.utc)\n"
+    path = home / "dags" / f"bench_{variant.replace(' ', '_').replace('.', '_')}.py"
+    path.write_text(header + body, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    profiler = None
-    if profile:
-        import cProfile
-
-        profiler = cProfile.Profile()
-        profiler.enable()
-    with RssSampler() as sampler:
-        started = time.perf_counter()
-        run = module.dag.test()
-        seconds = time.perf_counter() - started
-    if profiler is not None:
-        profiler.disable()
-        profiler.dump_stats(profile)
+    started = time.perf_counter()
+    run = module.dag.test()
+    seconds = time.perf_counter() - started
     from airflow.utils.session import create_session
 
     tasks = {}
     with create_session() as session:
         for ti in run.get_task_instances(session=session):
-            start = None if ti.start_date is None else ti.start_date.timestamp()
-            end = None if ti.end_date is None else ti.end_date.timestamp()
-            tasks[ti.task_id] = {
-                "state": str(ti.state),
-                "seconds": None if start is None or end is None else end - start,
-                "started": start,
-                "peak_mib": sampler.peak(start, end),
-            }
-    measured = {
-        "state": str(run.state),
-        "seconds": seconds,
-        "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "tasks": tasks,
-    }
-    Path(result).write_text(json.dumps(measured), encoding="utf-8")
+            if ti.start_date is not None and ti.end_date is not None:
+                tasks[ti.task_id] = (ti.end_date - ti.start_date).total_seconds()
+    return {"seconds": seconds, "state": str(run.state), "tasks": tasks}
 
 
-def in_child(
-    dag_file: Path, home: Path, stem: str, env: dict[str, str], profile: Path | None
-) -> dict:
-    result = home / f"{stem}.result.json"
-    command = [sys.executable, __file__, "--child", str(dag_file), "--result", str(result)]
-    if profile is not None:
-        command += ["--profile-to", str(profile)]
-    log = home / f"{stem}.log"
-    with log.open("w", encoding="utf-8") as output:
-        done = subprocess.run(command, env=env, stdout=output, stderr=subprocess.STDOUT)
-    if done.returncode != 0 or not result.is_file():
-        tail = log.read_text(encoding="utf-8", errors="replace")[-6000:]
-        raise SystemExit(f"{dag_file.name}: the child failed (exit {done.returncode}):\n{tail}")
-    measured = json.loads(result.read_text(encoding="utf-8"))
-    measured["log"] = str(log)
-    return measured
+def dlt_run(database: Database, home: Path) -> dict[str, Any]:
+    """dlt's sql_table into the target, in its own environment; {'skipped': why} when it cannot."""
+    python = DLT_VENV / "bin" / "python"
+    make = "" if python.exists() else f"{sys.executable} -m venv {DLT_VENV} && "
+    # pip returns at once when every package is there already.
+    made = subprocess.run(
+        f"{make}{python} -m pip install -q --disable-pip-version-check "
+        + " ".join(f"'{package}'" for package in DLT_PACKAGES),
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
+    if made.returncode != 0:
+        shutil.rmtree(DLT_VENV, ignore_errors=True)
+        return {"skipped": f"its environment could not be made: {made.stderr[-300:]}"}
+    script = home / "dlt_run.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import json, resource, time
+            import dlt
+            from dlt.sources.sql_database import sql_table
+
+            table = sql_table(credentials={database.source_url()!r}, table={TABLE!r},
+                              backend="pyarrow")
+            pipeline = dlt.pipeline(pipeline_name="bench", pipelines_dir={str(home / "dlt")!r},
+                destination=dlt.destinations.postgres({database.target_url()!r}),
+                dataset_name="dlt_bench")
+            started = time.perf_counter()
+            pipeline.run(table, write_disposition="replace")
+            print(json.dumps({{"seconds": time.perf_counter() - started,
+                "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+            """
+        ),
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [str(python), str(script)], capture_output=True, text=True, env=clean_env(home)
+    )
+    if done.returncode != 0:
+        return {"skipped": f"it failed: {(done.stderr or done.stdout)[-400:]}"}
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-# The run ------------------------------------------------------------------------------------------
+def clean_env(home: Path) -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHONPATH"))}
 
 
-def airflow_env(home: Path, source_db: str, target_db: str) -> dict[str, str]:
+def airflow_env(home: Path, database: Database) -> dict[str, str]:
     env = dict(os.environ)
     env.update(
         {
@@ -400,22 +573,213 @@ def airflow_env(home: Path, source_db: str, target_db: str) -> dict[str, str]:
             "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-            f"AIRFLOW_CONN_{SOURCE_CONN.upper()}": url(source_db),
-            f"AIRFLOW_CONN_{TARGET_CONN.upper()}": url(target_db),
+            "AIRFLOW_CONN_BENCH_SOURCE": database.source_url(),
+            "AIRFLOW_CONN_BENCH_TARGET": database.target_url(),
         }
     )
-    root = str(Path(__file__).resolve().parent.parent)
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    env["PYTHONPATH"] = os.pathsep.join([root, *paths])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *paths])
     return env
+
+
+def in_child(variant: str, database: Database, rows: int, profile: Path | None = None) -> dict:
+    home = database.home
+    result = home / "result.json"
+    result.unlink(missing_ok=True)
+    command = [sys.executable, __file__, "--child", variant, "--database", database.name]
+    command += ["--home", str(home), "--run", database.run, "--rows", str(rows)]
+    command += ["--result", str(result)]
+    if profile is not None:
+        command += ["--profile-to", str(profile)]
+    log = home / f"{database.name}.{variant.replace(' ', '_')}.log"
+    with log.open("w", encoding="utf-8") as output:
+        done = subprocess.run(
+            command, env=airflow_env(home, database), stdout=output, stderr=subprocess.STDOUT
+        )
+    if done.returncode != 0 or not result.is_file():
+        tail = log.read_text(encoding="utf-8", errors="replace")[-3000:]
+        return {"failed": f"exit {done.returncode}, log {log}:\n{tail}"}
+    return json.loads(result.read_text(encoding="utf-8"))
+
+
+def timed(action: Any) -> dict[str, Any]:
+    started = time.perf_counter()
+    action()
+    return {"seconds": time.perf_counter() - started}
+
+
+# The run ------------------------------------------------------------------------------------------
+
+
+def measure(database: Database, rows: int, args: argparse.Namespace) -> dict[str, dict]:
+    """Every variant on one database, each into an emptied target; checked against the source."""
+    print(f"\n{database.name}: {rows:,} rows x {len(COLUMNS)} columns", flush=True)
+    started = time.perf_counter()
+    database.generate(rows)
+    print(f"  source generated in {time.perf_counter() - started:.1f} s", flush=True)
+    found: dict[str, dict] = {}
+    variants = ["floor", "dogana", "GenericTransfer"]
+    if database.name == "postgresql" and not args.quick:
+        variants += ["dlt", "dag.test", "airflow only"]
+    for variant in variants:
+        database.reset_target()
+        if variant == "floor":
+            found[variant] = timed(database.floor)
+            table = TABLE
+        elif variant == "dlt":
+            found[variant] = dlt_run(database, database.home)
+            table = f"dlt_bench.{TABLE}"
+        else:
+            profile = database.home / f"{database.name}.prof" if args.profile else None
+            found[variant] = in_child(
+                variant, database, rows, profile if variant == "dogana" else None
+            )
+            table = GENERIC_TABLE if variant == "GenericTransfer" else TABLE
+        if variant != "airflow only" and "seconds" in found[variant]:
+            # Against the source as it is now: dogana's process changed it after its full read,
+            # and delivered those changes too.
+            now = database.aggregate(database.source_url(), TABLE)
+            found[variant]["same"] = database.aggregate(database.target_url(), table) == now
+        print(f"  {variant}: {describe(found[variant])}", flush=True)
+    return found
+
+
+def describe(run: dict) -> str:
+    if "failed" in run:
+        return "FAILED " + run["failed"]
+    if "skipped" in run:
+        return "skipped: " + run["skipped"]
+    text = f"{run['seconds']:.2f} s"
+    if "same" in run:
+        text += ", same as source" if run["same"] else ", DIFFERENT from the source"
+    return text
+
+
+def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
+    """The table of one database; the targets' lines."""
+    floor = found["floor"].get("seconds")
+    print(f"\n{database}, {rows:,} rows")
+    print(f"{'variant':<17} {'seconds':>8} {'x floor':>8} {'rows/s':>11}  rows")
+    for variant, run in found.items():
+        if "seconds" not in run:
+            print(f"{variant:<17} {describe(run)}")
+            continue
+        seconds = run["seconds"]
+        ratio = f"{seconds / floor:>7.2f}x" if floor else f"{'':>8}"
+        same = {True: "same as source", False: "DIFFERENT", None: ""}[run.get("same")]
+        if variant == "airflow only":
+            same = "(one empty task under dag.test(): Airflow's own cost)"
+        print(f"{variant:<17} {seconds:>8.2f} {ratio} {rows / seconds:>11,.0f}  {same}")
+    dogana = found["dogana"]
+    lines = []
+    if "seconds" not in dogana:
+        return [f"{database}: dogana did not run"]
+    steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["steps"].items())
+    print(f"dogana execute() by step: {steps}")
+    if "dag.test" in found and "tasks" in found["dag.test"]:
+        tasks = found["dag.test"]["tasks"]
+        apart = ", ".join(
+            f"{task} {tasks[task]:.2f} s ({tasks[task] - dogana['steps'][task]:+.2f})"
+            for task in dogana["steps"]
+            if task in tasks
+        )
+        print(f"dogana dag.test() by task (Airflow's cost beside execute()): {apart}")
+        if "seconds" in found.get("airflow only", {}):
+            print(
+                f"dag.test() of one empty task: {found['airflow only']['seconds']:.2f} s "
+                "(the run's fixed cost, before and after its tasks)"
+            )
+    added = dogana["peak_mib"] - dogana["baseline_mib"]
+    print(
+        f"dogana memory: import baseline {dogana['baseline_mib']:.0f} MB, peak "
+        f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB"
+    )
+    changes = dogana["changes_seconds"]
+    steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["changes_steps"].items())
+    print(
+        f"dogana changes delivery of {CHANGED:,} spread rows: {changes:.2f} s, "
+        f"{changes / dogana['seconds']:.1%} of the full delivery ({steps})"
+    )
+    ratio = dogana["seconds"] / floor if floor else float("inf")
+    generic = found["GenericTransfer"].get("seconds")
+    ahead = generic / dogana["seconds"] if generic else 0.0
+    if database == "postgresql":
+        lines.append(f"PostgreSQL within 2x of the floor: {ratio:.2f}x, {met(ratio <= 2)}")
+    elif database == "sqlite":
+        lines.append(f"SQLite 2x ahead of GenericTransfer: {ahead:.2f}x, {met(ahead >= 2)}")
+    else:
+        lines.append(f"MariaDB within 3x of the floor: {ratio:.2f}x, {met(ratio <= 3)}")
+        lines.append(f"MariaDB ahead of GenericTransfer: {ahead:.2f}x, {met(ahead > 1)}")
+    lines.append(f"{database} rows add under 100 MB: {added:.0f} MB, {met(added < 100)}")
+    share = changes / dogana["seconds"]
+    lines.append(f"{database} changes under 5% of full: {share:.1%}, {met(share < 0.05)}")
+    return lines
+
+
+def met(condition: bool) -> str:
+    return "met" if condition else "NOT met"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--large", action="store_true", help="also 10,000,000 rows (PostgreSQL)")
+    parser.add_argument(
+        "--databases",
+        default="postgresql,sqlite,mysql",
+        help="comma-separated, of " + ", ".join(DATABASES),
+    )
+    parser.add_argument("--quick", action="store_true", help="no dlt, no dag.test()")
+    parser.add_argument("--profile", action="store_true", help="cProfile dogana's full delivery")
+    parser.add_argument("--keep", action="store_true", help="keep the bench's folder")
+    for hidden in ("--child", "--database", "--home", "--run", "--result", "--profile-to"):
+        parser.add_argument(hidden, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        measured = child(args)
+        Path(args.result).write_text(json.dumps(measured), encoding="utf-8")
+        return 0
+
+    run = f"{os.getpid()}_{time.time_ns() % 10**6}"
+    top = Path(tempfile.mkdtemp(prefix="dogana-bench-pipeline-"))
+    print(f"code {revision()}; load average before: {load()}; folder {top}")
+    targets: list[str] = []
+    sizes = [(name, args.rows) for name in args.databases.split(",")]
+    if args.large:
+        sizes.append(("postgresql", 10_000_000))
+    try:
+        migrated = None
+        for name, rows in sizes:
+            home = top / f"{name}_{rows}"
+            (home / "dags").mkdir(parents=True)
+            contract_file(home)
+            database = DATABASES[name](run, home)
+            if name == "postgresql" and not args.quick:
+                if migrated is None:
+                    migrate(airflow_env(home, database))
+                    migrated = home / "airflow.db"
+                elif migrated != home / "airflow.db":
+                    shutil.copy(migrated, home / "airflow.db")
+            try:
+                found = measure(database, rows, args)
+                targets += report(name, rows, found)
+            finally:
+                database.drop()
+        print(f"\nload average after: {load()}")
+        print("\n".join(["targets:", *(f"  {line}" for line in targets)]))
+        if args.profile:
+            print(f"profiles (cProfile) in {top}/*/*.prof")
+    finally:
+        if args.keep or args.profile:
+            print(f"kept {top}")
+        else:
+            shutil.rmtree(top, ignore_errors=True)
+    return 0
 
 
 def migrate(env: dict[str, str]) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "airflow", "db", "migrate"],
-        env=env,
-        capture_output=True,
-        text=True,
+        [sys.executable, "-m", "airflow", "db", "migrate"], env=env, capture_output=True, text=True
     )
     if done.returncode != 0:
         raise SystemExit(
@@ -423,77 +787,10 @@ def migrate(env: dict[str, str]) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument(
-        "--repeat", type=int, default=1, help="rounds, the order alternating; medians printed"
-    )
-    parser.add_argument("--profile", action="store_true", help="cProfile each variant")
-    parser.add_argument("--keep", action="store_true", help="keep the temporary AIRFLOW_HOME")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--result", help=argparse.SUPPRESS)
-    parser.add_argument("--profile-to", help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
-    if args.child:
-        run_variant(args.child, args.result, args.profile_to)
-        return 0
-
-    rows = args.rows
-    home = Path(tempfile.mkdtemp(prefix="dogana-bench-pipeline-"))
-    (home / "dags").mkdir()
-    run_id = f"{os.getpid()}_{time.time_ns() % 10**6}"
-    source_db, target_db = f"{SOURCE_DB}_{run_id}", f"{TARGET_DB}_{run_id}"
-    env = airflow_env(home, source_db, target_db)
-    keep = True  # the logs stay when the run stops early or a variant fails
-    try:
-        print(f"{rows:,} rows, PostgreSQL {source_db}.{TABLE} -> {target_db}; AIRFLOW_HOME {home}")
-        code = revision()
-        print(f"code: {code}; load average before: {load()}")
-        generated = prepare_source(source_db, rows)
-        print(f"source generated with COPY in {generated:.1f} s")
-        migrate(env)
-        dags = write_dags(home)
-        expected = checksum(source_db, TABLE)
-        assert expected is not None
-        runs: dict[str, list[dict]] = {variant: [] for variant in dags}
-        for round_ in range(args.repeat):
-            reset_database(target_db)
-            moving = ["dogana", "GenericTransfer"]
-            order = ["airflow only", *(moving if round_ % 2 == 0 else reversed(moving))]
-            for variant in order:
-                checkpoint()
-                stem = f"{dags[variant].stem}.{round_}"
-                profile = home / f"{stem}.prof" if args.profile else None
-                found = in_child(dags[variant], home, stem, env, profile)
-                if profile is not None:
-                    found["profile"] = str(profile)
-                if variant in TARGETS:
-                    found["rows_found"] = checksum(target_db, TARGETS[variant])
-                runs[variant].append(found)
-        print(f"load average after: {load()}")
-        if revision() != code:
-            print(f"CODE CHANGED DURING THE RUN, now {revision()}: run again for one version")
-        keep = not report(rows, expected, runs)
-    finally:
-        if keep or args.keep or args.profile:
-            print(f"kept {home} and the databases {source_db}, {target_db}")
-        else:
-            shutil.rmtree(home, ignore_errors=True)
-            for database in (source_db, target_db):
-                drop_database(database)
-    return 0
-
-
-TARGETS = {"dogana": TABLE, "GenericTransfer": GENERIC_TABLE}
-
-
 def revision() -> str:
-    """The commit the operators ran at, and whether the working tree changed them."""
-    root = Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"],
+            ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
@@ -502,7 +799,7 @@ def revision() -> str:
             [
                 "git",
                 "-C",
-                str(root),
+                str(ROOT),
                 "status",
                 "--porcelain",
                 "--",
@@ -514,95 +811,13 @@ def revision() -> str:
             check=True,
         ).stdout.split("\n")
     except (OSError, subprocess.CalledProcessError):
-        return f"{root}, not a git checkout"
+        return f"{ROOT}, not a git checkout"
     files = [line for line in changed if line.strip()]
     return head + (f" with {len(files)} changed files in the packages" if files else "")
 
 
 def load() -> str:
     return ", ".join(f"{value:.1f}" for value in os.getloadavg()) + f" ({os.cpu_count()} CPUs)"
-
-
-def round_text(run: dict, expected: tuple[int, int]) -> str:
-    text = f"{run['seconds']:.2f} s"
-    if run["state"] != "success":
-        text += f" {run['state']} (log {run['log']})"
-    if run.get("rows_found", expected) != expected:
-        text += f" rows {run['rows_found']} != {expected}"
-    return text
-
-
-def median_run(found: list[dict]) -> dict:
-    return sorted(found, key=lambda run: run["seconds"])[(len(found) - 1) // 2]
-
-
-def report(rows: int, expected: tuple[int, int], runs: dict[str, list[dict]]) -> bool:
-    """Print the table; whether every run succeeded and moved the source's rows."""
-    repeated = len(runs["dogana"]) > 1
-    print()
-    if repeated:
-        print(f"median of {len(runs['dogana'])} rounds, each round in its own processes")
-    print(f"{'variant':<17} {'state':<8} {'seconds':>8} {'rows/s':>10} {'peak RSS MB':>12}  rows")
-    chosen = {variant: median_run(found) for variant, found in runs.items()}
-    for variant, found in chosen.items():
-        seconds = found["seconds"]
-        if variant in TARGETS:
-            wrong = [run["rows_found"] for run in runs[variant] if run["rows_found"] != expected]
-            check = "same as source" if not wrong else f"DIFFERENT: {wrong[0]} != {expected}"
-            if repeated and not wrong:
-                check += " in every round"
-            rate = f"{rows / seconds:>10,.0f}"
-        else:
-            check, rate = "(one empty task: Airflow's own cost)", f"{'':>10}"
-        print(
-            f"{variant:<17} {found['state']:<8} {seconds:>8.2f} {rate} "
-            f"{found['peak_mib']:>12.0f}  {check}"
-        )
-    blank = f"{'':<8} {'':>8} {'':>10} {'':>12}"
-    print(f"{'source':<17} {blank}  count {expected[0]:,}, checksum {expected[1]}")
-    if repeated:
-        print()
-        for variant, found in runs.items():
-            print(f"{variant} rounds: " + ", ".join(round_text(run, expected) for run in found))
-        ratios = [
-            generic["seconds"] / dogana["seconds"]
-            for dogana, generic in zip(runs["dogana"], runs["GenericTransfer"], strict=True)
-        ]
-        print("GenericTransfer / dogana by round: " + ", ".join(f"{r:.2f}x" for r in ratios))
-    print()
-    for variant in TARGETS:
-        tasks = sorted(chosen[variant]["tasks"].items(), key=lambda item: item[1]["started"] or 0)
-        timed = ", ".join(
-            f"{task} {info['seconds']:.2f} s / {info['peak_mib'] or 0:.0f} MB"
-            for task, info in tasks
-        )
-        print(f"{variant} per task (seconds start to end / peak RSS sampled): {timed}")
-    dogana, generic = chosen["dogana"], chosen["GenericTransfer"]
-    ratio = generic["seconds"] / dogana["seconds"]
-    fixed = chosen["airflow only"]["seconds"]
-    memory = generic["peak_mib"] / dogana["peak_mib"]
-    net = ""
-    if min(dogana["seconds"], generic["seconds"]) > fixed:
-        net_ratio = (generic["seconds"] - fixed) / (dogana["seconds"] - fixed)
-        net = f" ({net_ratio:.2f}x net of the airflow-only run)"
-    print(f"GenericTransfer / dogana: time {ratio:.2f}x{net}, peak RSS {memory:.2f}x")
-    unsound = [
-        f"{variant} round {index + 1}: {round_text(run, expected)}"
-        for variant, found in runs.items()
-        for index, run in enumerate(found)
-        if run["state"] != "success" or run.get("rows_found", expected) != expected
-    ]
-    met = not unsound and ratio > 1
-    print(
-        "target (faster than GenericTransfer, with the proofs): "
-        + ("met" if met else "NOT met")
-        + ("" if not unsound else f" (not every run succeeded: {'; '.join(unsound)})")
-    )
-    for variant, found in runs.items():
-        for run in found:
-            if "profile" in run:
-                print(f"profile {variant}: {run['profile']}")
-    return not unsound
 
 
 if __name__ == "__main__":
