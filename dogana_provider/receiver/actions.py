@@ -232,12 +232,13 @@ def _dependents(connection: Any, dialect: Dialect, table: str) -> bool:
         sql = "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
         params: tuple[Any, ...] = ()
     else:
-        # Everything pg_depend records against the table but its own indexes and row type.
+        # Everything pg_depend records against the table but its own indexes, TOAST table and
+        # row type, which go and come with it.
         sql = (
             "SELECT (SELECT count(*) FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass"
             " AND d.refobjid = c.oid AND d.classid <> 'pg_type'::regclass"
-            " AND NOT (d.classid = 'pg_class'::regclass AND EXISTS"
-            " (SELECT 1 FROM pg_index i WHERE i.indexrelid = d.objid)))"
+            " AND NOT (d.classid = 'pg_class'::regclass AND EXISTS (SELECT 1 FROM pg_class r"
+            " WHERE r.oid = d.objid AND r.relkind IN ('i', 't'))))"
             " + (CASE WHEN c.relacl IS NULL THEN 0 ELSE 1 END)"
             f" FROM pg_class c WHERE c.oid = to_regclass({dialect.placeholder})"
         )

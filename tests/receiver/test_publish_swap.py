@@ -1,0 +1,124 @@
+"""A whole-table replacement publishes its checked staging table itself (actions.py's swap), on
+the databases whose DDL joins the publication's transaction; what a swap would break is copied.
+
+The published table's identity tells the two apart: after a swap it is the very table the rows
+were staged in (PostgreSQL's oid, SQLite's root page), after a copy the table it was.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg2
+import pytest
+from receiver_deliveries import NOW, Source, at
+from test_receiver_postgres import drop_tables
+
+from dogana_core.gate import Outcome
+from dogana_provider.receiver.receiver import Receiver
+from dogana_provider.sql import POSTGRES, SQLITE, Dialect
+
+
+class Database:
+    def __init__(self, connect: Callable[[], Any], dialect: Dialect) -> None:
+        self.connect, self.dialect = connect, dialect
+
+    def one(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
+        connection = self.connect()
+        try:
+            cursor = connection.cursor()
+            cursor.execute(sql, params)
+            row = cursor.fetchone() if cursor.description else None
+            connection.commit()
+            return None if row is None else row[0]
+        finally:
+            connection.close()
+
+    def identity(self, table: str) -> Any:
+        if self.dialect is POSTGRES:
+            return self.one("SELECT to_regclass(%s)::oid", (POSTGRES.quote(table),))
+        return self.one("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,))
+
+
+@pytest.fixture
+def uid() -> str:
+    return uuid.uuid4().hex[:10]
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def database(request: pytest.FixtureRequest, tmp_path: Path, uid: str) -> Iterator[Database]:
+    if request.param == "sqlite":
+        path = tmp_path / "receiver.sqlite"
+        yield Database(lambda: sqlite3.connect(path), SQLITE)
+        return
+    url = request.getfixturevalue("postgres_url")
+    yield Database(lambda: psycopg2.connect(url), POSTGRES)
+    drop_tables(url, uid)  # every table of the test carries its uid
+
+
+@pytest.fixture
+def source(uid: str, tmp_path: Path) -> Source:
+    return Source(f"orders_{uid}", tmp_path)
+
+
+def receiver_of(database: Database, uid: str, source: Source) -> Receiver:
+    receiver = Receiver(database.connect, database.dialect, prefix=f"s{uid}", clock=lambda: NOW)
+    receiver.register(source.contract)
+    return receiver
+
+
+def published_rows(receiver: Receiver, table: str) -> list[tuple[Any, ...]]:
+    with receiver.read(table) as snapshot:
+        return sorted((row[0], row[1]) for row in snapshot.rows)
+
+
+def test_a_full_replacement_publishes_its_checked_staging_table(
+    database: Database, uid: str, source: Source
+) -> None:
+    receiver = receiver_of(database, uid, source)
+    source.put(1, 1, "n1", at(1))
+    receiver.receive(*source.full(at(2)))
+    source.put(2, 2, "n2", at(3))
+    decision = receiver.decide(*source.full(at(4)))
+    assert decision.staged is not None
+    staged = database.identity(decision.staged.table)
+    receipt = receiver.publish(decision)
+    assert receipt.outcome is Outcome.ACCEPTED
+    assert database.identity(source.table) == staged
+    with receiver.read(source.table) as snapshot:
+        assert snapshot.columns == ("id", "day", "name", "updated_at")
+        assert sorted(row[0] for row in snapshot.rows) == [1, 2]
+    receiver.verify(source.table)
+
+
+def test_a_table_a_view_reads_is_replaced_by_copying_its_rows(
+    database: Database, uid: str, source: Source
+) -> None:
+    receiver = receiver_of(database, uid, source)
+    source.put(1, 1, "n1", at(1))
+    receiver.receive(*source.full(at(2)))
+    view, table = database.dialect.quote(f"view_{uid}"), database.dialect.quote(source.table)
+    database.one(f"CREATE VIEW {view} AS SELECT id FROM {table}")
+    before = database.identity(source.table)
+    source.put(2, 2, "n2", at(3))
+    assert receiver.receive(*source.full(at(4))).outcome is Outcome.ACCEPTED
+    assert database.identity(source.table) == before
+    assert database.one(f"SELECT count(*) FROM {view}") == 2
+    database.one(f"DROP VIEW {view}")
+
+
+def test_a_changes_delivery_is_applied_to_the_published_table(
+    database: Database, uid: str, source: Source
+) -> None:
+    receiver = receiver_of(database, uid, source)
+    source.put(1, 1, "n1", at(1))
+    receiver.receive(*source.full(at(2)))
+    before = database.identity(source.table)
+    source.put(2, 2, "n2", at(3))
+    assert receiver.receive(*source.changes(at(2), at(4))).outcome is Outcome.ACCEPTED
+    assert database.identity(source.table) == before
+    assert [id_ for id_, _ in published_rows(receiver, source.table)] == [1, 2]
