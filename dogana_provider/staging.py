@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import re
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -146,6 +147,7 @@ def _insert(
     # its column's range. PostgreSQL then aborts the transaction, so the load runs under a
     # savepoint that rolls it back and lets the caller drop the table and record a rejection.
     data_error = getattr(connection, "DataError", None) or _NoError
+    local = _LocalInfile(connection, dialect, table, quoted) if dialect.name == "mysql" else None
     cursor = connection.cursor()
     try:
         cursor.execute("SAVEPOINT dogana_stage")
@@ -155,7 +157,10 @@ def _insert(
                 _refuse_unstorable(dialect, delivered.path, batch, types)
                 if dialect.name == "postgresql":
                     _copy(cursor, statement, _copy_text(numbers, batch.columns))
+                elif local is not None and local.load(cursor, numbers, batch.columns):
+                    pass
                 else:
+                    local = None  # the connection does not allow it: executemany from now on
                     values = [
                         dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)
                     ]
@@ -178,6 +183,47 @@ def _insert(
     finally:
         cursor.close()
     return rows
+
+
+class _LoadWarning(ValueError):
+    """A value LOAD DATA LOCAL stored otherwise than written (it warns, where INSERT fails)."""
+
+
+class _LocalInfile:
+    """MariaDB's bulk load, LOAD DATA LOCAL INFILE, where the connection allows it.
+
+    The client sends a file it names; the batch is written to one in the text format COPY also
+    reads (tab-separated, \\N for null, backslash escapes), built by Arrow as _copy_text builds
+    COPY's. The server and the client must both allow LOCAL (local_infile, and the connection's
+    local_infile extra for MySqlHook); where either refuses, load says so and the rows go through
+    executemany, the named slow path. LOCAL turns a value that does not fit into a warning, so
+    any warning refuses the batch as INSERT's error would.
+    """
+
+    REFUSED = (1148, 2068, 4166)  # LOCAL not allowed by the server, or by the client
+
+    def __init__(self, connection: Any, dialect: Dialect, table: str, quoted: str) -> None:
+        self.connection = connection
+        self.into = f"INTO TABLE {dialect.quote(table)} CHARACTER SET utf8mb4 ({quoted})"
+
+    def load(self, cursor: Any, numbers: range, columns: Sequence[pa.Array]) -> bool:
+        """Load one batch; False, having loaded nothing, when LOCAL is not allowed."""
+        with tempfile.NamedTemporaryFile(prefix="dogana-stage-", suffix=".tsv") as file:
+            file.write(_copy_text(numbers, columns, mariadb=True))
+            file.flush()
+            if not re.fullmatch(r"[\w./-]+", file.name):
+                return False  # a temporary folder whose name a literal would have to escape
+            try:
+                cursor.execute(f"LOAD DATA LOCAL INFILE '{file.name}' {self.into}")
+            except Exception as exc:  # the driver's OperationalError, by its code
+                if exc.args and exc.args[0] in self.REFUSED:
+                    return False
+                raise
+        if self.connection.warning_count():
+            cursor.execute("SHOW WARNINGS LIMIT 1")
+            _, code, message = cursor.fetchone()
+            raise _LoadWarning(f"({code}) {message}")
+        return True
 
 
 class _NoError(Exception):
@@ -233,13 +279,15 @@ def _copy(cursor: Any, statement: str, data: bytes) -> None:
 _COPY_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
 
 
-def _copy_text(numbers: range, columns: Sequence[pa.Array]) -> bytes:
+def _copy_text(numbers: range, columns: Sequence[pa.Array], *, mariadb: bool = False) -> bytes:
     """A batch in COPY's text format (UTF-8), built by Arrow's compute kernels, never value by
     value in Python: the lines end up back to back in one Arrow buffer, handed over as it is.
 
     Arrow spells every staged type as PostgreSQL reads it: shortest round-trip floats (inf,
     nan), true/false, ISO dates, and timestamps as 2024-01-31 23:59:59.000000Z. Text escapes
-    backslash, tab, newline and carriage return; a null is \\N.
+    backslash, tab, newline and carriage return; a null is \\N. For MariaDB's LOAD DATA (the
+    same format), booleans are 1/0, timestamps their naive UTC wall time (DATETIME holds no
+    zone), and a NUL character is escaped too.
     """
     texts = [pa.array(numbers, pa.int64()).cast(pa.string())]
     for column in columns:
@@ -250,11 +298,13 @@ def _copy_text(numbers: range, columns: Sequence[pa.Array]) -> bytes:
             # values are UTC instants (files.py hands datetimes over as UTC): print their naive
             # UTC wall time and say it is UTC.
             wall = pc.cast(column.cast(pa.timestamp(column.type.unit)), pa.string())
-            text = pc.binary_join_element_wise(wall, "Z", "")
+            text = wall if mariadb else pc.binary_join_element_wise(wall, "Z", "")
+        elif mariadb and pa.types.is_boolean(column.type):
+            text = pc.cast(pc.cast(column, pa.int8()), pa.string())
         else:
             text = pc.cast(column, pa.string())
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            for raw, escaped in _COPY_ESCAPES:
+            for raw, escaped in _COPY_ESCAPES + ((("\x00", "\\0"),) if mariadb else ()):
                 text = pc.replace_substring(text, raw, escaped)
         texts.append(pc.fill_null(text, "\\N"))
     lines = pc.binary_join_element_wise(*texts, "\t")
