@@ -146,6 +146,8 @@ def value_type(value: Any) -> str:
 
 
 def _datetime(value: Any) -> datetime:
+    if isinstance(value, bytes):  # undecoded text (mysql.py)
+        value = value.decode("utf-8")
     if isinstance(value, str):
         value = datetime.fromisoformat(value)
     if not isinstance(value, datetime):
@@ -156,6 +158,8 @@ def _datetime(value: Any) -> datetime:
 
 
 def _date(value: Any) -> date:
+    if isinstance(value, bytes):  # undecoded text (mysql.py)
+        value = value.decode("utf-8")
     if isinstance(value, str):
         return date.fromisoformat(value)
     if isinstance(value, datetime) or not isinstance(value, date):
@@ -198,6 +202,8 @@ def _str(value: Any) -> str:
 
 
 def _decimal(value: Any) -> Decimal:
+    if isinstance(value, bytes):  # undecoded text (mysql.py)
+        value = value.decode("utf-8")
     if isinstance(value, bool):
         raise TypeError(value)
     if isinstance(value, Decimal):
@@ -326,8 +332,19 @@ _ARROW_TAKES: dict[str, tuple[type, ...]] = {
 # so a value that does not fit fails naming it exactly as before.
 
 
+def _text(values: Sequence[Any]) -> pa.Array:
+    """str values, or the bytes a driver left undecoded (MySQLdb, as mysql.py asks), as text."""
+    first = next((value for value in values if value is not None), None)
+    if isinstance(first, bytes):
+        return pa.array(values, pa.binary()).cast(pa.string())
+    return pa.array(values, pa.string())
+
+
 def _text_datetimes(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
-    text = pa.array(values, pa.string())
+    try:
+        text = _text(values)
+    except pa.ArrowInvalid:  # bytes that are not UTF-8
+        return None
     with suppress(pa.ArrowInvalid):
         return text.cast(arrow)  # every value carries its offset
     with suppress(pa.ArrowInvalid):
@@ -337,7 +354,13 @@ def _text_datetimes(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | Non
 
 def _text_dates(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
     with suppress(pa.ArrowInvalid):
-        return pa.array(values, pa.string()).cast(arrow)
+        return _text(values).cast(arrow)
+    return None
+
+
+def _text_decimals(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+    with suppress(pa.ArrowInvalid):
+        return _text(values).cast(arrow)
     return None
 
 
@@ -368,4 +391,7 @@ _ARROW_PARSES: dict[tuple[str, frozenset[type]], Parse] = {
     ("bool", frozenset({int})): _int_bools,
     ("decimal", frozenset({float})): _number_decimals,
     ("decimal", frozenset({int, float})): _number_decimals,
+    ("datetime", frozenset({bytes})): _text_datetimes,
+    ("date", frozenset({bytes})): _text_dates,
+    ("decimal", frozenset({bytes})): _text_decimals,
 }

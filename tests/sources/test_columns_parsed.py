@@ -98,3 +98,23 @@ def test_mixed_offsets_read_as_utc_instants() -> None:
     values = ["2025-01-01 02:00:00+02:00", "2025-01-01 00:00:00"]
     expected = [datetime(2025, 1, 1, tzinfo=UTC)] * 2
     assert parsed("datetime", values).to_pylist() == expected
+
+
+@given(st.lists(texts | st.none(), max_size=20))
+def test_undecoded_datetime_text_parses_as_its_text(values: list[Any]) -> None:
+    """MySQLdb hands DATETIME values over as bytes (mysql.py asks it to)."""
+    raw = [None if v is None else v.encode() for v in values]
+    try:
+        expected = value_by_value("datetime", values)
+    except (ValueError, OverflowError, pa.ArrowInvalid):
+        with pytest.raises(UnsupportedColumn):
+            parsed("datetime", raw)
+        return
+    assert parsed("datetime", raw).equals(expected)
+
+
+def test_undecoded_dates_and_decimals_parse_as_their_text() -> None:
+    assert parsed("date", [b"2025-01-31", None]).to_pylist() == [date(2025, 1, 31), None]
+    assert parsed("decimal(12,2)", [b"1.25", b"-0.50"]).equals(
+        value_by_value("decimal(12,2)", ["1.25", "-0.50"])
+    )
