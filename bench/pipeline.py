@@ -251,7 +251,8 @@ class MariaDb(Database):
         return self._url(self._db("source"))
 
     def target_url(self) -> str:
-        return self._url(self._db("target"))
+        # The receiver stages with LOAD DATA LOCAL INFILE where its connection allows it.
+        return self._url(self._db("target")) + "?local_infile=true"
 
     def _connect(self, database: str | None = None, **options: Any) -> Any:
         import MySQLdb
@@ -260,7 +261,7 @@ class MariaDb(Database):
         return MySQLdb.connect(charset="utf8mb4", autocommit=True, **MARIADB, **named, **options)
 
     def query(self, url: str, sql: str) -> list[tuple[Any, ...]]:
-        connection = self._connect(url.rsplit("/", 1)[1])
+        connection = self._connect(url.rsplit("/", 1)[1].partition("?")[0])
         try:
             cursor = connection.cursor()
             cursor.execute(sql)
