@@ -259,7 +259,7 @@ class Store:
         if text.startswith('{"contract":'):
             # Stored as wire JSON before stored.py's form; the next publication stores it anew.
             return Ledger.from_json(text)
-        index = Index.read(text)
+        index = _index(text) if kept else Index.read(text)
         chunks = KEPT.get(index.digests) if kept else {}
         missing = [name for name in index.digests if name not in chunks]
         if missing:
@@ -510,6 +510,12 @@ KEPT = Kept(64 * 2**20)
 def _contract(text: str) -> Contract:
     # A contract is immutable and its text is read at every decision.
     return Contract.from_json(text)
+
+
+@lru_cache(maxsize=64)
+def _index(text: str) -> Index:
+    # Publish reads the index decide read, unless another publication came between.
+    return Index.read(text)
 
 
 def _execute_all(connection: Any, statements: list[str]) -> None:
