@@ -120,9 +120,13 @@ def run(dag: Any) -> Any:
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        tis = {ti.task_id: str(ti.state) for ti in found.get_task_instances(session=session)}
+        # By step: "extract" whether written out or inside a TaskGroup ("events.extract").
+        tis = {
+            ti.task_id.rsplit(".", 1)[-1]: (ti.task_id, str(ti.state))
+            for ti in found.get_task_instances(session=session)
+        }
     detail = ""
-    delivered = xcom(found, "extract")
+    delivered = xcom(found, tis["extract"][0]) if "extract" in tis else None
     if delivered is not None:
         items = delivered if isinstance(delivered, list) else [delivered]
         detail = "; ".join(
@@ -130,11 +134,11 @@ def run(dag: Any) -> Any:
             + (f" {m['tombstones']} tombstones" if m["tombstones"] else "")
             for m in (item["manifest"] for item in items)
         )
-    elif tis.get("plan") == "skipped":
+    elif tis.get("plan", ("", ""))[1] == "skipped":
         detail = "claims already suffice: nothing delivered"
     elif "freshness" in tis:
         detail = "its report:"
-    status = "ok" if all(s in ("success", "skipped") for s in tis.values()) else "FAILED"
+    status = "ok" if all(s in ("success", "skipped") for _, s in tis.values()) else "FAILED"
     print(f"  {dag.dag_id:<27} {status:<6} {detail}")
     return found
 

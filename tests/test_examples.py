@@ -38,3 +38,10 @@ def test_readme_opens_with_the_install_line_and_the_quickstart_dag() -> None:
     assert opening.startswith("Install\n")
     assert 'pip install "airflow-provider-dogana[postgres]"' in opening
     assert f"```python\n{dag}```" in opening
+
+
+def test_readme_shows_the_quickstart_in_its_short_form_beside_it() -> None:
+    readme = (ROOT / "README.md").read_text()
+    short = (ROOT / "examples" / "quickstart_short.py").read_text()
+    opening = readme.split("\n## ", 2)[1]
+    assert f"```python\n{short}```" in opening

@@ -38,10 +38,7 @@ from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
 from dogana_provider.operators.arguments import RUN_END
-from dogana_provider.operators.extract import ExtractOperator
-from dogana_provider.operators.gate import GateOperator
-from dogana_provider.operators.plan import PlanDeliveryOperator
-from dogana_provider.operators.publish import PublishOperator
+from dogana_provider.task_groups.delivery import delivery_task_group
 
 SOURCE_CONN_ID = os.environ.get("DOGANA_SOURCE_CONN_ID", "dogana_source")
 RECEIVER_CONN_ID = os.environ.get("DOGANA_RECEIVER_CONN_ID", "dogana_default")
@@ -65,15 +62,12 @@ with DAG(
     tags=["dogana", "example"],
     doc_md=__doc__,
 ) as dag:
-    plan = PlanDeliveryOperator(
-        task_id="plan",
-        contract=EVENTS,
+    # plan, extract, gate and publish in the TaskGroup "events" (orders.py writes them out).
+    delivery_task_group(
+        EVENTS,
+        source_conn_id=SOURCE_CONN_ID,
         receiver_conn_id=RECEIVER_CONN_ID,
         # Every event recorded up to the end of the run's hour (run_after for a run triggered
         # without a logical date) is published.
         fresh_as_of=RUN_END,
     )
-    extract = ExtractOperator(task_id="extract", source_conn_id=SOURCE_CONN_ID, contract=EVENTS)
-    gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)
-    publish = PublishOperator(task_id="publish", receiver_conn_id=RECEIVER_CONN_ID, table="events")
-    plan >> extract >> gate >> publish

@@ -47,11 +47,8 @@ from airflow.sdk import DAG, CronTriggerTimetable, task
 from dogana_core import Contract, Shape
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import RUN_END
-from dogana_provider.operators.extract import ExtractOperator
-from dogana_provider.operators.gate import GateOperator
-from dogana_provider.operators.plan import PlanDeliveryOperator
-from dogana_provider.operators.publish import PublishOperator, dogana_asset
 from dogana_provider.sensors.claims import ClaimsSensor
+from dogana_provider.task_groups.delivery import delivery_task_group
 
 SOURCE_CONN_ID = os.environ.get("DOGANA_SOURCE_CONN_ID", "dogana_source")
 RECEIVER_CONN_ID = os.environ.get("DOGANA_RECEIVER_CONN_ID", "dogana_default")
@@ -85,23 +82,17 @@ with DAG(
     tags=["dogana", "example"],
     doc_md=__doc__,
 ) as dag:
-    plan = PlanDeliveryOperator(
-        task_id="plan",
+    # plan, extract, gate and publish of the group, in the TaskGroup "invoices"; its publish
+    # emits one Asset event per table (orders.py writes the four tasks out).
+    delivery = delivery_task_group(
         group=[INVOICES, LINES],
+        group_id="invoices",
+        source_conn_id=SOURCE_CONN_ID,
         receiver_conn_id=RECEIVER_CONN_ID,
         # Both tables exact at one instant no earlier than the run's end (its interval's end, or
         # run_after for a run triggered without a logical date); when they already are (a
         # rerun), the delivery tasks skip and the report still runs.
         exact_at=RUN_END,
-    )
-    extract = ExtractOperator(
-        task_id="extract", source_conn_id=SOURCE_CONN_ID, group=[INVOICES, LINES]
-    )
-    gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)
-    publish = PublishOperator(
-        task_id="publish",
-        receiver_conn_id=RECEIVER_CONN_ID,
-        outlets=[dogana_asset(table, RECEIVER_CONN_ID) for table in TABLES],
     )
     wait = ClaimsSensor(
         task_id="wait_exact",
@@ -139,5 +130,5 @@ with DAG(
             print(f"  {customer:<12} {invoices:>3} invoices {int(total) / 100:>12,.2f}")
         return {"exact_as_of": exact_as_of, "totals": totals}
 
-    plan >> extract >> gate >> publish >> wait
+    delivery >> wait
     report(wait.output)

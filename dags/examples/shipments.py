@@ -44,10 +44,7 @@ from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
 from dogana_provider.operators.arguments import RUN_END
-from dogana_provider.operators.extract import ExtractOperator
-from dogana_provider.operators.gate import GateOperator
-from dogana_provider.operators.plan import PlanDeliveryOperator
-from dogana_provider.operators.publish import PublishOperator
+from dogana_provider.task_groups.delivery import delivery_task_group
 
 SOURCE_CONN_ID = os.environ.get("DOGANA_SOURCE_CONN_ID", "dogana_source")
 RECEIVER_CONN_ID = os.environ.get("DOGANA_RECEIVER_CONN_ID", "dogana_default")
@@ -89,18 +86,13 @@ with DAG(
     tags=["dogana", "example"],
     doc_md=__doc__,
 ) as dag:
-    plan = PlanDeliveryOperator(
-        task_id="plan",
-        contract=SHIPMENTS,
+    # plan, extract, gate and publish in the TaskGroup "shipments" (orders.py writes them out).
+    delivery_task_group(
+        SHIPMENTS,
+        source_conn_id=SOURCE_CONN_ID,
         receiver_conn_id=RECEIVER_CONN_ID,
         fresh_as_of=RUN_END,
         # The window ends on the date of the run's end: its interval's end, or, for a run
         # triggered without a logical date, its run_after (RUN_END spelled inside the call).
         window="{{ last_days(data_interval_end | default(dag_run.run_after, true)) }}",
     )
-    extract = ExtractOperator(task_id="extract", source_conn_id=SOURCE_CONN_ID, contract=SHIPMENTS)
-    gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)
-    publish = PublishOperator(
-        task_id="publish", receiver_conn_id=RECEIVER_CONN_ID, table="shipments"
-    )
-    plan >> extract >> gate >> publish

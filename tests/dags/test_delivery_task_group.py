@@ -48,7 +48,7 @@ def source_tables(databases: Databases, tables: list[str]) -> None:
 def dag_file(databases: Databases, airflow_home: Path, body: str) -> Any:
     """A DAG file with the contracts at hand as CONTRACTS (table -> wire dict)."""
     name = f"task_groups_{databases.uid}"
-    header = f'''
+    header = f"""
 import datetime
 from airflow.sdk import DAG, TaskGroup, task
 from dogana_core import Contract
@@ -57,7 +57,7 @@ from dogana_provider.task_groups.delivery import delivery_task_group
 START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
 dag = DAG({name!r}, schedule=None, start_date=START, catchup=False)
 SOURCE, RECEIVER = "dogana_source", "dogana_default"
-'''
+"""
     return write_dag(airflow_home, name, header + body)
 
 
@@ -219,3 +219,21 @@ with dag:
     run = databases.run(module.dag)
     assert set(states(run).values()) == {"success"}
     assert_own_claims(databases, tables)
+
+
+def test_the_quickstart_in_its_short_form_is_the_same_four_tasks_in_a_group(
+    airflow_home: Path,
+) -> None:
+    from airflow.dag_processing.dagbag import DagBag
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    long, short = (
+        DagBag(dag_folder=str(examples / name)) for name in ("quickstart.py", "quickstart_short.py")
+    )
+    assert long.import_errors == short.import_errors == {}
+    [written_out] = long.dags.values()
+    [grouped] = short.dags.values()
+    for task in written_out.tasks:
+        in_group = grouped.get_task(f"customers.{task.task_id}")
+        assert in_group.downstream_task_ids == {f"customers.{d}" for d in task.downstream_task_ids}
+    assert len(grouped.tasks) == len(written_out.tasks) == 4

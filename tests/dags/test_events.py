@@ -16,7 +16,8 @@ from dogana_core.manifest import Manifest
 
 pytestmark = pytest.mark.airflow
 
-TASKS = ("plan", "extract", "gate", "publish")
+# delivery_task_group: the four tasks in the TaskGroup named after the table
+TASKS = ("events.plan", "events.extract", "events.gate", "events.publish")
 
 
 def record(databases: Databases, *events: tuple[str, str]) -> None:
@@ -43,7 +44,7 @@ def test_events_are_appended_once_each(databases: Databases, airflow_home: Path)
 
     first = databases.run(example.dag)
     assert states(first) == dict.fromkeys(TASKS, "success")
-    appended = Manifest.from_dict(xcom(first, "extract")["manifest"])
+    appended = Manifest.from_dict(xcom(first, "events.extract")["manifest"])
     # The first append starts at the contract's start_at: the history the source keeps.
     assert appended.since == example.EVENTS.start_at and appended.rows == 3
     assert published(databases) == source_events(databases)
@@ -52,7 +53,7 @@ def test_events_are_appended_once_each(databases: Databases, airflow_home: Path)
     record(databases, ("click", "home"), ("buy", "cart"))
     second = databases.run(example.dag)
     assert states(second) == dict.fromkeys(TASKS, "success")
-    next_append = Manifest.from_dict(xcom(second, "extract")["manifest"])
+    next_append = Manifest.from_dict(xcom(second, "events.extract")["manifest"])
     # Exactly where the last read ended: no overlap (an event read twice counts twice).
     assert next_append.since == appended.produced_at and next_append.rows == 2
     assert published(databases) == source_events(databases)
@@ -61,15 +62,15 @@ def test_events_are_appended_once_each(databases: Databases, airflow_home: Path)
     assert claims.state == "complete" and claims.exact_as_of == next_append.produced_at
 
     # The same append gated and published again is a replay: the events are not appended twice.
-    again = redeliver(databases, airflow_home, xcom(second, "extract"))
+    again = redeliver(databases, airflow_home, xcom(second, "events.extract"))
     assert states(again) == {"gate": "success", "publish": "success"}
     assert Receipt.from_dict(xcom(again, "publish")).outcome is Outcome.REPLAYED
     assert published(databases) == source_events(databases)
 
     # A file that gained a row on its way is refused, and nothing is appended.
     record(databases, ("view", "home"))
-    extracted = databases.run(example.dag, mark_success_pattern="^(gate|publish)$")
-    delivery = xcom(extracted, "extract")
+    extracted = databases.run(example.dag, mark_success_pattern="^events\\.(gate|publish)$")
+    delivery = xcom(extracted, "events.extract")
     path = local_path(delivery["uri"])
     table = pq.read_table(path)
     pq.write_table(pa.concat_tables([table, table.slice(0, 1)]), path)  # one event twice

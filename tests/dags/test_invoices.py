@@ -24,8 +24,9 @@ from dogana_core.manifest import Manifest
 
 pytestmark = pytest.mark.airflow
 
-TASKS = ("plan", "extract", "gate", "publish", "wait_exact", "report")
-SKIPPED_DELIVERY = ("plan", "extract", "gate", "publish")
+# delivery_task_group: the group's four tasks in the TaskGroup "invoices"
+SKIPPED_DELIVERY = ("invoices.plan", "invoices.extract", "invoices.gate", "invoices.publish")
+TASKS = (*SKIPPED_DELIVERY, "wait_exact", "report")
 
 
 def source_state(databases: Databases) -> tuple[set[tuple[object, ...]], set[tuple[object, ...]]]:
@@ -83,7 +84,7 @@ def test_invoices_and_lines_are_exact_at_one_instant_for_the_report(
 
     first = databases.run(example.dag)
     assert states(first) == dict.fromkeys(TASKS, "success")
-    manifests = [Manifest.from_dict(item["manifest"]) for item in xcom(first, "extract")]
+    manifests = [Manifest.from_dict(item["manifest"]) for item in xcom(first, "invoices.extract")]
     assert [m.shape for m in manifests] == ["full", "full"]
     instant = manifests[0].produced_at
     assert manifests[1].produced_at == instant, "one snapshot, one produced_at"
@@ -101,7 +102,9 @@ def test_invoices_and_lines_are_exact_at_one_instant_for_the_report(
 
     second = databases.run(example.dag)
     assert states(second) == dict.fromkeys(TASKS, "success")
-    invoices, lines = (Manifest.from_dict(item["manifest"]) for item in xcom(second, "extract"))
+    invoices, lines = (
+        Manifest.from_dict(item["manifest"]) for item in xcom(second, "invoices.extract")
+    )
     # Each table its cheapest read to (p, p): the invoices' changes, the lines' full read.
     assert (invoices.shape, invoices.rows, invoices.tombstones) == ("changes", 1, 1)
     assert (lines.shape, lines.rows) == ("full", 4)
@@ -126,7 +129,7 @@ def test_invoices_and_lines_are_exact_at_one_instant_for_the_report(
 
     # The group gated and published again replays whole: nothing changes.
     ledgers = databases.hook.ledgers(["invoices", "invoice_lines"])
-    again = redeliver(databases, airflow_home, xcom(second, "extract"))
+    again = redeliver(databases, airflow_home, xcom(second, "invoices.extract"))
     assert states(again) == {"gate": "success", "publish": "success"}
     receipts = [Receipt.from_dict(r) for r in xcom(again, "publish")]
     assert [r.outcome for r in receipts] == [Outcome.REPLAYED, Outcome.REPLAYED]
@@ -146,9 +149,9 @@ def test_a_tampered_line_file_refuses_the_whole_group(
     invoice(databases, 1, "ada lovelace")
     databases.source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (12, 1, 99))
     extracted = databases.run(
-        example.dag, mark_success_pattern="^(gate|publish|wait_exact|report)$"
+        example.dag, mark_success_pattern="^(invoices\\.(gate|publish)|wait_exact|report)$"
     )
-    delivery = xcom(extracted, "extract")
+    delivery = xcom(extracted, "invoices.extract")
     lines_file = local_path(delivery[1]["uri"])
     table = pq.read_table(lines_file)
     pq.write_table(table.slice(0, table.num_rows - 1), lines_file)  # a line lost on the way

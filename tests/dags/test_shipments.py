@@ -25,7 +25,8 @@ from dogana_core.manifest import Manifest
 
 pytestmark = pytest.mark.airflow
 
-TASKS = ("plan", "extract", "gate", "publish")
+# delivery_task_group: the four tasks in the TaskGroup named after the table
+TASKS = ("shipments.plan", "shipments.extract", "shipments.gate", "shipments.publish")
 COLUMNS = ("shipment_id", "ship_date", "weight_g")
 
 
@@ -68,7 +69,7 @@ def test_the_window_is_read_whole_then_by_its_changes(
 
     first = databases.run(example.dag)
     assert states(first) == dict.fromkeys(TASKS, "success")
-    whole = Manifest.from_dict(xcom(first, "extract")["manifest"])
+    whole = Manifest.from_dict(xcom(first, "shipments.extract")["manifest"])
     assert whole.shape == "last_30_days" and whole.window == (low, today)
     assert published(databases) == in_window(databases, low)  # 1, 2 and 3; not 4
     inside = databases.claims("shipments", windows={"shipments": (low, today)})
@@ -84,7 +85,7 @@ def test_the_window_is_read_whole_then_by_its_changes(
 
     second = databases.run(example.dag)
     assert states(second) == dict.fromkeys(TASKS, "success")
-    changes = Manifest.from_dict(xcom(second, "extract")["manifest"])
+    changes = Manifest.from_dict(xcom(second, "shipments.extract")["manifest"])
     assert changes.shape == "window_changes"
     # The 30-minute lookback reaches back before the last read: shipment 6 is caught.
     assert changes.since == whole.produced_at - timedelta(minutes=30)
@@ -107,14 +108,14 @@ def test_the_window_is_read_whole_then_by_its_changes(
 
     # The same delivery again: a replay, nothing changes.
     ledger = databases.hook.receiver.ledger("shipments")
-    again = redeliver(databases, airflow_home, xcom(second, "extract"))
+    again = redeliver(databases, airflow_home, xcom(second, "shipments.extract"))
     assert Receipt.from_dict(xcom(again, "publish")).outcome is Outcome.REPLAYED
     assert databases.hook.receiver.ledger("shipments") == ledger
 
     # A file carrying a shipment from outside its window is refused; nothing is published.
     ship(databases, 1, today, 550, now())
-    extracted = databases.run(example.dag, mark_success_pattern="^(gate|publish)$")
-    delivery = xcom(extracted, "extract")
+    extracted = databases.run(example.dag, mark_success_pattern="^shipments\\.(gate|publish)$")
+    delivery = xcom(extracted, "shipments.extract")
     path = local_path(delivery["uri"])
     table = pq.read_table(path)
     stray = table.slice(0, 1).set_column(

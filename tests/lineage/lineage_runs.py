@@ -72,7 +72,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         )
         shipped = databases.run(load_example(home, "shipments").dag)
         runs["shipments"] = states(shipped)
-        window = xcom(shipped, "extract")["manifest"]["window"]
+        window = xcom(shipped, "shipments.extract")["manifest"]["window"]
         # A read of orders is extracted, and its file altered on its way to the gate.
         extracted = databases.run(orders.daily, mark_success_pattern="^(gate|publish)$")
         delivery = xcom(extracted, "extract")

@@ -122,7 +122,7 @@ def test_the_runs_themselves_did_what_the_events_report(emitted: Emitted) -> Non
 def test_extract_reads_the_source_tables_named_as_the_sql_providers_name_them(
     emitted: Emitted,
 ) -> None:
-    event = emitted.event("dogana_invoices.extract")
+    event = emitted.event("dogana_invoices.invoices.extract")
     assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [
         (emitted.source, f"{emitted.prefix[0]}invoices"),
         (emitted.source, f"{emitted.prefix[0]}invoice_lines"),
@@ -132,7 +132,7 @@ def test_extract_reads_the_source_tables_named_as_the_sql_providers_name_them(
 def test_extract_outputs_each_file_with_its_schema_and_each_columns_source_column(
     emitted: Emitted,
 ) -> None:
-    event = emitted.event("dogana_invoices.extract")
+    event = emitted.event("dogana_invoices.invoices.extract")
     (lines,) = [d for d in event["outputs"] if d["name"].endswith("/invoice_lines.parquet")]
     assert lines["namespace"] == "file"
     fields = [field["name"] for field in lines["facets"]["schema"]["fields"]]
@@ -152,9 +152,9 @@ def test_extract_outputs_each_file_with_its_schema_and_each_columns_source_colum
 def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from_the_file(
     emitted: Emitted,
 ) -> None:
-    extract = emitted.event("dogana_invoices.extract")
+    extract = emitted.event("dogana_invoices.invoices.extract")
     files = {Path(d["name"]).stem: d["name"] for d in extract["outputs"]}
-    event = emitted.event("dogana_invoices.publish")
+    event = emitted.event("dogana_invoices.invoices.publish")
     outputs = {d["name"]: d for d in event["outputs"]}
     tables = {f"{emitted.prefix[1]}{t}": t for t in ("invoices", "invoice_lines")}
     assert set(outputs) == set(tables)
@@ -175,7 +175,7 @@ def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from
 
 
 def test_a_window_delivery_states_its_claims_over_that_window(emitted: Emitted) -> None:
-    (table,) = emitted.event("dogana_shipments_window.publish")["outputs"]
+    (table,) = emitted.event("dogana_shipments_window.shipments.publish")["outputs"]
     assert table["name"] == f"{emitted.prefix[1]}shipments"
     claims = table["facets"]["dogana"]
     low, high = (end["$date"] for end in emitted.runs["shipments_window"])
@@ -202,7 +202,7 @@ def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitte
 def test_gate_and_publish_carry_the_receipts_checks_as_data_quality_assertions(
     emitted: Emitted,
 ) -> None:
-    for job in ("dogana_invoices.gate", "dogana_invoices.publish"):
+    for job in ("dogana_invoices.invoices.gate", "dogana_invoices.invoices.publish"):
         for dataset in emitted.event(job)["inputs"]:
             assertions = dataset["inputFacets"]["dataQualityAssertions"]["assertions"]
             names = {a["assertion"] for a in assertions}
