@@ -2,12 +2,12 @@
 
 One Airflow deployment (deployment.py: LocalExecutor, PostgreSQL metadata database, scheduler,
 DAG processor, triggerer, API server) is started once per session and stopped after the last
-test. Its DAGs folder holds every file of dags/examples/ as it is, and the tests' own DAGs from
-tests/deployment/dags/. The examples read their connections from the environment, as a
-deployment configures them: the source is a SQLite file (source_tables.py fills it) and the receiver
-a PostgreSQL schema of the session's own; the test DAGs read their own SQLite source. A test
-that needs an empty receiver creates one (a fresh schema or database) and a connection to it
-through the REST API.
+test. Its DAGs folder holds dags/examples/ as it is (in a folder examples/), and the tests' own
+DAGs from tests/deployment/dags/. The examples read their connections from the environment, as
+a deployment configures them: the source is a SQLite file (source_tables.py fills it) and the
+receiver a PostgreSQL schema of the session's own; the test DAGs read their own SQLite source.
+A test that needs an empty receiver creates one (a fresh schema or database) and a connection
+to it through the REST API.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote
 
@@ -23,6 +24,7 @@ import psycopg
 import pytest
 from deployment import Client, Deployment
 from source_tables import fill_examples, fill_tests
+from stories import STORIES, Played, Servers
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
@@ -31,8 +33,12 @@ TEST_DAGS = Path(__file__).resolve().parent / "dags"
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if Path(str(item.fspath)).is_relative_to(Path(__file__).parent):
+        if in_layer(item):
             item.add_marker(pytest.mark.deployment)
+
+
+def in_layer(item: pytest.Item) -> bool:
+    return Path(str(item.fspath)).is_relative_to(Path(__file__).parent)
 
 
 @pytest.fixture(scope="session")
@@ -72,7 +78,8 @@ def deployment(
         "AIRFLOW_CONN_DOGANA_TEST_SOURCE": sqlite_connection(sources["tests"]),
         "AIRFLOW_CONN_DOGANA_DEFAULT": postgres_connection(postgres_url, examples_receiver),
     }
-    dags = sorted(EXAMPLES.glob("*.py")) + sorted(TEST_DAGS.glob("*.py"))
+    # The examples' folder whole: warehouse.py reads the contract files beside it.
+    dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py"))]
     with Deployment(postgres_url, dags=dags, environment=environment) as started:
         yield started
 
@@ -80,6 +87,30 @@ def deployment(
 @pytest.fixture(scope="session")
 def client(deployment: Deployment) -> Client:
     return deployment.client()
+
+
+@pytest.fixture(scope="session")
+def played(request: pytest.FixtureRequest, deployment: Deployment) -> Iterator[Played]:
+    """Every story of the modules this session runs, started at once (stories.py)."""
+    modules = {item.module.__name__ for item in request.session.items if in_layer(item)}
+    chosen = {name: play for name, play in STORIES.items() if play.__module__ in modules}
+    servers = reachable(request)
+    with ThreadPoolExecutor(max_workers=max(len(chosen), 1)) as pool:
+        futures = {
+            name: pool.submit(play, deployment.client(), servers) for name, play in chosen.items()
+        }
+        yield Played(futures)
+
+
+def reachable(request: pytest.FixtureRequest) -> Servers:
+    """Each server's URL, or None where its fixture skips (a test needing it skips itself)."""
+    servers: Servers = {}
+    for kind in ("postgres", "mariadb"):
+        try:
+            servers[kind] = request.getfixturevalue(f"{kind}_url")
+        except pytest.skip.Exception:
+            servers[kind] = None
+    return servers
 
 
 def sqlite_connection(path: Path) -> str:

@@ -98,7 +98,7 @@ class Deployment:
 
     :param postgres_url: the PostgreSQL server, as postgresql://user@host:port/database; a
         database of the deployment's own is created there and dropped by stop().
-    :param dags: DAG files copied into the deployment's DAGs folder.
+    :param dags: DAG files, or folders of them, copied into the deployment's DAGs folder.
     :param environment: added to every process's environment (connections as AIRFLOW_CONN_*,
         configuration as AIRFLOW__SECTION__OPTION).
     :param executor: [core] executor.
@@ -187,7 +187,10 @@ class Deployment:
         self.dags_folder.mkdir()
         self.logs.mkdir()
         for path in self.dags:
-            shutil.copyfile(path, self.dags_folder / path.name)
+            if path.is_dir():  # a folder of DAG files and what they read beside them
+                shutil.copytree(path, self.dags_folder / path.name)
+            else:
+                shutil.copyfile(path, self.dags_folder / path.name)
         (self.home / "passwords.json").write_text(json.dumps({USER: self.password}))
         with psycopg.connect(self.postgres_url, autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{self.database}"')
@@ -379,7 +382,7 @@ class Client:
         )
         return [Run(dag_id, item["dag_run_id"]) for item in found["dag_runs"]]
 
-    def wait(self, run: Run, timeout: float = 180) -> dict[str, Any]:
+    def wait(self, run: Run, timeout: float = 300) -> dict[str, Any]:
         """Wait until run ends (success or failed); its final state as run() returns it."""
         deadline = time.monotonic() + timeout
         while True:
@@ -392,7 +395,7 @@ class Client:
                 )
             self._pause()
 
-    def wait_all(self, runs: Iterable[Run], timeout: float = 240) -> dict[Run, dict[str, Any]]:
+    def wait_all(self, runs: Iterable[Run], timeout: float = 400) -> dict[Run, dict[str, Any]]:
         """wait() for several runs at once (they run in parallel; one deadline for all)."""
         deadline = time.monotonic() + timeout
         return {run: self.wait(run, max(deadline - time.monotonic(), 1)) for run in runs}

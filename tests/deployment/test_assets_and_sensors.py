@@ -19,12 +19,13 @@ from typing import Any
 
 import pytest
 from deployment import Client, Run
+from stories import Played, Servers, story
 
 ASSET = "dogana://dogana_default/parcels"
 
 
 @dataclass
-class Story:
+class Parcels:
     waiting: Run
     publishing: Run
     consuming: Run
@@ -48,8 +49,8 @@ def wait_for_state(
     raise AssertionError(f"{run} {task_id}: states {seen}, never {state} in {timeout} s")
 
 
-@pytest.fixture(scope="module")
-def story(client: Client) -> Story:
+@story
+def parcels(client: Client, servers: Servers) -> Parcels:
     dags = ["dogana_test_wait_parcels", "dogana_test_parcels", "dogana_test_parcels_consumer"]
     client.wait_parsed(dags)
     for dag_id in dags:
@@ -60,17 +61,24 @@ def story(client: Client) -> Story:
     found = client.wait_all([publishing, waiting])
     consuming = client.wait_for_run("dogana_test_parcels_consumer", run_type="asset_triggered")
     found.update(client.wait_all([consuming]))
-    return Story(waiting, publishing, consuming, seen, found)
+    return Parcels(waiting, publishing, consuming, seen, found)
+
+
+@pytest.fixture(scope="module")
+def parcel_runs(played: Played) -> Parcels:
+    return played.result(parcels)
 
 
 def test_a_deferrable_claims_sensor_waits_in_the_triggerer_and_resumes_after_a_publish(
-    client: Client, story: Story
+    client: Client, parcel_runs: Parcels
 ) -> None:
-    assert story.states_seen[-1] == "deferred"
-    assert story.found[story.publishing]["state"] == "success", client.explain(story.publishing)
-    found = story.found[story.waiting]
-    assert found["state"] == "success", client.explain(story.waiting)
-    claims = client.xcom(story.waiting, "wait")
+    assert parcel_runs.states_seen[-1] == "deferred"
+    assert parcel_runs.found[parcel_runs.publishing]["state"] == "success", client.explain(
+        parcel_runs.publishing
+    )
+    found = parcel_runs.found[parcel_runs.waiting]
+    assert found["state"] == "success", client.explain(parcel_runs.waiting)
+    claims = client.xcom(parcel_runs.waiting, "wait")
     assert claims["tables"] == ["parcels"]
     assert datetime.fromisoformat(claims["complete_as_of"]) >= datetime.fromisoformat(
         found["run_after"]
@@ -78,16 +86,16 @@ def test_a_deferrable_claims_sensor_waits_in_the_triggerer_and_resumes_after_a_p
 
 
 def test_a_dag_scheduled_on_a_dogana_asset_reads_that_tables_claims_from_its_events(
-    client: Client, story: Story
+    client: Client, parcel_runs: Parcels
 ) -> None:
-    found = story.found[story.consuming]
-    assert found["state"] == "success", client.explain(story.consuming)
+    found = parcel_runs.found[parcel_runs.consuming]
+    assert found["state"] == "success", client.explain(parcel_runs.consuming)
     assert found["logical_date"] is None
     [published] = client.asset_events(
-        ASSET, source_dag_id="dogana_test_parcels", source_run_id=story.publishing.run_id
+        ASSET, source_dag_id="dogana_test_parcels", source_run_id=parcel_runs.publishing.run_id
     )
     assert published["extra"]["tables"] == ["parcels"]
-    assert client.xcom(story.consuming, "claims") == [published["extra"]]
+    assert client.xcom(parcel_runs.consuming, "claims") == [published["extra"]]
     # The run's end, its run_after, is when the event was queued: after the claims it carries.
     assert datetime.fromisoformat(found["run_after"]) >= datetime.fromisoformat(
         published["extra"]["complete_as_of"]

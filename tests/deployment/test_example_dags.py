@@ -10,6 +10,9 @@ The runs go in three rounds, each in parallel, so that no two DAGs deliver one t
        run finds orders already fresh as of last Sunday, and skips)
     3. a manual run of the weekly orders DAG; the freshness check unpaused, and a manual run
 
+Beside them, a test DAG scheduled on the two Assets of the invoices publish task runs after
+each of its publications.
+
 A run without a logical date has no data interval: its "fresh as of the run's end" is its
 run_after, the instant it was triggered, so each manual run publishes a table complete as of
 that instant or later.
@@ -18,10 +21,12 @@ that instant or later.
 from __future__ import annotations
 
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 from deployment import Client, Run
+from stories import Played, Servers, story
 
 PIPELINES = {
     "dogana_orders_daily": ["orders"],
@@ -31,8 +36,15 @@ PIPELINES = {
 }
 WEEKLY = "dogana_orders_weekly_full"
 FRESHNESS = "dogana_freshness"
+# dags/invoices_consumer.py: scheduled on the two Assets the invoices publish task emits.
+CONSUMER = "dogana_test_invoices_consumer"
 TABLES = {**PIPELINES, WEEKLY: ["orders"]}
 EVERY_DAG = [*PIPELINES, WEEKLY, FRESHNESS]
+# warehouse.py: one DAG per contract file, parsed here; its tables are not in this source.
+WAREHOUSE = [
+    f"warehouse_{path.name.split('.', 1)[0]}"
+    for path in (Path(__file__).parents[2] / "dags" / "examples" / "contracts").iterdir()
+]
 
 
 class Rounds:
@@ -43,10 +55,12 @@ class Rounds:
         self.scheduled: dict[str, Run] = {}
         self.manual: dict[str, Run] = {}
         self.found: dict[Run, dict[str, Any]] = {}
+        self.consumed: list[Run] = []
 
     def play(self) -> None:
         client = self.client
-        client.wait_parsed(EVERY_DAG)
+        client.wait_parsed([*EVERY_DAG, CONSUMER])
+        client.unpause(CONSUMER)
         self._unpause(list(PIPELINES))
         self._wait(self.scheduled.values())
         self.manual = {dag_id: client.trigger(dag_id) for dag_id in PIPELINES}
@@ -56,6 +70,9 @@ class Rounds:
         self.manual[FRESHNESS] = client.trigger(FRESHNESS)
         self._unpause([FRESHNESS])
         self._wait([self.manual[WEEKLY], self.manual[FRESHNESS], self.scheduled[FRESHNESS]])
+        client.wait_for_run(CONSUMER, run_type="asset_triggered")
+        self.consumed = client.runs(CONSUMER, run_type="asset_triggered")
+        self._wait(self.consumed)
 
     def _unpause(self, dag_ids: list[str]) -> None:
         for dag_id in dag_ids:
@@ -67,11 +84,16 @@ class Rounds:
         self.found.update(self.client.wait_all(list(runs)))
 
 
+@story
+def example_rounds(client: Client, servers: Servers) -> Rounds:
+    rounds = Rounds(client)
+    rounds.play()
+    return rounds
+
+
 @pytest.fixture(scope="module")
-def rounds(client: Client) -> Rounds:
-    played = Rounds(client)
-    played.play()
-    return played
+def rounds(played: Played) -> Rounds:
+    return played.result(example_rounds)
 
 
 def published_as_of(client: Client, run: Run, table: str) -> datetime:
@@ -80,6 +102,11 @@ def published_as_of(client: Client, run: Run, table: str) -> datetime:
     events = client.asset_events(uri, source_dag_id=run.dag_id, source_run_id=run.run_id)
     assert events, f"{run}: no Asset event for {table}"
     return datetime.fromisoformat(events[-1]["extra"]["complete_as_of"])
+
+
+def test_every_example_file_is_parsed_by_the_dag_processor_without_errors(client: Client) -> None:
+    client.wait_parsed([*EVERY_DAG, *WAREHOUSE])
+    assert client.request("GET", "/importErrors")["import_errors"] == []
 
 
 @pytest.mark.parametrize("dag_id", EVERY_DAG)
@@ -112,3 +139,14 @@ def test_a_freshness_check_without_a_logical_date_passes_every_example_table(
     assert {r["table"]: r["status"] for r in results} == {
         table: "PASS" for tables in TABLES.values() for table in tables
     }
+
+
+def test_each_outlet_of_one_publish_carries_its_own_tables_claims(rounds: Rounds) -> None:
+    """The invoices publish task has two outlets, invoices and invoice_lines: a DAG scheduled on
+    both reads, from each Asset's events, that table's claims and no other's."""
+    assert rounds.consumed
+    for run in rounds.consumed:
+        assert rounds.found[run]["state"] == "success", rounds.client.explain(run)
+        for uri, extras in rounds.client.xcom(run, "claims").items():
+            table = uri.rsplit("/", 1)[1]
+            assert extras and all(extra["tables"] == [table] for extra in extras), (uri, extras)

@@ -12,14 +12,25 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from deployment import Client
+from deployment import Client, Run
+from stories import Played, Servers, story
 
 TABLES = [f"item{i}" for i in range(8)]
+
+
+@dataclass(frozen=True)
+class Mapped:
+    """A run of dogana_test_mapped into an empty receiver, and its final state."""
+
+    receiver: Receiver
+    run: Run
+    found: dict[str, Any]
 
 
 class Receiver:
@@ -91,39 +102,61 @@ class Receiver:
         return MySQLdb.connect(**options)
 
 
+def mapped_run(client: Client, kind: str, url: str | None) -> Mapped | None:
+    """Add an empty receiver of kind, run the mapped pipeline into it; None without a server."""
+    if url is None:
+        return None
+    receiver = Receiver(kind, url)
+    try:
+        receiver.create(client)
+        client.wait_parsed(["dogana_test_mapped"])
+        client.unpause("dogana_test_mapped")
+        run = client.trigger("dogana_test_mapped", conf={"receiver": receiver.conn_id})
+        return Mapped(receiver, run, client.wait(run))
+    except BaseException:
+        receiver.drop()
+        raise
+
+
+@story
+def mapped_on_postgres(client: Client, servers: Servers) -> Mapped | None:
+    return mapped_run(client, "postgres", servers["postgres"])
+
+
+@story
+def mapped_on_mariadb(client: Client, servers: Servers) -> Mapped | None:
+    return mapped_run(client, "mariadb", servers["mariadb"])
+
+
 @pytest.fixture(
     params=[
-        pytest.param("postgres", marks=pytest.mark.postgres),
-        pytest.param("mariadb", marks=pytest.mark.mariadb),
+        pytest.param(mapped_on_postgres, marks=pytest.mark.postgres, id="postgres"),
+        pytest.param(mapped_on_mariadb, marks=pytest.mark.mariadb, id="mariadb"),
     ]
 )
-def empty_receiver(request: pytest.FixtureRequest, client: Client) -> Iterator[Receiver]:
-    receiver = Receiver(request.param, request.getfixturevalue(f"{request.param}_url"))
-    receiver.create(client)
+def mapped(request: pytest.FixtureRequest, played: Played) -> Iterator[Mapped]:
+    found = played.result(request.param)
+    assert found is not None, "the server was not reachable"
     try:
-        yield receiver
+        yield found
     finally:
-        receiver.drop()
+        found.receiver.drop()
 
 
 def test_a_pipeline_mapped_over_eight_tables_registers_them_at_once_in_an_empty_receiver(
-    client: Client, empty_receiver: Receiver
+    client: Client, mapped: Mapped
 ) -> None:
-    client.wait_parsed(["dogana_test_mapped"])
-    client.unpause("dogana_test_mapped")
-    run = client.trigger("dogana_test_mapped", conf={"receiver": empty_receiver.conn_id})
-    found = client.wait(run)
-    states = client.states(run)
-    assert found["state"] == "success", client.explain(run)
-    assert states == {
+    assert mapped.found["state"] == "success", client.explain(mapped.run)
+    assert client.states(mapped.run) == {
         f"{task}[{i}]": "success"
         for task in ("plan", "extract", "gate", "publish")
         for i in range(len(TABLES))
     }
-    registered = empty_receiver.rows("SELECT table_name FROM dogana_tables ORDER BY table_name")
+    receiver = mapped.receiver
+    registered = receiver.rows("SELECT table_name FROM dogana_tables ORDER BY table_name")
     assert registered == [(table,) for table in TABLES]
     for table in TABLES:
-        assert empty_receiver.rows(f"SELECT id, name FROM {table} ORDER BY id") == [
+        assert receiver.rows(f"SELECT id, name FROM {table} ORDER BY id") == [
             (1, f"{table} one"),
             (2, f"{table} two"),
         ]
