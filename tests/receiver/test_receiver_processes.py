@@ -4,7 +4,8 @@ The conformance suite races two threads of one process; here each publisher is a
 own, with its own connections, as two Airflow workers would be. Bounded: three processes, each
 deciding and publishing once, joined with a timeout (a hang fails, never blocks the suite).
 Exactly one wins each head, a stale one decides again (accepted on the new head or refused), no
-manifest identity is published twice, and verify() proves the stored ledger after them all.
+manifest identity is published twice, verify() proves the stored ledger after them all, and the
+test's own process, which read the ledger before them, reads theirs after.
 """
 
 from __future__ import annotations
@@ -120,6 +121,10 @@ def test_publishers_in_separate_processes_win_one_head_each(
         assert verified.publications == 1 + len(accepted) == len(published)
         last = [r for r in stored if r.outcome is Outcome.ACCEPTED][-1]
         assert verified.head == last.publication_id
+        # This process read and kept the ledger (its chunks, its index) before the others
+        # published: what it reads now is what they left, never what it kept from before.
+        ledger = receiver.ledger(source.table)
+        assert (ledger.head, ledger.identity) == (last.publication_id, last.ledger_identity)
         if late[1].identity in published:
             with receiver.read(source.table) as snapshot:
                 ids = {row[snapshot.columns.index("id")] for row in snapshot.rows}
