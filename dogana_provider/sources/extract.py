@@ -123,13 +123,7 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
     try:
         with _bulk(snapshot, reading, params, typed, contract) as bulk:
             if bulk is not None:
-                writer = DeliveryWriter(
-                    read.path,
-                    contract,
-                    bulk.schema,
-                    row_group_rows=row_group_rows,
-                    overwrite=overwrite,
-                )
+                writer = _writer(read, bulk.schema, row_group_rows, overwrite)
                 for batch in bulk.batches:
                     writer.write(batch)
         if writer is None:
@@ -185,6 +179,12 @@ def _bulk(
         yield bulk
 
 
+def _writer(read: Read, schema: Any, row_group_rows: int, overwrite: bool) -> DeliveryWriter:
+    return DeliveryWriter(
+        read.path, read.contract, schema, row_group_rows=row_group_rows, overwrite=overwrite
+    )
+
+
 def _row_by_row(
     snapshot: Snapshot,
     reading: Reading,
@@ -208,13 +208,7 @@ def _row_by_row(
                     reading.renames(),
                     false_when_null=read.contract.deleted_column,
                 )
-                writer = DeliveryWriter(
-                    read.path,
-                    read.contract,
-                    columns.schema,
-                    row_group_rows=row_group_rows,
-                    overwrite=overwrite,
-                )
+                writer = _writer(read, columns.schema, row_group_rows, overwrite)
             assert writer is not None
             if rows:
                 writer.write(columns.batch(rows))

@@ -65,9 +65,13 @@ def source(uid: str, tmp_path: Path) -> Source:
     return Source(f"orders_{uid}", tmp_path)
 
 
-def receiver_of(database: Database, uid: str, source: Source) -> Receiver:
+def published_once(database: Database, uid: str, source: Source) -> Receiver:
+    """A receiver that published row 1 of the source, read whole; row 2 then added to it."""
     receiver = Receiver(database.connect, database.dialect, prefix=f"s{uid}", clock=lambda: NOW)
     receiver.register(source.contract)
+    source.put(1, 1, "n1", at(1))
+    receiver.receive(*source.full(at(2)))
+    source.put(2, 2, "n2", at(3))
     return receiver
 
 
@@ -79,10 +83,7 @@ def published_rows(receiver: Receiver, table: str) -> list[tuple[Any, ...]]:
 def test_a_full_replacement_publishes_its_checked_staging_table(
     database: Database, uid: str, source: Source
 ) -> None:
-    receiver = receiver_of(database, uid, source)
-    source.put(1, 1, "n1", at(1))
-    receiver.receive(*source.full(at(2)))
-    source.put(2, 2, "n2", at(3))
+    receiver = published_once(database, uid, source)
     decision = receiver.decide(*source.full(at(4)))
     assert decision.staged is not None
     staged = database.identity(decision.staged.table)
@@ -98,13 +99,10 @@ def test_a_full_replacement_publishes_its_checked_staging_table(
 def test_a_table_a_view_reads_is_replaced_by_copying_its_rows(
     database: Database, uid: str, source: Source
 ) -> None:
-    receiver = receiver_of(database, uid, source)
-    source.put(1, 1, "n1", at(1))
-    receiver.receive(*source.full(at(2)))
+    receiver = published_once(database, uid, source)
     view, table = database.dialect.quote(f"view_{uid}"), database.dialect.quote(source.table)
     database.one(f"CREATE VIEW {view} AS SELECT id FROM {table}")
     before = database.identity(source.table)
-    source.put(2, 2, "n2", at(3))
     assert receiver.receive(*source.full(at(4))).outcome is Outcome.ACCEPTED
     assert database.identity(source.table) == before
     assert database.one(f"SELECT count(*) FROM {view}") == 2
@@ -114,11 +112,8 @@ def test_a_table_a_view_reads_is_replaced_by_copying_its_rows(
 def test_a_changes_delivery_is_applied_to_the_published_table(
     database: Database, uid: str, source: Source
 ) -> None:
-    receiver = receiver_of(database, uid, source)
-    source.put(1, 1, "n1", at(1))
-    receiver.receive(*source.full(at(2)))
+    receiver = published_once(database, uid, source)
     before = database.identity(source.table)
-    source.put(2, 2, "n2", at(3))
     assert receiver.receive(*source.changes(at(2), at(4))).outcome is Outcome.ACCEPTED
     assert database.identity(source.table) == before
     assert [id_ for id_, _ in published_rows(receiver, source.table)] == [1, 2]

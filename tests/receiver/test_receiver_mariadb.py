@@ -8,7 +8,7 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import MySQLdb
@@ -23,7 +23,8 @@ from dogana_provider.sql import MARIADB
 pytestmark = pytest.mark.mariadb
 
 
-def connector(url: str) -> Connect:
+def connector(url: str, **extra: Any) -> Connect:
+    """Connections to the database of url; extra are MySQLdb's options (local_infile, say)."""
     parts = urlsplit(url)
     options = {
         "host": parts.hostname or "127.0.0.1",
@@ -32,6 +33,7 @@ def connector(url: str) -> Connect:
         "password": parts.password or "",
         "database": parts.path.lstrip("/"),
         "charset": "utf8mb4",
+        **extra,
     }
     return lambda: MySQLdb.connect(**options)
 

@@ -4,9 +4,6 @@ every rule holds the same, unstorable values and faults mid-publish included."""
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
-
-import MySQLdb
 import pyarrow as pa
 import pytest
 import test_receiver_mariadb
@@ -21,31 +18,12 @@ pytestmark = pytest.mark.mariadb
 class TestMariaDBLocalInfile(test_receiver_mariadb.TestMariaDB):
     @pytest.fixture
     def connect(self, mariadb_url: str) -> Connect:
-        parts = urlsplit(mariadb_url)
-        options = {
-            "host": parts.hostname or "127.0.0.1",
-            "port": parts.port or 3306,
-            "user": parts.username or "root",
-            "password": parts.password or "",
-            "database": parts.path.lstrip("/"),
-            "charset": "utf8mb4",
-            "local_infile": True,
-        }
-        return lambda: MySQLdb.connect(**options)
+        return test_receiver_mariadb.connector(mariadb_url, local_infile=True)
 
 
 def test_a_connection_that_allows_local_infile_stages_through_it(mariadb_url: str) -> None:
     """The suite above would pass through executemany too: make sure LOAD DATA ran."""
-    parts = urlsplit(mariadb_url)
-    connection = MySQLdb.connect(
-        host=parts.hostname or "127.0.0.1",
-        port=parts.port or 3306,
-        user=parts.username or "root",
-        password=parts.password or "",
-        database=parts.path.lstrip("/"),
-        charset="utf8mb4",
-        local_infile=True,
-    )
+    connection = test_receiver_mariadb.connector(mariadb_url, local_infile=True)()
     table = "dogana_local_infile_probe"
     try:
         cursor = connection.cursor()

@@ -52,15 +52,20 @@ texts = st.builds(
 )
 
 
-@given(st.lists(texts | st.none(), max_size=20))
-def test_text_datetimes_parse_as_the_converter_reads_them(values: list[Any]) -> None:
+def assert_datetimes_parse_as_converted(values: list[Any], given_: list[Any]) -> None:
+    """given_ (values, or their bytes) parse as the converters read values, or both refuse."""
     try:
         expected = value_by_value("datetime", values)
     except (ValueError, OverflowError, pa.ArrowInvalid):
         with pytest.raises(UnsupportedColumn):
-            parsed("datetime", values)
+            parsed("datetime", given_)
         return
-    assert parsed("datetime", values).equals(expected)
+    assert parsed("datetime", given_).equals(expected)
+
+
+@given(st.lists(texts | st.none(), max_size=20))
+def test_text_datetimes_parse_as_the_converter_reads_them(values: list[Any]) -> None:
+    assert_datetimes_parse_as_converted(values, values)
 
 
 @given(st.lists(st.dates().map(date.isoformat) | st.none(), max_size=20))
@@ -103,14 +108,7 @@ def test_mixed_offsets_read_as_utc_instants() -> None:
 @given(st.lists(texts | st.none(), max_size=20))
 def test_undecoded_datetime_text_parses_as_its_text(values: list[Any]) -> None:
     """MySQLdb hands DATETIME values over as bytes (mysql.py asks it to)."""
-    raw = [None if v is None else v.encode() for v in values]
-    try:
-        expected = value_by_value("datetime", values)
-    except (ValueError, OverflowError, pa.ArrowInvalid):
-        with pytest.raises(UnsupportedColumn):
-            parsed("datetime", raw)
-        return
-    assert parsed("datetime", raw).equals(expected)
+    assert_datetimes_parse_as_converted(values, [None if v is None else v.encode() for v in values])
 
 
 def test_undecoded_dates_and_decimals_parse_as_their_text() -> None:
