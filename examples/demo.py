@@ -219,20 +219,7 @@ def main() -> int:
         print(f"waiting {(midnight - clock).seconds + 1} s for UTC midnight to pass")
         time.sleep((midnight - clock).total_seconds() + 1)
     today = datetime.now(UTC).date()
-    source(
-        """
-        PRAGMA journal_mode = WAL;
-        CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer TEXT, amount_cents INTEGER,
-                             updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
-        CREATE TABLE invoices (invoice_id INTEGER PRIMARY KEY, customer TEXT,
-                               updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
-        CREATE TABLE invoice_lines (line_id INTEGER PRIMARY KEY, invoice_id INTEGER NOT NULL,
-                                    amount_cents INTEGER NOT NULL);
-        CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at DATETIME NOT NULL);
-        CREATE TABLE shipments (shipment_id INTEGER PRIMARY KEY, ship_date DATE NOT NULL,
-                                weight_g INTEGER, updated_at DATETIME NOT NULL);
-        """
-    )
+    source((ROOT / "examples" / "source_tables.sql").read_text())
     source(
         "INSERT INTO orders VALUES (?, ?, ?, ?, 0)",
         (1, "ada", 1200, now()),

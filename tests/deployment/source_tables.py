@@ -11,27 +11,18 @@ from __future__ import annotations
 
 import sqlite3
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
-SCHEMA = """
-    CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer TEXT, amount_cents INTEGER,
-                         updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
-    CREATE TABLE invoices (invoice_id INTEGER PRIMARY KEY, customer TEXT,
-                           updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);
-    CREATE TABLE invoice_lines (line_id INTEGER PRIMARY KEY, invoice_id INTEGER NOT NULL,
-                                amount_cents INTEGER NOT NULL);
-    CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at DATETIME NOT NULL);
-    CREATE TABLE shipments (shipment_id INTEGER PRIMARY KEY, ship_date DATE NOT NULL,
-                            weight_g INTEGER, updated_at DATETIME NOT NULL);
-"""
+# The tables as examples/demo.py creates them: WAL, so that the extract tasks of several DAGs
+# read at once without blocking one another.
+SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "source_tables.sql"
 
 
 def fill_examples(connection: sqlite3.Connection) -> None:
     """Create the examples' five tables in an empty database, with rows, committed."""
     stamp = (datetime.now(UTC) - timedelta(minutes=1)).isoformat()
     today = datetime.now(UTC).date()
-    # WAL: the extract tasks of several DAGs read at once without blocking one another.
-    connection.execute("PRAGMA journal_mode = WAL")
-    connection.executescript(SCHEMA)
+    connection.executescript(SCHEMA.read_text())
     connection.executemany(
         "INSERT INTO orders VALUES (?, ?, ?, ?, 0)",
         [(1, "ada", 1200, stamp), (2, "grace", 800, stamp), (3, "edsger", 450, stamp)],
