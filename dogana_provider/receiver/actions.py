@@ -40,6 +40,7 @@ from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
+from dogana_provider.receiver.transactions import schema_lock
 from dogana_provider.sql import Dialect, execute
 from dogana_provider.staging import ROW_COLUMN, Staged
 
@@ -53,8 +54,10 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
     """Create the published table from a staged delivery's columns, when it does not exist.
 
     Harmless before a decision: an empty table publishes nothing, and the row checks need it to
-    look for keys already published outside a window.
+    look for keys already published outside a window. Deliveries of a new table decided at once
+    each create it: schema_lock makes them take turns, the first creating it.
     """
+    schema_lock(connection, dialect, dialect.quote(contract.table))
     columns = ", ".join(
         f"{dialect.quote(name)} {dialect.column_type(kind)}"
         for name, kind in published_columns(staged, contract)

@@ -23,10 +23,12 @@ from urllib.parse import urlsplit
 
 import psycopg
 import pytest
-from receiver_deliveries import orders_contract
+from receiver_deliveries import NOW, Source, at, orders_contract
 
 from dogana_core.contract import Contract, Shape
+from dogana_core.gate import Outcome
 from dogana_core.ledger import Ledger
+from dogana_core.manifest import Manifest
 
 CALLERS = 8
 TIMEOUT = 120  # seconds for every caller together
@@ -40,21 +42,27 @@ class Empty:
     where: str  # the SQLite file, the PostgreSQL URL with its schema, the MariaDB URL
 
     def receiver(self) -> Any:
+        """A receiver on it, its clock the deliveries' (receiver_deliveries.NOW)."""
         from dogana_provider.receiver import Receiver
         from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
 
+        def clock() -> Any:
+            return NOW
+
         if self.kind == "sqlite":
-            return Receiver(lambda: sqlite3.connect(self.where, timeout=60), SQLITE)
+            return Receiver(lambda: sqlite3.connect(self.where, timeout=60), SQLITE, clock=clock)
         if self.kind == "postgres":
             import psycopg2
 
             url, schema = self.where.rsplit("#", 1)
             return Receiver(
-                lambda: psycopg2.connect(url, options=f"-csearch_path={schema}"), POSTGRES
+                lambda: psycopg2.connect(url, options=f"-csearch_path={schema}"),
+                POSTGRES,
+                clock=clock,
             )
         from test_receiver_mariadb import connector
 
-        return Receiver(connector(self.where), MARIADB)
+        return Receiver(connector(self.where), MARIADB, clock=clock)
 
 
 @pytest.fixture(
@@ -97,30 +105,34 @@ def _mariadb(server: str, statement: str) -> None:
         connection.close()
 
 
-def _register(empty: Empty, contract: Contract, start: Any, out: Any) -> None:
-    """One caller: wait for the others, register, report the ledger's JSON or the error."""
+def _call(
+    empty: Empty, job: Callable[[Any, Any], str], argument: Any, start: Any, out: Any
+) -> None:
+    """One caller: wait for the others, run job(receiver, argument), report its text or error."""
     receiver = empty.receiver()
     start.wait(TIMEOUT)
     try:
-        out.put(("ledger", receiver.register(contract).to_json()))
+        out.put(("ok", job(receiver, argument)))
     except BaseException as exc:  # reported to the test, which fails on it
         out.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def at_once(empty: Empty, contracts: list[Contract], mode: str) -> list[Ledger]:
-    """register(contract) for each contract, all at once, in threads or in processes."""
+def at_once(
+    empty: Empty, job: Callable[[Any, Any], str], arguments: list[Any], mode: str
+) -> list[str]:
+    """job(receiver, argument) for each argument, all at once, in threads or in processes."""
     Worker: Callable[..., Any]
     if mode == "threads":
         import queue
 
-        start: Any = threading.Barrier(len(contracts))
+        start: Any = threading.Barrier(len(arguments))
         out: Any = queue.Queue()
         Worker = threading.Thread
     else:
         context = multiprocessing.get_context("fork")
-        start, out, Worker = context.Barrier(len(contracts)), context.Queue(), context.Process
+        start, out, Worker = context.Barrier(len(arguments)), context.Queue(), context.Process
     workers = [
-        Worker(target=_register, args=(empty, contract, start, out)) for contract in contracts
+        Worker(target=_call, args=(empty, job, argument, start, out)) for argument in arguments
     ]
     for worker in workers:
         worker.start()
@@ -129,7 +141,19 @@ def at_once(empty: Empty, contracts: list[Contract], mode: str) -> list[Ledger]:
         worker.join(TIMEOUT)
     errors = [text for kind, text in results if kind == "error"]
     assert not errors, errors
-    return [Ledger.from_json(text) for _, text in results]
+    return [text for _, text in results]
+
+
+def register(receiver: Any, contract: Contract) -> str:
+    return str(receiver.register(contract).to_json())
+
+
+def registered_at_once(empty: Empty, contracts: list[Contract], mode: str) -> list[Ledger]:
+    return [Ledger.from_json(text) for text in at_once(empty, register, contracts, mode)]
+
+
+def decide(receiver: Any, delivery: tuple[Path, Manifest]) -> str:
+    return str(receiver.decide(*delivery).receipt.outcome)
 
 
 MODES = ["threads", "processes"]
@@ -140,7 +164,7 @@ def test_many_tables_registered_at_once_in_an_empty_receiver_are_each_registered
     empty: Empty, mode: str
 ) -> None:
     contracts = [orders_contract(f"t{i}_{uuid.uuid4().hex[:6]}") for i in range(CALLERS)]
-    at_once(empty, contracts, mode)
+    registered_at_once(empty, contracts, mode)
     receiver = empty.receiver()
     for contract in contracts:
         assert receiver.ledger(contract.table) == Ledger.new(contract)
@@ -151,7 +175,7 @@ def test_one_contract_registered_at_once_by_many_gives_each_the_same_new_ledger(
     empty: Empty, mode: str
 ) -> None:
     contract = orders_contract(f"orders_{uuid.uuid4().hex[:6]}")
-    ledgers = at_once(empty, [contract] * CALLERS, mode)
+    ledgers = registered_at_once(empty, [contract] * CALLERS, mode)
     assert ledgers == [Ledger.new(contract)] * CALLERS
     assert empty.receiver().ledger(contract.table) == Ledger.new(contract)
 
@@ -165,7 +189,20 @@ def test_a_contract_evolved_at_once_by_many_ends_as_the_evolved_contract(
     # A shape added: an evolution any table may take (shapes are not fixed fields).
     first = orders_contract(table)
     evolved = replace(first, shapes=(*first.shapes, ("weekly", Shape.complete(cost=10))))
-    ledgers = at_once(empty, [evolved] * CALLERS, mode)
+    ledgers = registered_at_once(empty, [evolved] * CALLERS, mode)
     expected = Ledger.new(orders_contract(table)).with_contract(evolved)
     assert ledgers == [expected] * CALLERS
     assert empty.receiver().ledger(table).contract == evolved
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_one_new_table_decided_at_once_by_many_creates_its_published_table_once(
+    empty: Empty, mode: str, tmp_path: Path
+) -> None:
+    """Each decision stages its rows and creates the published table when missing (the row
+    checks read it): the first delivery of a table, gated by many at once, creates it once."""
+    source = Source(f"orders_{uuid.uuid4().hex[:6]}", tmp_path)
+    empty.receiver().register(source.contract)
+    source.put(1, 1, "one", at(1))
+    outcomes = at_once(empty, decide, [source.full(at(2))] * CALLERS, mode)
+    assert outcomes == [str(Outcome.ACCEPTED)] * CALLERS
