@@ -7,6 +7,8 @@ Check(name, passed, detail). dogana names no row check, so the names are fixed h
 
     rows                               the read holds `rows` live rows (a null deleted value is
                                        neither live nor a tombstone, and fails this count too)
+    column_names                       its column names are identifiers a receiver can create,
+                                       distinct without regard to case (refused while staging)
     tombstones                         ... and `tombstones` tombstones
     deleted_not_null                   no deleted value is null
     column_hash                        its columns hash to schema_hash (deleted column left out)
@@ -54,6 +56,7 @@ EXAMPLES = 3  # example rows a failing check quotes
 
 class CheckName(StrEnum):
     ROWS = "rows"
+    COLUMN_NAMES = "column_names"
     TOMBSTONES = "tombstones"
     DELETED_NOT_NULL = "deleted_not_null"
     COLUMN_HASH = "column_hash"
@@ -171,7 +174,9 @@ def verify(
     """
     names, _ = plan(contract, manifest, published=published is not None)
     if staged.unreadable is not None:
-        if staged.unstorable and CheckName.COLUMN_TYPES in names:
+        if staged.misnamed:
+            failed = _check(CheckName.COLUMN_NAMES, False, staged.unreadable)
+        elif staged.unstorable and CheckName.COLUMN_TYPES in names:
             failed = _check(CheckName.COLUMN_TYPES, False, f"cannot store: {staged.unreadable}")
         else:
             failed = _check(CheckName.ROWS, False, f"cannot read the file: {staged.unreadable}")
@@ -182,6 +187,7 @@ def verify(
     rows = StagedRows(connection, dialect, staged, contract, manifest)
     runners: dict[CheckName, Callable[[], Check]] = {
         CheckName.ROWS: rows.rows,
+        CheckName.COLUMN_NAMES: lambda: column_names(staged),
         CheckName.TOMBSTONES: rows.tombstones,
         CheckName.DELETED_NOT_NULL: rows.deleted_not_null,
         CheckName.COLUMN_HASH: lambda: column_hash(staged, contract, manifest),
@@ -199,6 +205,14 @@ def verify(
         ),
     }
     return [runners[name]() for name in names]
+
+
+def column_names(staged: Staged) -> Check:
+    """Passed by every staged file: staging refuses a name no receiver may create
+    (staging.refuse_misnamed), and verify reports that refusal under this name."""
+    count = len(staged.file_columns)
+    verdict = "is an identifier" if count == 1 else "are identifiers, distinct regardless of case"
+    return _check(CheckName.COLUMN_NAMES, True, f"the file's {_n(count, 'column name')} {verdict}")
 
 
 def column_hash(staged: Staged, contract: Contract, manifest: Manifest) -> Check:
@@ -232,18 +246,23 @@ def column_hash(staged: Staged, contract: Contract, manifest: Manifest) -> Check
 def column_types(
     connection: Any, dialect: Dialect, staged: Staged, contract: Contract, published: str
 ) -> Check:
-    """Every staged column the published table has is of the type it has there.
+    """Every staged column the published table has is of the type it has there, under the
+    name it has there.
 
     Compared as the database declares them (sql.declared_types): the staging table's columns
     were created from the file's logical types exactly as the published ones were, so a
     difference is a column whose type changed since, which the published table cannot hold
-    as it is.
+    as it is. A file column spelling a published one in another case is refused on every
+    database: SQLite and MariaDB would take it for that column, PostgreSQL for a new one.
     """
     have = declared_types(connection, dialect, published)
     got = declared_types(connection, dialect, staged.table)
-    common = [n for n, _ in staged.columns if n != contract.deleted_column and n in have]
+    folded = {name.lower(): name for name in have}
+    files = [n for n, _ in staged.columns if n != contract.deleted_column]
+    recased = {n: folded[n.lower()] for n in files if n not in have and n.lower() in folded}
+    common = [n for n in files if n in have]
     differ = [n for n in common if got.get(n) != have[n]]
-    if not differ:
+    if not differ and not recased:
         return _check(
             CheckName.COLUMN_TYPES,
             True,
@@ -251,14 +270,18 @@ def column_types(
             f"{'has' if len(common) == 1 else 'have'} the published table's types",
         )
     kinds = dict(staged.columns)
-    spelled = "; ".join(
+    spelled = [
         f"{n} is {kinds[n]} in the file ({got.get(n)}), {have[n]} in table {published}"
         for n in differ
-    )
+    ]
+    spelled += [
+        f"{n} is column {was} of table {published} in another case" for n, was in recased.items()
+    ]
     return _check(
         CheckName.COLUMN_TYPES,
         False,
-        f"{_n(len(differ), 'column')} of another type than the published table's: {spelled}",
+        f"{_n(len(spelled), 'column')} of another type or name than the published table's: "
+        + "; ".join(spelled),
     )
 
 

@@ -51,7 +51,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 
-from dogana_core.contract import Contract, column_hash
+from dogana_core.contract import IDENTIFIER, Contract, column_hash
 from dogana_core.manifest import Manifest
 
 BATCH_ROWS = 65_536
@@ -71,6 +71,10 @@ class UnreadableFile(Exception):
         self.rule = rule
         where = f"{self.path}: column {column}" if column is not None else self.path
         super().__init__(f"{where}: {rule}")
+
+
+class MisnamedColumn(UnreadableFile):
+    """A column name no receiver may create: not an identifier, reserved, or a case twin."""
 
 
 # Types ------------------------------------------------------------------------------------------
@@ -156,17 +160,44 @@ def file_column_hash(
     return column_hash(column_pairs(path, columns, deleted_column))
 
 
+def refuse_misnamed(path: str, names: Sequence[str]) -> None:
+    """Raise MisnamedColumn for the first column name no receiver may create.
+
+    The same names are refused on every database, so a file gets one verdict everywhere: each
+    must be an identifier (contract.IDENTIFIER: ASCII letters, digits and _, at most 63
+    characters, so no quotes, spaces or empty names), and no two may be equal or differ only
+    in case, since SQLite and MariaDB would take them for one column. Reserved words
+    (select, order) are identifiers: they are quoted wherever they are used.
+    """
+    seen: dict[str, tuple[int, str]] = {}
+    for index, name in enumerate(names):
+        if not IDENTIFIER.fullmatch(name):
+            raise MisnamedColumn(
+                path,
+                "is not an identifier a receiver can create (a letter or _, then letters, "
+                "digits or _, ASCII; at most 63 characters)",
+                column=repr(name),
+            )
+        first, twin = seen.setdefault(name.lower(), (index, name))
+        if first != index:
+            rule = (
+                "appears twice in the file"
+                if twin == name
+                else f"and column {twin} are one name to a database comparing names without "
+                "regard to case (SQLite, MariaDB)"
+            )
+            raise MisnamedColumn(path, rule, column=name)
+
+
 def check_columns(path: str | Path, columns: Sequence[Column], contract: Contract) -> None:
     """Refuse columns no delivery of the contract can have (UnreadableFile naming the rule).
 
-    A name twice; a naive timestamp anywhere; a column the contract types missing (the deleted
-    column may be: every row is then live) or of another logical type.
+    A name no receiver may create (refuse_misnamed); a naive timestamp anywhere; a column the
+    contract types missing (the deleted column may be: every row is then live) or of another
+    logical type.
     """
-    seen: set[str] = set()
+    refuse_misnamed(str(path), [column.name for column in columns])
     for column in columns:
-        if column.name in seen:
-            raise UnreadableFile(path, "appears twice in the file", column=column.name)
-        seen.add(column.name)
         if column.problem and pa.types.is_timestamp(column.arrow_type):
             raise UnreadableFile(path, column.problem, column=column.name)
     for name, kind in contract.types:

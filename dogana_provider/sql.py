@@ -140,15 +140,19 @@ SQLITE = Dialect(
     name="sqlite",
     placeholder="?",
     quote_char='"',
+    # SQLite stores by affinity, decided by a substring of the declared type (INT: integer,
+    # TEXT: text); the rest of the declaration is kept as written. So each logical type declares
+    # its own name beside its affinity, and a str column delivered for a date or a decimal one
+    # (all text) differs in declared_types as it does on the other databases.
     types=(
         ("int", "INTEGER"),
         ("float", "REAL"),
         ("str", "TEXT"),
-        ("bool", "INTEGER"),
-        ("date", "TEXT"),
-        ("datetime", "TEXT"),
+        ("bool", "INTEGER BOOLEAN"),
+        ("date", "TEXT DATE"),
+        ("datetime", "TEXT DATETIME"),
     ),
-    decimal_type=lambda precision, scale: "TEXT",
+    decimal_type=lambda precision, scale: f"TEXT DECIMAL({precision},{scale})",
     bind_datetime=sqlite_datetime,
     bind_date=sqlite_date,
     datetime_array=_sqlite_datetime_array,
@@ -253,9 +257,9 @@ def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, s
 
     Two tables created through the same Dialect.column_type compare equal column by column, so
     the receiver can tell a staged column from a published one of another type without mapping
-    catalog spellings back to logical types. SQLite declares what it was told (TEXT holds str,
-    date, datetime and decimal alike there); MariaDB's collation is part of a string's type,
-    since it decides how values compare.
+    catalog spellings back to logical types. SQLite declares what it was told (its types name
+    the logical type beside the affinity that stores it); MariaDB's collation is part of a
+    string's type, since it decides how values compare.
     """
     if dialect.name == "sqlite":
         sql = "SELECT name, type FROM pragma_table_info(?)"

@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dogana_core.contract import Contract
-from dogana_provider.files import Column, DeliveredFile, UnreadableFile
+from dogana_provider.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.sql import Dialect, execute
 
 ROW_COLUMN = "_dogana_row"
@@ -58,6 +58,8 @@ class Staged:
     """Why the file could not be read as a delivery of its contract; the table is then dropped."""
     unstorable: bool = False
     """unreadable because a value does not fit the database's column, not a malformed file."""
+    misnamed: bool = False
+    """unreadable because a column's name is one no receiver may create (column_names)."""
 
     def logical(self, column: str) -> str | None:
         return dict(self.columns).get(column)
@@ -90,7 +92,7 @@ def stage_file(
             file_columns = delivered.columns
             staged = [c for c in file_columns if columns is None or c.name in columns]
             if any(c.name == ROW_COLUMN for c in file_columns):
-                raise UnreadableFile(
+                raise MisnamedColumn(
                     path, "is a name dogana reserves for staging", column=ROW_COLUMN
                 )
             for column in staged:
@@ -106,9 +108,18 @@ def stage_file(
         except UnreadableFile as error:
             if created:
                 drop(connection, dialect, table)
-            unstorable = isinstance(error, UnstorableValue)
             digest_ = _digest_or_none(delivered)
-            return Staged(path, table, (), (), 0, digest_, str(error), unstorable=unstorable)
+            return Staged(
+                path,
+                table,
+                (),
+                (),
+                0,
+                digest_,
+                str(error),
+                unstorable=isinstance(error, UnstorableValue),
+                misnamed=isinstance(error, MisnamedColumn),
+            )
         return Staged(path, table, types, file_columns, rows, digest)
 
 

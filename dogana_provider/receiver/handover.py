@@ -30,6 +30,7 @@ def staged_to_dict(staged: Staged) -> dict[str, Any]:
         "sha256": staged.sha256,
         "unreadable": staged.unreadable,
         "unstorable": staged.unstorable,
+        "misnamed": staged.misnamed,
     }
 
 
@@ -44,6 +45,7 @@ def staged_from_dict(data: Any) -> Staged:
             sha256=None if data["sha256"] is None else str(data["sha256"]),
             unreadable=None if data["unreadable"] is None else str(data["unreadable"]),
             unstorable=bool(data.get("unstorable", False)),
+            misnamed=bool(data.get("misnamed", False)),
         )
     except (KeyError, TypeError, ValueError, pa.ArrowInvalid) as exc:
         raise SerializationError("Decision.staged", f"not a staged delivery ({exc})") from None

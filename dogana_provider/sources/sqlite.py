@@ -95,6 +95,9 @@ def declared_type(declared: str) -> str | None:
     text = declared.strip().upper()
     if not text:
         return None
+    typed = text.removeprefix("TEXT ")
+    if typed in ("DATE", "DATETIME") or typed.startswith("DECIMAL("):
+        text = typed  # a dogana receiver's own spelling: the logical type beside its affinity
     if text.startswith(("DECIMAL(", "NUMERIC(")):
         inside = text[text.index("(") + 1 : text.rindex(")")]
         parts = [part.strip() for part in inside.split(",")]

@@ -127,6 +127,7 @@ def passes(checks: dict[str, Check], name: CheckName) -> bool:
 def test_names_are_fixed_once_one_per_fact() -> None:
     assert [str(name) for name in CheckName] == [
         "rows",
+        "column_names",
         "tombstones",
         "deleted_not_null",
         "column_hash",
@@ -455,7 +456,7 @@ def test_plan_names_why_a_check_does_not_apply() -> None:
     }
     keyless = Contract("events", (), {"append": Shape.changes()}, start_at=T0)
     names, _ = plan(keyless, keyless.manifest("append", T1, since=T0))
-    assert [str(n) for n in names] == ["rows"]
+    assert [str(n) for n in names] == ["rows", "column_names"]
 
 
 def test_the_published_check_runs_only_where_the_published_table_is(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ import tracemalloc
 import uuid
 from collections.abc import Callable
 from datetime import timedelta
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +22,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from receiver_deliveries import (
     NOW,
     SCHEMA,
@@ -72,6 +75,36 @@ UNSTORABLE: dict[str, pa.Array] = {
         [DAYS_TO_YEAR_10000 * 86_400_000_000], pa.timestamp("us", tz="UTC")
     ),
 }
+
+
+MISNAMED: dict[str, str] = {
+    # case: a column name beside the orders columns that no receiver may create
+    "empty": "",
+    "a space": "total due",
+    "unicode": "montant_dû",
+    "a double quote": 'say "hi"',
+    "a backtick": "a`b",
+    "a single quote": "o'clock",
+    "64 characters": "x" * 64,
+    "a leading digit": "1st",
+    "the staging row number": "_dogana_row",
+    "a case twin of another file column": "NAME",
+}
+FUZZED_NAMES = st.one_of(
+    st.sampled_from(
+        [
+            *("", "select", "order", "id", "ID", "Name", "NAME", "_dogana_row", "x" * 63),
+            *("x" * 64, 'a"b', "a`b", "a'b", "a b", "1a", "ü", "名前", "a;DROP TABLE t"),
+        ]
+    ),
+    st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,70}", fullmatch=True),
+    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=70),
+)
+"""Column and table names a hostile sender might use: every one is refused by name or taken."""
+REFUSED_BY_NAME = {"column_names", "column_types"}
+
+NAMED: tuple[str, ...] = ("select", "order", "from", "table", "x" * 63, "_under")
+"""Column names every receiver creates: reserved words are quoted, 63 characters fit all."""
 
 
 def a_hook_selects_the_database(
@@ -561,6 +594,186 @@ class ReceiverConformance:
         with receiver.read(source.table) as snapshot:
             assert "extra" not in snapshot.columns
             list(snapshot.rows)
+
+    def deliver_extra(
+        self, receiver: Receiver, source: Source, tmp_path: Path, columns: dict[str, pa.Array]
+    ) -> tuple[tuple[Any, ...], Receipt]:
+        """After a first full read, a changes read of one row carrying these extra columns."""
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        table = pa.table(
+            {
+                "id": pa.array([1], pa.int64()),
+                "day": pa.array([day(1)], pa.date32()),
+                "name": pa.array(["x"]),
+                "updated_at": pa.array([at(3)], pa.timestamp("us", tz="UTC")),
+                "deleted": pa.array([False]),
+            }
+        )
+        for name, values in columns.items():
+            table = table.append_column(pa.field(name, values.type), values)
+        path = tmp_path / f"extra-{uuid.uuid4().hex[:8]}.parquet"
+        pq.write_table(table, path)
+        manifest = source.contract.manifest("changes", at(4), since=at(2), rows=1)
+        return before, receiver.receive(path, manifest)
+
+    @pytest.mark.parametrize("case", sorted(MISNAMED))
+    def test_a_column_name_no_receiver_can_create_is_refused_by_column_names(
+        self, receiver: Receiver, source: Source, tmp_path: Path, case: str
+    ) -> None:
+        before, receipt = self.deliver_extra(
+            receiver, source, tmp_path, {MISNAMED[case]: pa.array([1.5])}
+        )
+        assert [c.name for c in receipt.failed] == ["column_names"], receipt.failed
+        assert MISNAMED[case] in receipt.failed[0].detail
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+
+    def test_reserved_words_and_63_characters_are_column_names_every_receiver_creates(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        _, receipt = self.deliver_extra(
+            receiver, source, tmp_path, {name: pa.array([i]) for i, name in enumerate(NAMED)}
+        )
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        with receiver.read(source.table) as snapshot:
+            rows = [dict(zip(snapshot.columns, row, strict=True)) for row in snapshot.rows]
+        (changed,) = [row for row in rows if row["id"] == 1]
+        assert {name: changed[name] for name in NAMED} == {n: i for i, n in enumerate(NAMED)}
+        receiver.verify(source.table)
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        # Each database's subclass runs it (differing executors); each example makes its own
+        # tables, so the function-scoped receiver may serve them all.
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.differing_executors,
+        ],
+    )
+    @given(names=st.lists(FUZZED_NAMES, min_size=1, max_size=4))
+    def test_fuzzed_file_column_names_are_refused_by_name_or_published(
+        self, receiver: Receiver, tmp_path: Path, names: list[str]
+    ) -> None:
+        """Any column names beside the contract's: accepted and published, or refused by a
+        named check with nothing changed; never an exception."""
+        source = Source(f"fuzz_{uuid.uuid4().hex[:10]}", tmp_path)
+        receiver.register(source.contract)
+        table = pa.table(
+            {
+                "id": pa.array([1], pa.int64()),
+                "day": pa.array([day(1)], pa.date32()),
+                "updated_at": pa.array([at(1)], pa.timestamp("us", tz="UTC")),
+            }
+        )
+        for i, name in enumerate(names):
+            table = table.append_column(pa.field(name, pa.int64()), pa.array([i], pa.int64()))
+        path = tmp_path / f"fuzz-{uuid.uuid4().hex[:8]}.parquet"
+        pq.write_table(table, path)
+        receipt = receiver.receive(path, source.contract.manifest("full", at(2), rows=1))
+        if receipt.outcome is Outcome.REJECTED:
+            assert {c.name for c in receipt.failed} <= REFUSED_BY_NAME, receipt.failed
+            assert receiver.verify(source.table).publications == 0
+        else:
+            assert receipt.outcome is Outcome.ACCEPTED
+            assert receiver.verify(source.table).publications == 1
+        assert self.staging_left(receiver, receipt.manifest) == []
+
+    @settings(
+        max_examples=25,
+        deadline=None,
+        # Each database's subclass runs it (differing executors); each example makes its own
+        # tables, so the function-scoped receiver may serve them all.
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.too_slow,
+            HealthCheck.differing_executors,
+        ],
+    )
+    @given(name=FUZZED_NAMES)
+    def test_fuzzed_table_names_and_their_case_twins_are_refused_by_name_or_registered(
+        self, receiver: Receiver, uid: str, name: str
+    ) -> None:
+        """A table name is an identifier or refused as a contract; its case twin is refused at
+        registration naming both where the database folds case, registered apart elsewhere."""
+        try:
+            contract = orders_contract(f"{name}{uuid.uuid4().hex[:6]}"[:63])
+        except InvalidContract:
+            return  # a named refusal: not an identifier
+        twin = orders_contract(contract.table.swapcase())
+        try:
+            receiver.register(contract)
+        except InvalidContract as exc:  # one of the receiver's own names
+            assert contract.table in str(exc)
+            return
+        if twin.table == contract.table:
+            return  # no letters: no twin
+        try:
+            receiver.register(twin)
+        except InvalidContract as exc:
+            assert self.dialect.folds_names
+            assert contract.table in str(exc) and twin.table in str(exc)
+        else:
+            assert not self.dialect.folds_names
+            assert receiver.ledger(twin.table).contract == twin
+        assert receiver.ledger(contract.table).contract == contract
+
+    def test_a_published_column_in_another_case_is_refused_by_column_types(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        """NAME for the published name: one column to SQLite and MariaDB, a new one to
+        PostgreSQL; refused on all three, so the file gets one verdict."""
+        published = SCHEMA.field("name")
+        assert published.name == "name"
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        before = self.state(receiver, source.table)
+        schema = pa.schema([f.with_name("NAME") if f.name == "name" else f for f in SCHEMA])
+        row = {"id": 1, "day": day(1), "NAME": "x", "updated_at": at(3), "deleted": False}
+        path = write(tmp_path, [row], schema)
+        receipt = receiver.receive(
+            path, source.contract.manifest("changes", at(4), since=at(2), rows=1)
+        )
+        assert [c.name for c in receipt.failed] == ["column_types"], receipt.failed
+        assert "NAME is column name" in receipt.failed[0].detail
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+
+    @pytest.mark.parametrize("kind", ["date", "datetime", "decimal(9,2)"])
+    def test_free_text_for_a_published_date_datetime_or_decimal_column_is_refused(
+        self, receiver: Receiver, source: Source, tmp_path: Path, uid: str, kind: str
+    ) -> None:
+        """Published as a date, a datetime or a decimal, delivered as text ("not a date"):
+        refused by column_types on every receiver, SQLite's text storage included."""
+        typed = {
+            "date": pa.array([day(1)], pa.date32()),
+            "datetime": pa.array([at(1)], pa.timestamp("us", tz="UTC")),
+            "decimal(9,2)": pa.array([Decimal("1.50")], pa.decimal128(9, 2)),
+        }[kind]
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        first = pa.table(
+            {
+                "id": pa.array([1, 2, 3], pa.int64()),
+                "day": pa.array([day(1)] * 3, pa.date32()),
+                "updated_at": pa.array([at(1)] * 3, pa.timestamp("us", tz="UTC")),
+                "extra": pa.concat_arrays([typed] * 3),
+            }
+        )
+        path = tmp_path / f"typed-{uid}.parquet"
+        pq.write_table(first, path)
+        accepted = receiver.receive(path, source.contract.manifest("full", at(2), rows=3))
+        assert accepted.outcome is Outcome.ACCEPTED, accepted.failed
+        before = self.state(receiver, source.table)
+        path = tmp_path / f"text-{uid}.parquet"
+        pq.write_table(first.set_column(3, "extra", pa.array(["not a date"] * 3)), path)
+        receipt = receiver.receive(path, source.contract.manifest("full", at(3), rows=3))
+        assert [c.name for c in receipt.failed] == ["column_types"], receipt.failed
+        assert "extra is str in the file" in receipt.failed[0].detail
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
 
     def test_a_key_of_the_wrong_type_is_refused(
         self, receiver: Receiver, source: Source, tmp_path: Path
