@@ -14,9 +14,11 @@ manifest, an unreadable file, receipts that do not fold), 2 on a usage error (a 
 value, a missing input file, an output that exists without --force). Every message names the
 file, the field and the rule.
 
-`check` does on a file what the receiver does before it decides: the manifest against the
-contract (the core "manifest" check), then the file's rows staged in a temporary SQLite
-database and every row check of checks.py, the same functions the receiver runs.
+`check` does on a file what the receiver does before it decides, and gives its verdict on all
+it can see without the table's ledger and published rows: the core "manifest" and
+"receiver_time" checks (at --now), then the file's rows staged in a temporary SQLite database and
+every row check of checks.py, the same functions the receiver runs. What only the receiver can
+run (transition, and the checks needing the published table) is printed as skip, with why.
 """
 
 from __future__ import annotations
@@ -40,14 +42,14 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.contract import Contract
 from dogana_core.errors import DoganaError, InvalidContract
-from dogana_core.gate import Check, Receipt
+from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_core.region import Region
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType, Scalar
 from dogana_core.wire import Wire, decode_date, decode_datetime, parse_json
-from dogana_provider.checks import NotRun, plan, verify
+from dogana_provider.checks import plan, verify
 from dogana_provider.files import DeliveredFile, UnreadableFile, count_rows, file_column_hash
 from dogana_provider.printing import age, text_table, when
 from dogana_provider.sql import SQLITE
@@ -277,16 +279,14 @@ def cmd_check(args: argparse.Namespace) -> int:
             "or name it with --manifest)"
         )
     manifest = read_wire(Manifest, manifest_path, "--manifest")
-    try:
-        manifest.check(contract)
-        checks = [
-            Check("manifest", True, "the declarations agree with each other and the contract")
-        ]
-    except InvalidContract as exc:
-        checks = [Check("manifest", False, str(exc))]
-    not_run: Sequence[NotRun] = ()
-    if checks[0].passed:
-        _, not_run = plan(contract, manifest)
+    now = parse_datetime(args.now, "--now")
+    # The receiver's preflight, less what needs the table's ledger: that is the receiver's.
+    fits, on_time, _ = Gate.preflight(Ledger.new(contract), manifest, now=now)
+    checks = [fits, on_time]
+    not_run = [("transition", "needs the table's ledger: the receiver runs it")]
+    if fits.passed:
+        _, skipped = plan(contract, manifest)
+        not_run += [(str(n.name), n.reason) for n in skipped]
         checks += _row_checks(path, contract, manifest)
     passed = all(check.passed for check in checks)
     if args.json:
@@ -297,7 +297,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                     "manifest": manifest_path,
                     "passed": passed,
                     "checks": [check.to_dict() for check in checks],
-                    "not_run": [{"name": str(n.name), "reason": n.reason} for n in not_run],
+                    "not_run": [{"name": name, "reason": reason} for name, reason in not_run],
                 },
                 indent=2,
             )
@@ -307,11 +307,11 @@ def cmd_check(args: argparse.Namespace) -> int:
         f"{path} against {manifest_path} "
         f"(contract {args.contract}: table {contract.table}, shape {manifest.shape})"
     )
-    width = max(len(c.name) for c in [*checks, *(Check(str(n.name), True) for n in not_run)])
+    width = max(len(name) for name in [*(c.name for c in checks), *(n for n, _ in not_run)])
     for check in checks:
         print(f"  {'pass' if check.passed else 'FAIL'}  {check.name:<{width}}  {check.detail}")
-    for skipped in not_run:
-        print(f"  skip  {skipped.name:<{width}}  {skipped.reason}")
+    for name, reason in not_run:
+        print(f"  skip  {name:<{width}}  {reason}")
     failed = [check.name for check in checks if not check.passed]
     if failed:
         if not checks[0].passed:
@@ -818,16 +818,24 @@ def build_parser() -> argparse.ArgumentParser:
         "verify a file against its manifest and contract",
         """
         Verify a delivered file as the receiver does before deciding: the manifest against the
-        contract, then the file against the manifest, one named check per fact the manifest
-        implies (row and tombstone counts, deleted values, column and content hashes, keys,
-        window and cursor values). Each check prints pass or FAIL and why; checks that do not
-        apply print skip. The rows are staged in a temporary SQLite file, so memory stays flat.
+        contract and the receiver's time (--now), then the file against the manifest, one named
+        check per fact the manifest implies (column names, row and tombstone counts, deleted
+        values, column and content hashes, keys, window and cursor values). Each check prints
+        pass or FAIL and why; checks that do not apply, or that only the receiver can run (it
+        holds the ledger and the published table), print skip. The rows are staged in a
+        temporary SQLite file, so memory stays flat.
         """,
         CHECK_EXAMPLES,
     )
     check.add_argument("file", metavar="FILE", help="the delivered file (.parquet or .csv)")
     check.add_argument("--contract", required=True, metavar="C.json", help="the table's contract")
     check.add_argument("--manifest", metavar="M.json", help="the manifest (default FILE.json)")
+    check.add_argument(
+        "--now",
+        default="now",
+        metavar="T",
+        help="the receiver's time for receiver_time, RFC 3339 (default now)",
+    )
     check.add_argument("--json", action="store_true", help="print the checks as JSON")
     check.set_defaults(run=cmd_check)
 

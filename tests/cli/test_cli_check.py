@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pyarrow as pa
@@ -63,7 +63,7 @@ def test_an_honest_file_passes(tmp_path: Path, contract: Path, fmt: str) -> None
     assert checked.code == 0, checked.out + checked.err
     assert checked.failed() == set()
     assert "  pass  rows" in checked.out and "  pass  content_hash" in checked.out
-    assert checked.out.rstrip().endswith("ok: the file matches its manifest (9 checks passed)")
+    assert checked.out.rstrip().endswith("ok: the file matches its manifest (11 checks passed)")
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
@@ -217,6 +217,50 @@ def test_a_manifest_that_does_not_fit_the_contract_stops_before_the_rows(
     assert (code, failed) == (1, {"manifest"})
     assert "Manifest.table: 'invoices' is not the contract's table 'orders'" in out
     assert "no row was read" in out and "  pass  rows" not in out
+
+
+def test_a_manifest_stamped_after_the_receivers_time_is_refused(
+    tmp_path: Path, contract: Path
+) -> None:
+    """Every receiver refuses a manifest produced after its own time; so does check, at --now
+    (by default the current time)."""
+    file = write(tmp_path / "orders.parquet", honest())
+    ahead = ORDERS.manifest("nightly", datetime.now(UTC) + timedelta(hours=1), rows=3)
+    code, failed, _ = check(tmp_path, file, ahead, contract)
+    assert (code, failed) == (1, {"receiver_time"})
+    sidecar = write_manifest(tmp_path / "m.json", ORDERS.manifest("nightly", PRODUCED, rows=3))
+    early = "2026-10-19T01:00:00Z"
+    result = dogana(
+        "check", file, "--contract", contract, "--manifest", sidecar, "--now", early, cwd=tmp_path
+    )
+    assert (result.code, result.failed()) == (1, {"receiver_time"})
+    assert "is after the receiver's time 2026-10-19T01:00:00+00:00" in result.out
+
+
+def test_check_names_the_checks_only_the_receiver_can_run(tmp_path: Path, contract: Path) -> None:
+    file = write(tmp_path / "orders.parquet", honest())
+    code, _, out = check(tmp_path, file, ORDERS.manifest("nightly", PRODUCED, rows=3), contract)
+    assert code == 0, out
+    assert "  pass  receiver_time" in out
+    skipped = {line.split()[1]: line for line in out.splitlines() if line.startswith("  skip ")}
+    assert "the table's ledger" in skipped["transition"]
+    assert "the published table" in skipped["column_types"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("name", ["AMOUNT", "total due", "", "montant_dû", 'say "hi"', "x" * 64])
+def test_a_column_name_no_receiver_can_create_is_refused(
+    tmp_path: Path, contract: Path, fmt: str, name: str
+) -> None:
+    """A column no receiver can create (here beside amount, of no contract's concern) is refused
+    by column_names, as every receiver refuses it."""
+    schema = SCHEMA.append(pa.field(name, pa.float64()))
+    rows = [{**row, name: 1.0} for row in honest()]
+    file = write(tmp_path / f"orders.{fmt}", rows, schema)
+    code, failed, out = check(
+        tmp_path, file, ORDERS.manifest("nightly", PRODUCED, rows=3), contract
+    )
+    assert (code, failed) == (1, {"column_names"}), out
 
 
 # What `dogana manifest` refuses ---------------------------------------------------------------
