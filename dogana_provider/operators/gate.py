@@ -59,6 +59,10 @@ class GateOperator(BaseOperator):
     :param pattern: which files of the drop folder are deliveries (a glob, templated).
     :param contract: the table's Contract, its wire dict or a path to its JSON, registered (or
         evolved) before deciding: pushed deliveries have no plan task to register it (templated).
+    :param table: the table this task gates, or the tables of a group; by default the
+        contract's table. A delivery for any other table is refused, recorded as a rejection
+        under the configured table naming both, and fails the task: a sender never chooses
+        the table. With neither, the delivery's manifest names it.
     """
 
     template_fields: Sequence[str] = (
@@ -78,10 +82,12 @@ class GateOperator(BaseOperator):
         drop_folder: str | None = None,
         pattern: str = "*",
         contract: Contract | dict | str | None = None,
+        table: str | Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.contract = contract_field(contract)
+        self.table = table
         self.receiver_conn_id = receiver_conn_id
         self.delivery = delivery
         self.drop_folder = drop_folder
@@ -91,10 +97,12 @@ class GateOperator(BaseOperator):
         self._files: dict[str, str] = {}  # table -> the delivered file's uri, for lineage
         self._receipts: list[Receipt] = []
         receiver = DoganaHook(self.receiver_conn_id).receiver
+        self.tables: tuple[str, ...] = configured_tables(self.table)
         if self.contract is not None:
             contract = contract_of(self.contract)
             receiver.register(contract)
             self.log.info("%s: contract registered", contract.table)
+            self.tables = self.tables or (contract.table,)
         if self.drop_folder is not None:
             return self._from_drop_folder(receiver)
         if self.delivery is None:
@@ -105,8 +113,18 @@ class GateOperator(BaseOperator):
         manifest, uri = _delivery(delivery, "delivery")
         self._files[manifest.table] = uri
         with local_file(uri) as path:
-            decision = receiver.decide(path, manifest)
+            decision = receiver.decide(path, manifest, table=self._table_of(manifest))
         return {**self._handed_over(decision), DELIVERED: [uri]}
+
+    def _table_of(self, manifest: Manifest) -> str | None:
+        """The table a single delivery is decided for: the configured one (a manifest naming
+        another is refused by the receiver's manifest check), else the manifest's."""
+        if len(self.tables) > 1:
+            raise AirflowFailException(
+                f"{manifest.table}: a single delivery to a task configured for the group "
+                f"{', '.join(self.tables)}; nothing was decided"
+            )
+        return self.tables[0] if self.tables else None
 
     def _handed_over(self, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
@@ -138,7 +156,7 @@ class GateOperator(BaseOperator):
                 raise AirflowFailException(
                     f"{sidecar(path)}: not a dogana manifest, so no receipt can name it: {exc}"
                 ) from None
-            decision = receiver.decide(path, manifest)
+            decision = receiver.decide(path, manifest, table=self._table_of(manifest))
             self._files[manifest.table] = str(path)
             if decision.receipt.outcome is Outcome.REPLAYED:
                 self.log.info("%s: already published (replay), passed over", path.name)
@@ -158,6 +176,15 @@ class GateOperator(BaseOperator):
                 self._files[manifest.table] = uri
                 uris.append(uri)
                 by_table[manifest.table] = (stack.enter_context(local_file(uri)), manifest)
+            if self.tables and set(by_table) != set(self.tables):
+                # Each delivery for a table not configured is refused, filed under one that is.
+                filed = file_under(self.tables, list(by_table))
+                refused = [receiver.decide(*by_table[t], table=filed[t]).receipt for t in filed]
+                raise AirflowFailException(
+                    f"a group for {', '.join(sorted(by_table))} to a task configured for "
+                    f"{', '.join(self.tables)}: "
+                    + " | ".join(rejection_message(r) for r in refused)
+                )
             ledgers = DoganaHook(self.receiver_conn_id).ledgers(by_table)
             group = Group(tuple(ledger.contract for ledger in ledgers.values()))
             decision = receiver.decide_group(group, by_table)
@@ -194,6 +221,24 @@ class GateOperator(BaseOperator):
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
         """A rejection too: its failure event names every check, the failed ones unsuccessful."""
         return self.get_openlineage_facets_on_complete(task_instance)
+
+
+def configured_tables(table: str | Sequence[str] | None) -> tuple[str, ...]:
+    """A task's table argument as a tuple: none, one table, or a group's tables."""
+    if table is None:
+        return ()
+    return (table,) if isinstance(table, str) else tuple(table)
+
+
+def file_under(configured: Sequence[str], delivered: Sequence[str]) -> dict[str, str]:
+    """Where the rejection of each delivered table not configured is filed: under a configured
+    table that got no delivery, in order, else under the first configured table."""
+    foreign = [table for table in delivered if table not in configured]
+    missing = [table for table in configured if table not in delivered]
+    return {
+        table: (missing[i] if i < len(missing) else configured[0])
+        for i, table in enumerate(foreign)
+    }
 
 
 def sidecar(path: Path) -> Path:

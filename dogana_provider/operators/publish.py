@@ -38,7 +38,13 @@ from dogana_provider import deliveries, settings
 from dogana_provider.assets import SCHEME, create_asset
 from dogana_provider.hooks.dogana import DoganaHook, claims_dates, claims_line
 from dogana_provider.operators.arguments import native, upstream_output
-from dogana_provider.operators.gate import DELIVERED, GateOperator, rejection_message
+from dogana_provider.operators.gate import (
+    DELIVERED,
+    GateOperator,
+    configured_tables,
+    file_under,
+    rejection_message,
+)
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 
@@ -70,8 +76,10 @@ class PublishOperator(BaseOperator):
     :param receiver_conn_id: the receiver's connection (sqlite, postgres or mysql).
     :param decision: the Decision's wire dict (templated; by default the XCom of the
         GateOperator upstream, whatever its id).
-    :param table: the table published; when outlets are not given, they default to
-        ``[dogana_asset(table, receiver_conn_id)]``.
+    :param table: the table published, or the tables of a group; when outlets are not given,
+        they default to each table's ``dogana_asset(table, receiver_conn_id)``. A decision for
+        any other table is refused, recorded as a rejection under the configured table naming
+        both, and fails the task: a sender never chooses the table.
     :param outlets: Assets to emit events for. A table's Asset (dogana_asset) carries that
         table's claims, and must name a table this task publishes; any other Asset carries the
         claims of every table it publishes, together; an AssetAlias (dogana_alias) gets each
@@ -85,12 +93,12 @@ class PublishOperator(BaseOperator):
         *,
         receiver_conn_id: str = DoganaHook.default_conn_name,
         decision: Any = None,
-        table: str | None = None,
+        table: str | Sequence[str] | None = None,
         outlets: Any = None,
         **kwargs: Any,
     ) -> None:
         if outlets is None and table is not None:
-            outlets = [dogana_asset(table, receiver_conn_id)]
+            outlets = [dogana_asset(t, receiver_conn_id) for t in configured_tables(table)]
         super().__init__(outlets=outlets if outlets is not None else [], **kwargs)
         self.receiver_conn_id = receiver_conn_id
         self.decision = decision
@@ -110,6 +118,7 @@ class PublishOperator(BaseOperator):
         items = data["decisions"] if grouped else [data]
         decisions = [Decision.from_dict(item) for item in items]
         self._decisions, self._receipts = decisions, [d.receipt for d in decisions]  # lineage
+        self._refuse_other_tables(hook, decisions)
         self._check_outlets([decision.receipt.table for decision in decisions])
         if grouped:
             receipts = self._publish_group(hook, decisions)
@@ -130,6 +139,27 @@ class PublishOperator(BaseOperator):
         if len(receipts) == 1 and not grouped:
             return receipts[0].to_dict()
         return [receipt.to_dict() for receipt in receipts]
+
+    def _refuse_other_tables(self, hook: DoganaHook, decisions: list[Decision]) -> None:
+        """Refuse decisions for tables this task is not configured for: each recorded as a
+        rejection under a configured table (Receiver.refuse), the others' staged rows dropped,
+        and the task failed, before anything is published or any event emitted."""
+        configured = configured_tables(self.table)
+        delivered = [decision.receipt.table for decision in decisions]
+        if not configured or set(delivered) == set(configured):
+            return
+        filed = file_under(configured, delivered)
+        refused = []
+        for decision in decisions:
+            table = decision.receipt.table
+            if table in filed:
+                refused.append(hook.receiver.refuse(decision, filed[table]))
+            else:
+                hook.receiver.discard(decision)
+        raise AirflowFailException(
+            f"decisions for {', '.join(sorted(set(delivered)))} to a task configured for "
+            f"{', '.join(configured)}: " + " | ".join(rejection_message(r) for r in refused)
+        )
 
     def _check_outlets(self, tables: list[str]) -> None:
         """Refuse, before publishing, a table's Asset naming a table this task does not publish:

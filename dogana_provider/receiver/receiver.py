@@ -208,8 +208,14 @@ class Receiver:
             return Decision(receipt)
         return Decision(receipt, staged)
 
-    def publish(self, decision: Decision) -> Receipt:
-        """Step 4 for an accepted decision; any other decision is returned as it is."""
+    def publish(self, decision: Decision, *, table: str | None = None) -> Receipt:
+        """Step 4 for an accepted decision; any other decision is returned as it is.
+
+        table, when given, is the one table the caller publishes: a decision for another is
+        refused (refuse), whatever its outcome, so a sender never chooses the table.
+        """
+        if table is not None and decision.receipt.table != table:
+            return self.refuse(decision, table)
         if not decision.to_publish:
             return decision.receipt
         staged = decision.staged
@@ -225,6 +231,18 @@ class Receiver:
                 self.steps.drop(connection, staged)
         if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
             self.discard(decision)
+        return receipt
+
+    def refuse(self, decision: Decision, table: str) -> Receipt:
+        """Refuse a decision for another table than ``table``, the one the caller is configured
+        for: a rejection filed under ``table`` whose manifest check names both tables, and the
+        decision's staged rows dropped. Neither table's rows or ledger change."""
+        manifest = decision.receipt.manifest
+        now = self.clock()
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            ledger = self.steps.state(connection, table).ledger
+        receipt = self._reject(ledger, manifest, Gate.preflight(ledger, manifest, now=now), now)
+        self.discard(decision)
         return receipt
 
     def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:

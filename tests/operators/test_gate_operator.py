@@ -229,3 +229,73 @@ def test_a_delivery_on_object_storage_is_streamed_to_the_gate(
     run = module.dag.test()
     assert set(states(run).values()) == {"success"}
     assert published(DoganaHook(conn_id), table) == {7: "seven"}
+
+
+def payroll_and_orders(
+    hook: DoganaHook, uid: str, tmp_path: Path
+) -> tuple[Contract, Contract, Written, datetime]:
+    """orders and payroll registered, payroll with a file of its own to deliver."""
+    orders, payroll = orders_contract(f"orders_{uid}"), orders_contract(f"payroll_{uid}")
+    for contract in (orders, payroll):
+        hook.receiver.register(contract)
+    p = datetime.now(UTC) - timedelta(minutes=1)
+    return orders, payroll, write_rows(tmp_path / "payroll.parquet", payroll, {1: "pay"}, p), p
+
+
+def test_a_gate_for_one_table_refuses_a_sidecar_naming_another(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """A drop folder gated for orders, holding a manifest for payroll: the gate fails, the
+    rejection is filed under orders naming both, and payroll is untouched."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    hook = DoganaHook(conn_id)
+    folder = tmp_path / "drop"
+    folder.mkdir()
+    orders, payroll, written, p = payroll_and_orders(hook, uid, folder)
+    sidecar(Path(written.path)).write_text(written.manifest(payroll, "full", p).to_json())
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(orders.to_json(), encoding="utf-8")
+    module = write_dag(
+        airflow_home,
+        f"foreign_{uid}",
+        f"""
+        from dogana_provider.operators.gate import GateOperator
+
+        with dag:
+            GateOperator(
+                task_id="gate",
+                receiver_conn_id={conn_id!r},
+                drop_folder={str(folder)!r},
+                contract={str(contract_path)!r},
+            )
+        """,
+    )
+    assert states(module.dag.test()) == {"gate": "failed"}
+    (refused,) = hook.receiver.receipts(orders.table)
+    assert refused.outcome is Outcome.REJECTED
+    assert f"'{payroll.table}' is not the contract's table '{orders.table}'" in str(refused.failed)
+    assert hook.receiver.receipts(payroll.table) == []
+    assert hook.receiver.ledger(payroll.table).publication_id is None
+
+
+def test_a_publish_for_one_table_refuses_a_decision_for_another(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """payroll's delivery through a gate told no table, to a publish for orders: refused and
+    filed under orders, nothing published, no event for orders' Asset."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    hook = DoganaHook(conn_id)
+    orders, payroll, written, p = payroll_and_orders(hook, uid, tmp_path)
+    delivery = {
+        "manifest": written.manifest(payroll, "full", p).to_dict(),
+        "uri": Path(written.path).as_uri(),
+    }
+    body = gate_and_publish(delivery, tmp_path, conn_id, orders.table)
+    run = write_dag(airflow_home, f"chosen_{uid}", body).dag.test()
+    assert states(run) == {"extract": "success", "gate": "success", "publish": "failed"}
+    (refused,) = hook.receiver.receipts(orders.table)
+    assert refused.outcome is Outcome.REJECTED
+    assert f"'{payroll.table}' is not the contract's table '{orders.table}'" in str(refused.failed)
+    assert hook.receiver.receipts(payroll.table) == []
+    assert published(hook, payroll.table) == {}
+    assert asset_events(dogana_asset(orders.table, conn_id).uri) == []

@@ -801,6 +801,35 @@ class ReceiverConformance:
         with pytest.raises(UnknownTable):
             receiver.receive(path, manifest)
 
+    def test_a_delivery_for_another_table_than_the_configured_one_is_refused_naming_both(
+        self, receiver: Receiver, source: Source, uid: str, tmp_path: Path
+    ) -> None:
+        """A gate or a publish for orders handed payroll's delivery: refused and filed under
+        orders, naming both tables; payroll's rows, ledger and receipts are untouched."""
+        payroll = Source(f"payroll_{uid}", tmp_path)
+        receiver.register(payroll.contract)
+        for each in (source, payroll):
+            each.put(1, 1, "one", at(1))
+            self.publish_checked(receiver, each, each.full(at(2)))
+        orders_before, payroll_before = (self.state(receiver, s.table) for s in (source, payroll))
+        payroll.put(2, 2, "two", at(3))
+        named = f"'{payroll.table}' is not the contract's table '{source.table}'"
+        gated = receiver.decide(*payroll.full(at(4)), table=source.table).receipt
+        assert (gated.outcome, gated.table) == (Outcome.REJECTED, source.table)
+        assert named in gated.failed[0].detail
+        decision = receiver.decide(*payroll.full(at(5)))  # a gate told no table
+        assert decision.to_publish
+        refused = receiver.publish(decision, table=source.table)
+        assert (refused.outcome, refused.table) == (Outcome.REJECTED, source.table)
+        assert named in refused.failed[0].detail
+        assert self.state(receiver, payroll.table) == payroll_before
+        after = self.state(receiver, source.table)
+        assert after[:2] == orders_before[:2]
+        assert after[2] == [*orders_before[2], gated.identity, refused.identity]
+        assert self.staging_left(receiver, decision.receipt.manifest) == []
+        receiver.verify(source.table)
+        receiver.verify(payroll.table)
+
     def test_a_failed_preflight_is_recorded_and_nothing_else_happens(
         self, receiver: Receiver, source: Source, tmp_path: Path
     ) -> None:
