@@ -5,6 +5,7 @@
     dogana claims LEDGER ...   what a ledger claims, region by region, at a time and a limit
     dogana fold CONTRACT RECEIPTS...   the ledger the accepted receipts fold into
     dogana status RECEIVER     every table of a live receiver: state, dates, age, rows, receipts
+    dogana sweep RECEIVER      drop the staging tables of a live receiver that nothing will use
 
 claims and fold read a table of a live receiver instead of files with --receiver and --table;
 a receiver is an Airflow connection id or a database URL (sqlite:///, postgresql://, mysql://).
@@ -541,6 +542,19 @@ def _receipt_line(receipt: Receipt) -> str:
     return f"{line} (failed: {failed})" if failed else line
 
 
+# dogana sweep -----------------------------------------------------------------------------------
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    older_than = parse_duration(args.older_than, "--older-than")
+    with open_receiver(args.receiver) as (hook, name):
+        swept = hook.receiver.sweep(older_than)
+    for table in swept:
+        print(f"dropped {table}")
+    print(f"receiver {name}: {_plural(len(swept), 'staging table')} swept")
+    return OK
+
+
 # The receiver behind a connection id or a URL ----------------------------------------------------
 
 
@@ -744,6 +758,14 @@ examples:
   dogana fold --receiver dogana_default --table orders
 """
 
+SWEEP_EXAMPLES = """
+examples:
+  # what a gate sweeps before deciding: recorded, killed, and unpublished for a day
+  dogana sweep dogana_default
+  # decisions unpublished for an hour too, on a receiver given by URL
+  dogana sweep sqlite:///data/warehouse.db --older-than 1h
+"""
+
 EXIT_STATUS = "exit status: 0 success, 1 dogana refuses, 2 usage error"
 
 
@@ -911,6 +933,30 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status.add_argument("--json", action="store_true", help="print the status as JSON")
     status.set_defaults(run=cmd_status)
+
+    sweep = command(
+        "sweep",
+        "drop the staging tables of a live receiver that nothing will use",
+        """
+        Drop the staging tables a receiver (an Airflow connection id or a database URL) holds
+        for no one, as every GateOperator does before deciding: a recorded decision's (a crash
+        came before its drop), a killed load's (MariaDB keeps a half-loaded table; its loader's
+        lock is gone), and a decision's not published within --older-than. Never one a running
+        gate is loading. Safe to repeat and to run beside gates and publishers, as long as
+        --older-than is longer than a decision waits for its publish.
+        """,
+        SWEEP_EXAMPLES,
+    )
+    sweep.add_argument(
+        "receiver", metavar="RECEIVER", help="an Airflow connection id, or a database URL"
+    )
+    sweep.add_argument(
+        "--older-than",
+        default="1d",
+        metavar="D",
+        help="an unpublished decision's age before it is swept (default 1d, as the gate)",
+    )
+    sweep.set_defaults(run=cmd_sweep)
     return parser
 
 

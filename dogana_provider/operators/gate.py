@@ -25,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,8 @@ from dogana_provider.operators.arguments import contract_field, contract_of, nat
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.receiver.receiver import Decision, Receiver
 
+SWEEP_AFTER = timedelta(days=1)
+"""How long a decision's staging table waits for its publish before a gate sweeps it."""
 SIDECAR_SUFFIX = ".json"
 DELIVERED = "delivered"  # beside the decision in the XCom: the files publish removes
 
@@ -63,6 +66,10 @@ class GateOperator(BaseOperator):
         contract's table. A delivery for any other table is refused, recorded as a rejection
         under the configured table naming both, and fails the task: a sender never chooses
         the table. With neither, the delivery's manifest names it.
+    :param sweep_after: before deciding, the receiver's staging tables nothing will use are
+        dropped (Receiver.sweep): those of a recorded decision or of a killed load at once, and
+        those of a decision not published within sweep_after (default a day; it must be longer
+        than a decision waits for its publish). None: never sweep here.
     """
 
     template_fields: Sequence[str] = (
@@ -83,11 +90,13 @@ class GateOperator(BaseOperator):
         pattern: str = "*",
         contract: Contract | dict | str | None = None,
         table: str | Sequence[str] | None = None,
+        sweep_after: timedelta | None = SWEEP_AFTER,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.contract = contract_field(contract)
         self.table = table
+        self.sweep_after = sweep_after
         self.receiver_conn_id = receiver_conn_id
         self.delivery = delivery
         self.drop_folder = drop_folder
@@ -98,6 +107,10 @@ class GateOperator(BaseOperator):
         self._receipts: list[Receipt] = []
         receiver = DoganaHook(self.receiver_conn_id).receiver
         self.tables: tuple[str, ...] = configured_tables(self.table)
+        if self.sweep_after is not None:
+            swept = receiver.sweep(self.sweep_after)
+            if swept:
+                self.log.info("swept %d staging tables nothing will use: %s", len(swept), swept)
         if self.contract is not None:
             contract = contract_of(self.contract)
             receiver.register(contract)

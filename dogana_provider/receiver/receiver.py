@@ -53,10 +53,11 @@ from dogana_provider.receiver.actions import (
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.steps import STAGING_PREFIX, Steps, UnknownTable, stamp
-from dogana_provider.receiver.store import Store, TableState, Verified
+from dogana_provider.receiver.store import LOADING, RECORDED, Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import (
     Connect,
+    name_released,
     streaming_cursor,
     transaction,
     transactional_ddl,
@@ -275,22 +276,39 @@ class Receiver:
         """Drop the staging tables no publication will use; return their names.
 
         Those whose decision is recorded (a crash came between that commit and the drop, which
-        MariaDB cannot join to it), and those created more than older_than ago (a decision
-        nobody published: publishing it after the sweep raises and changes nothing). Only this
-        store's staging tables are considered. Safe to repeat and to run beside publishers, as
-        long as older_than is longer than a decision waits for its publish.
+        MariaDB cannot join to it), those whose load was killed (MariaDB committed the CREATE;
+        the loader's session lock is gone), and those created more than older_than ago (a
+        decision nobody published: publishing it after the sweep raises and changes nothing).
+        Never one a live loader holds. Only this store's staging tables are considered. Safe
+        to repeat and to run beside gates and publishers, as long as older_than is longer than
+        a decision waits for its publish.
         """
-        cutoff = stamp(self.clock() - older_than)
+        try:
+            cutoff = stamp(self.clock() - older_than)
+        except OverflowError:  # older than the calendar (no limit): none is old enough
+            cutoff = ""
         with transaction(self.connect, self.dialect, write=False) as connection:
             noted = self.store.staging_tables(connection)
         swept = []
-        for staging, _table, created_at, recorded in noted:
-            if recorded or created_at <= cutoff:
-                with transaction(self.connect, self.dialect) as connection:
-                    drop(connection, self.dialect, staging)
-                    self.store.remove_staging(connection, staging)
-                swept.append(staging)
+        for staging, _table, created_at, state in noted:
+            young = created_at > cutoff
+            if young and state not in (RECORDED, LOADING):
+                continue  # a decision that may still be published
+            with transaction(self.connect, self.dialect) as connection:
+                if young and state == LOADING and not self._loader_gone(connection, staging):
+                    continue
+                drop(connection, self.dialect, staging)
+                self.store.remove_staging(connection, staging)
+            swept.append(staging)
         return tuple(swept)
+
+    def _loader_gone(self, connection: Any, staging: str) -> bool:
+        """Whether a LOADING staging table's loader is gone: its lock, taken here, proves it,
+        and the state is read again under it, since a loader marks its table loaded before it
+        lets go (transactions.hold_name)."""
+        if not name_released(connection, self.dialect, staging):
+            return False
+        return self.store.staging_state(connection, staging) == LOADING
 
     def discard(self, decision: Decision) -> None:
         """Drop a decision's staging table (nothing is recorded): after a rejection, or to give

@@ -21,7 +21,7 @@ from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.receiver.actions import create_published, execute_plan
 from dogana_provider.receiver.store import Store, TableState
-from dogana_provider.receiver.transactions import Connect, transaction
+from dogana_provider.receiver.transactions import Connect, hold_name, transaction
 from dogana_provider.sql import Dialect
 from dogana_provider.staging import Staged, drop, stage_file
 
@@ -63,12 +63,14 @@ class Steps:
         """Step 3's load: the file's rows in a new staging table, committed for publish."""
         name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
         with transaction(self.connect, self.dialect) as connection:
-            # Noted first: where CREATE TABLE commits at once (MariaDB), a crash after it still
-            # leaves the table where sweep finds it.
+            # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash after
+            # it leaves the table LOADING where sweep finds it, and finds its loader gone.
+            hold_name(connection, self.dialect, name)
             self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
             staged = stage_file(connection, self.dialect, name, path, contract)
             if staged.unreadable is None:
                 create_published(connection, self.dialect, staged, contract)
+                self.store.staging_loaded(connection, name)
             else:  # stage_file dropped it already
                 self.store.remove_staging(connection, name)
         return staged

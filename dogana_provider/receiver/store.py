@@ -16,10 +16,12 @@ that several stores (or test runs) can share one database:
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
     {prefix}_staging    every staging table this store created and has not yet dropped, when it
-                        was created, and whether its decision is recorded. A crash between the
-                        commit that records a decision and the drop (MariaDB commits at every
-                        DDL statement, so the drop cannot join that commit) leaves a table that
-                        Receiver.sweep finds here; so does a decision nobody published.
+                        was created, and its state (the column recorded): LOADING while its
+                        rows are loaded, WAITING for its decision's publish, RECORDED once its
+                        decision is recorded. Receiver.sweep finds here what nothing will use:
+                        a table whose load was killed (MariaDB commits the CREATE at once), a
+                        recorded one whose drop a crash prevented (MariaDB cannot drop inside
+                        the commit that records), and one whose decision nobody published.
 
 Receipts are indexed by manifest identity for the replay lookup. accepted_identity repeats the
 manifest identity for acceptances only (NULL otherwise), under a unique constraint: the database
@@ -51,6 +53,9 @@ from dogana_core.region import RegionMap
 from dogana_core.stored import Index, checked, stored_form
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.sql import Dialect, execute
+
+# The states of a staging table ({prefix}_staging.recorded).
+WAITING, RECORDED, LOADING = 0, 1, 2
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
 FEW = 64  # chunks fetched by name, at most; a state read missing more reads the table's all
@@ -389,12 +394,24 @@ class Store:
     # Staging tables -------------------------------------------------------------------------
 
     def add_staging(self, connection: Any, staging: str, table: str, created_at: str) -> None:
-        """Note a staging table before creating it: a crash after the CREATE leaves it found."""
+        """Note a staging table LOADING before creating it: a crash after the CREATE leaves it
+        found."""
         execute(
             connection,
             f"INSERT INTO {self.staging} (staging_table, table_name, created_at, recorded) "
-            f"VALUES ({self.p}, {self.p}, {self.p}, 0)",
+            f"VALUES ({self.p}, {self.p}, {self.p}, {LOADING})",
             (staging, table, created_at),
+        )
+
+    def staging_loaded(self, connection: Any, staging: str) -> None:
+        """The staging table's rows are all loaded: WAITING for its decision's publish.
+
+        Called in the transaction that loads them, so the mark commits with the last rows.
+        """
+        execute(
+            connection,
+            f"UPDATE {self.staging} SET recorded = {WAITING} WHERE staging_table = {self.p}",
+            (staging,),
         )
 
     def staging_recorded(self, connection: Any, staging: str) -> None:
@@ -404,17 +421,26 @@ class Store:
         """
         execute(
             connection,
-            f"UPDATE {self.staging} SET recorded = 1 WHERE staging_table = {self.p}",
+            f"UPDATE {self.staging} SET recorded = {RECORDED} WHERE staging_table = {self.p}",
             (staging,),
         )
+
+    def staging_state(self, connection: Any, staging: str) -> int | None:
+        """A noted staging table's state, or None when it is no longer noted."""
+        row = _one(
+            connection,
+            f"SELECT recorded FROM {self.staging} WHERE staging_table = {self.p}",
+            (staging,),
+        )
+        return None if row is None else int(row[0])
 
     def remove_staging(self, connection: Any, staging: str) -> None:
         execute(
             connection, f"DELETE FROM {self.staging} WHERE staging_table = {self.p}", (staging,)
         )
 
-    def staging_tables(self, connection: Any) -> list[tuple[str, str, str, bool]]:
-        """Every noted staging table: (staging table, table, created_at, recorded).
+    def staging_tables(self, connection: Any) -> list[tuple[str, str, str, int]]:
+        """Every noted staging table: (staging table, table, created_at, state).
 
         A handful of rows (one per decision in flight), so read whole.
         """
@@ -424,7 +450,7 @@ class Store:
                 f"SELECT staging_table, table_name, created_at, recorded FROM {self.staging} "
                 "ORDER BY created_at"
             )
-            return [(str(a), str(b), str(c), bool(d)) for a, b, c, d in cursor.fetchall()]
+            return [(str(a), str(b), str(c), int(d)) for a, b, c, d in cursor.fetchall()]
         finally:
             cursor.close()
 

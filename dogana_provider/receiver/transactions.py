@@ -105,3 +105,35 @@ def streaming_cursor(connection: Any, dialect: Dialect) -> Any:
         cursors = importlib.import_module("MySQLdb.cursors")
         return connection.cursor(cursors.SSCursor)
     return connection.cursor()
+
+
+def hold_name(connection: Any, dialect: Dialect, name: str) -> None:
+    """Hold a named lock for as long as the connection lives, where DDL commits at once.
+
+    MariaDB commits a staging table's CREATE at once, so its half-loaded rows outlive a killed
+    loader; the loader's session lock on the table's name, which the server releases when the
+    session ends however it ends, is what tells sweep the loader is gone. Elsewhere the load is
+    one transaction, which a kill rolls back: nothing to hold.
+    """
+    if transactional_ddl(dialect):
+        return
+    if _scalar(connection, "SELECT GET_LOCK(%s, 0)", (name,)) != 1:
+        raise RuntimeError(f"the lock on {name!r} is held by another session")
+
+
+def name_released(connection: Any, dialect: Dialect, name: str, wait: float = 1.0) -> bool:
+    """Take the named lock of hold_name when its holder is gone (waiting up to wait seconds):
+    True then, and it is held by this connection until it closes; False while a holder lives,
+    and always where DDL joins the transaction (nothing holds a name there)."""
+    if transactional_ddl(dialect):
+        return False
+    return _scalar(connection, "SELECT GET_LOCK(%s, %s)", (name, wait)) == 1
+
+
+def _scalar(connection: Any, sql: str, params: tuple[Any, ...]) -> Any:
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        return cursor.fetchone()[0]
+    finally:
+        cursor.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 import uuid
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -299,3 +300,32 @@ def test_a_publish_for_one_table_refuses_a_decision_for_another(
     assert hook.receiver.receipts(payroll.table) == []
     assert published(hook, payroll.table) == {}
     assert asset_events(dogana_asset(orders.table, conn_id).uri) == []
+
+
+def test_a_gate_sweeps_the_staging_table_of_a_decision_nobody_published(
+    airflow_home: Path, tmp_path: Path, receiver_connection: ReceiverConnection
+) -> None:
+    """A decision staged two days ago and never published: the next gate run drops its staging
+    table (sweep_after, a day by default) before deciding its own delivery."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    table = f"orders_{uid}"
+    contract = orders_contract(table)
+    hook = DoganaHook(conn_id)
+    receiver = hook.receiver
+    receiver.register(contract)
+    p = datetime.now(UTC) - timedelta(minutes=1)
+    old = write_rows(tmp_path / "old.parquet", contract, {1: "old"}, p - timedelta(days=2))
+    receiver.steps = replace(receiver.steps, clock=lambda: datetime.now(UTC) - timedelta(days=2))
+    abandoned = receiver.decide(old.path, old.manifest(contract, "full", p - timedelta(days=2)))
+    assert abandoned.to_publish
+    written = write_rows(tmp_path / "orders.parquet", contract, {1: "one"}, p)
+    delivery = {"manifest": written.manifest(contract, "full", p).to_dict(), "uri": written.path}
+    body = gate_and_publish(delivery, tmp_path, conn_id, table)
+    run = write_dag(airflow_home, f"sweep_{uid}", body).dag.test()
+    assert set(states(run).values()) == {"success"}
+    connection = receiver.connect()
+    try:
+        assert receiver.store.staging_tables(connection) == []
+    finally:
+        connection.close()
+    assert published(hook, table) == {1: "one"}

@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from dogana_core import Contract, Shape
 from dogana_core.manifest import Manifest
+from dogana_provider.files import BATCH_ROWS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=365)  # the receiver's clock in these tests: after every delivery
@@ -100,6 +102,21 @@ def write(directory: Path, rows: list[dict[str, Any]], schema: pa.Schema = SCHEM
     path = directory / f"delivery-{next(_files)}.parquet"
     columns = {name: [row.get(name) for row in rows] for name in schema.names}
     pq.write_table(pa.table(columns, schema=schema), path)
+    return path
+
+
+def write_many(path: Path, rows: int) -> Path:
+    """A full read of orders 0 to rows - 1, all on day 1, built by Arrow at once rather than row
+    by row, in row groups of BATCH_ROWS."""
+    ids = pa.array(range(rows), pa.int64())
+    table = {
+        "id": ids,
+        "day": pa.array([day(1)] * rows, pa.date32()),
+        "name": pc.cast(ids, pa.string()),
+        "updated_at": pa.array([at(1)] * rows, SCHEMA.field("updated_at").type),
+        "deleted": pa.array([False] * rows),
+    }
+    pq.write_table(pa.table(table), path, row_group_size=BATCH_ROWS)
     return path
 
 

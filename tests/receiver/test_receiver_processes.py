@@ -1,4 +1,5 @@
-"""Publishers in separate processes, at once, against one table (PostgreSQL and MariaDB).
+"""Receivers in processes of their own: publishers at once against one table (PostgreSQL and
+MariaDB), and a gate killed while it stages (every database).
 
 The conformance suite races two threads of one process; here each publisher is a process of its
 own, with its own connections, as two Airflow workers would be. Bounded: three processes, each
@@ -11,13 +12,18 @@ test's own process, which read the ledger before them, reads theirs after.
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from receiver_deliveries import NOW, Source, at
+from receiver_deliveries import NOW, Source, at, write_many
 
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.manifest import Manifest
@@ -26,6 +32,10 @@ PROCESSES_TIMEOUT = 120  # seconds for all publishers together
 
 
 def connector(kind: str, url: str) -> Any:
+    if kind == "sqlite":
+        import sqlite3
+
+        return lambda: sqlite3.connect(url, timeout=30)
     if kind == "postgres":
         import psycopg2
 
@@ -37,10 +47,20 @@ def connector(kind: str, url: str) -> Any:
 
 def receiver_of(kind: str, url: str, prefix: str) -> Any:
     from dogana_provider.receiver import Receiver
-    from dogana_provider.sql import MARIADB, POSTGRES
+    from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
 
-    dialect = POSTGRES if kind == "postgres" else MARIADB
+    dialect = {"sqlite": SQLITE, "postgres": POSTGRES, "mariadb": MARIADB}[kind]
     return Receiver(connector(kind, url), dialect, prefix=prefix, clock=lambda: NOW)
+
+
+def registered(kind: str, url: str, tmp_path: Path) -> tuple[str, str, Any, Source]:
+    """A receiver of a store of its own, with an orders table registered: uid, prefix, both."""
+    uid = uuid.uuid4().hex[:10]
+    prefix = f"s{uid}"
+    receiver = receiver_of(kind, url, prefix)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    return uid, prefix, receiver, source
 
 
 def publisher(
@@ -72,11 +92,7 @@ def test_publishers_in_separate_processes_win_one_head_each(
     database: tuple[str, str], tmp_path: Path
 ) -> None:
     kind, url = database
-    uid = uuid.uuid4().hex[:10]
-    prefix = f"s{uid}"
-    receiver = receiver_of(kind, url, prefix)
-    source = Source(f"orders_{uid}", tmp_path)
-    receiver.register(source.contract)
+    uid, prefix, receiver, source = registered(kind, url, tmp_path)
     try:
         for id_ in range(1, 4):
             source.put(id_, id_, f"n{id_}", at(1))
@@ -135,3 +151,111 @@ def test_publishers_in_separate_processes_win_one_head_each(
         else:
             from test_receiver_postgres import drop_tables
         drop_tables(url, uid)
+
+
+STAGE_ROWS = 400_000  # enough rows that loading them takes a while on every database
+GATE_SWEEP_AFTER = timedelta(days=1)  # GateOperator's default sweep_after
+
+
+class _Loading:
+    """A real connection that sets an event once the staged rows start to load."""
+
+    def __init__(self, connection: Any, loading: Any) -> None:
+        self._connection, self._loading = connection, loading
+
+    def cursor(self) -> Any:
+        cursor = self._connection.cursor()
+        loading = self._loading
+
+        class Cursor:
+            def execute(self, sql: str, params: Any = ()) -> Any:
+                result = cursor.execute(sql, params)
+                if sql.startswith("SAVEPOINT dogana_stage"):
+                    loading.set()
+                return result
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(cursor, name)
+
+        return Cursor()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def gate(
+    kind: str, url: str, prefix: str, path: str, manifest: str, loading: Any, done: Any
+) -> None:
+    """A gate's decide in a process of its own, killed by the test while it stages."""
+    receiver = receiver_of(kind, url, prefix)
+    connect = receiver.connect
+    receiver.steps = replace(receiver.steps, connect=lambda: _Loading(connect(), loading))
+    receiver.decide(path, Manifest.from_json(manifest))
+    done.set()
+
+
+def staging_tables(kind: str, url: str, prefix: str, manifest: Manifest) -> list[str]:
+    """The delivery's staging tables in the database, and every one the store still notes."""
+    from dogana_provider.receiver.steps import STAGING_PREFIX
+
+    connection = connector(kind, url)()
+    try:
+        cursor = connection.cursor()
+        if kind == "sqlite":
+            cursor.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        else:
+            cursor.execute("SELECT table_name FROM information_schema.tables")
+        names = [str(name) for (name,) in cursor.fetchall()]
+        cursor.execute(f"SELECT staging_table FROM {prefix}_staging")
+        names += [f"noted {name}" for (name,) in cursor.fetchall()]
+    finally:
+        connection.close()
+    mine = STAGING_PREFIX + manifest.identity[:16]
+    return [name for name in names if name.startswith((mine, "noted"))]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "sqlite",
+        pytest.param("postgres", marks=pytest.mark.postgres),
+        pytest.param("mariadb", marks=pytest.mark.mariadb),
+    ],
+)
+def test_a_gate_killed_while_staging_leaves_no_staging_table_after_the_next_run(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """SIGKILL while the rows load: SQLite and PostgreSQL roll the staging table back; MariaDB
+    committed its CREATE, and the next gate's sweep finds its loader gone and drops it, however
+    young. Nothing is recorded: a kill is no decision."""
+    url = (
+        str(tmp_path / "receiver.db")
+        if kind == "sqlite"
+        else request.getfixturevalue("postgres_url" if kind == "postgres" else "mariadb_url")
+    )
+    uid, prefix, receiver, source = registered(kind, url, tmp_path)
+    try:
+        path = write_many(tmp_path / "large.parquet", STAGE_ROWS)
+        manifest = source.contract.manifest("full", at(2), rows=STAGE_ROWS)
+        context = multiprocessing.get_context("spawn")
+        loading, done = context.Event(), context.Event()
+        process = context.Process(
+            target=gate, args=(kind, url, prefix, str(path), manifest.to_json(), loading, done)
+        )
+        process.start()
+        assert loading.wait(PROCESSES_TIMEOUT), "the gate never started loading"
+        time.sleep(0.2)
+        os.kill(process.pid or 0, signal.SIGKILL)
+        process.join(PROCESSES_TIMEOUT)
+        assert not done.is_set(), "the gate finished staging before it was killed"
+        assert receiver.sweep(GATE_SWEEP_AFTER) is not None  # the next gate run's sweep
+        assert staging_tables(kind, url, prefix, manifest) == []
+        assert receiver.receipts(source.table) == []  # a kill is no decision: nothing recorded
+        assert receiver.verify(source.table).publications == 0
+    finally:
+        if kind == "mariadb":
+            from test_receiver_mariadb import drop_tables
+        elif kind == "postgres":
+            from test_receiver_postgres import drop_tables
+        if kind != "sqlite":
+            drop_tables(url, uid)
