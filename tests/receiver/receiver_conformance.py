@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
@@ -37,6 +36,7 @@ from receiver_deliveries import (
     sequence_contract,
     sha256,
     write,
+    write_many,
 )
 
 from dogana_core.contract import column_hash
@@ -102,9 +102,36 @@ FUZZED_NAMES = st.one_of(
 )
 """Column and table names a hostile sender might use: every one is refused by name or taken."""
 REFUSED_BY_NAME = {"column_names", "column_types"}
+FUZZ = settings(
+    max_examples=25,
+    deadline=None,
+    # Each database's subclass runs the fuzz tests (differing executors); each example makes its
+    # own tables, so the function-scoped receiver may serve them all.
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.differing_executors,
+    ],
+)
 
 NAMED: tuple[str, ...] = ("select", "order", "from", "table", "x" * 63, "_under")
 """Column names every receiver creates: reserved words are quoted, 63 characters fit all."""
+
+
+def one_changed_row(columns: dict[str, pa.Array]) -> pa.Table:
+    """Order 1, changed at 3h, with these columns after the orders columns."""
+    table = pa.table(
+        {
+            "id": pa.array([1], pa.int64()),
+            "day": pa.array([day(1)], pa.date32()),
+            "name": pa.array(["x"]),
+            "updated_at": pa.array([at(3)], pa.timestamp("us", tz="UTC")),
+            "deleted": pa.array([False]),
+        }
+    )
+    for name, values in columns.items():
+        table = table.append_column(pa.field(name, values.type), values)
+    return table
 
 
 def a_hook_selects_the_database(
@@ -569,16 +596,7 @@ class ReceiverConformance:
         self.publish_checked(receiver, source, source.full(at(2)))
         before = self.state(receiver, source.table)
         for case, values in {**UNSTORABLE, **self.unstorable}.items():
-            table = pa.table(
-                {
-                    "id": pa.array([1], pa.int64()),
-                    "day": pa.array([day(1)], pa.date32()),
-                    "name": pa.array(["x"]),
-                    "updated_at": pa.array([at(3)], pa.timestamp("us", tz="UTC")),
-                    "deleted": pa.array([False]),
-                    "extra": values,
-                }
-            )
+            table = one_changed_row({"extra": values})
             path = tmp_path / f"unstorable-{len(case)}-{uuid.uuid4().hex[:6]}.parquet"
             pq.write_table(table, path)
             manifest = source.contract.manifest("changes", at(4), since=at(2), rows=1)
@@ -603,17 +621,7 @@ class ReceiverConformance:
             source.put(id_, id_, f"n{id_}", at(1))
         self.publish_checked(receiver, source, source.full(at(2)))
         before = self.state(receiver, source.table)
-        table = pa.table(
-            {
-                "id": pa.array([1], pa.int64()),
-                "day": pa.array([day(1)], pa.date32()),
-                "name": pa.array(["x"]),
-                "updated_at": pa.array([at(3)], pa.timestamp("us", tz="UTC")),
-                "deleted": pa.array([False]),
-            }
-        )
-        for name, values in columns.items():
-            table = table.append_column(pa.field(name, values.type), values)
+        table = one_changed_row(columns)
         path = tmp_path / f"extra-{uuid.uuid4().hex[:8]}.parquet"
         pq.write_table(table, path)
         manifest = source.contract.manifest("changes", at(4), since=at(2), rows=1)
@@ -643,17 +651,7 @@ class ReceiverConformance:
         assert {name: changed[name] for name in NAMED} == {n: i for i, n in enumerate(NAMED)}
         receiver.verify(source.table)
 
-    @settings(
-        max_examples=25,
-        deadline=None,
-        # Each database's subclass runs it (differing executors); each example makes its own
-        # tables, so the function-scoped receiver may serve them all.
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.too_slow,
-            HealthCheck.differing_executors,
-        ],
-    )
+    @FUZZ
     @given(names=st.lists(FUZZED_NAMES, min_size=1, max_size=4))
     def test_fuzzed_file_column_names_are_refused_by_name_or_published(
         self, receiver: Receiver, tmp_path: Path, names: list[str]
@@ -682,17 +680,7 @@ class ReceiverConformance:
             assert receiver.verify(source.table).publications == 1
         assert self.staging_left(receiver, receipt.manifest) == []
 
-    @settings(
-        max_examples=25,
-        deadline=None,
-        # Each database's subclass runs it (differing executors); each example makes its own
-        # tables, so the function-scoped receiver may serve them all.
-        suppress_health_check=[
-            HealthCheck.function_scoped_fixture,
-            HealthCheck.too_slow,
-            HealthCheck.differing_executors,
-        ],
-    )
+    @FUZZ
     @given(name=FUZZED_NAMES)
     def test_fuzzed_table_names_and_their_case_twins_are_refused_by_name_or_registered(
         self, receiver: Receiver, uid: str, name: str
@@ -1478,21 +1466,7 @@ class ReceiverConformance:
         def peak(table: str, rows: int) -> tuple[int, int]:
             contract = orders_contract(table)
             receiver.register(contract)
-            ids = pa.array(range(rows), pa.int64())
-            path = tmp_path / f"{table}.parquet"
-            pq.write_table(
-                pa.table(
-                    {
-                        "id": ids,
-                        "day": pa.array([day(1)] * rows, pa.date32()),
-                        "name": pc.cast(ids, pa.string()),
-                        "updated_at": pa.array([at(1)] * rows, SCHEMA.field("updated_at").type),
-                        "deleted": pa.array([False] * rows),
-                    }
-                ),
-                path,
-                row_group_size=BATCH_ROWS,
-            )
+            path = write_many(tmp_path / f"{table}.parquet", rows)
             default = pa.default_memory_pool()
             arrow = pa.proxy_memory_pool(default)
             pa.set_memory_pool(arrow)
