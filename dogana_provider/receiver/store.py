@@ -52,7 +52,7 @@ from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
 from dogana_core.stored import Index, checked, stored_form
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
-from dogana_provider.sql import Dialect, execute
+from dogana_provider.sql import Dialect, declared_types, execute
 
 # The states of a staging table ({prefix}_staging.recorded).
 WAITING, RECORDED, LOADING = 0, 1, 2
@@ -440,10 +440,13 @@ class Store:
         )
 
     def staging_tables(self, connection: Any) -> list[tuple[str, str, str, int]]:
-        """Every noted staging table: (staging table, table, created_at, state).
+        """Every noted staging table: (staging table, table, created_at, state); none before
+        the store is created (a receiver nothing was registered with yet).
 
         A handful of rows (one per decision in flight), so read whole.
         """
+        if not declared_types(connection, self.dialect, self.own_names[-1]):
+            return []
         cursor = connection.cursor()
         try:
             cursor.execute(
