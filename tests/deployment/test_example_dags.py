@@ -96,11 +96,15 @@ def rounds(played: Played) -> Rounds:
     return played.result(example_rounds)
 
 
-def published_as_of(client: Client, run: Run, table: str) -> datetime:
-    """complete_as_of in the Asset event the run's publish task emitted for table."""
-    uri = f"dogana://dogana_default/{table}"
-    events = client.asset_events(uri, source_dag_id=run.dag_id, source_run_id=run.run_id)
-    assert events, f"{run}: no Asset event for {table}"
+def published_as_of(client: Client, table: str) -> datetime:
+    """complete_as_of in the table's latest Asset event, after the rounds.
+
+    Usually the manual run's own; but when an hourly DAG's next scheduled run was created during
+    the rounds and ran first, the manual run finds the table fresh enough and skips: the rule
+    is the table's date, not which run proved it.
+    """
+    events = client.asset_events(f"dogana://dogana_default/{table}")
+    assert events, f"no Asset event for {table}"
     return datetime.fromisoformat(events[-1]["extra"]["complete_as_of"])
 
 
@@ -127,7 +131,7 @@ def test_a_run_without_a_logical_date_publishes_fresh_as_of_its_run_after(
     assert found["state"] == "success", rounds.client.explain(run)
     run_after = datetime.fromisoformat(found["run_after"])
     for table in TABLES[dag_id]:
-        assert published_as_of(rounds.client, run, table) >= run_after
+        assert published_as_of(rounds.client, table) >= run_after
 
 
 def test_a_freshness_check_without_a_logical_date_passes_every_example_table(
