@@ -138,3 +138,19 @@ def _bag(folder: Path):  # type: ignore[no-untyped-def]
     from airflow.dag_processing.dagbag import DagBag
 
     return DagBag(dag_folder=str(folder))
+
+
+def test_contracts_in_folder_lists_each_file_a_group_as_a_list_and_refuses_a_broken_one(
+    airflow_home: Path, tmp_path: Path
+) -> None:
+    from dogana_provider.contract_files import InvalidContractFile, contracts_in_folder
+
+    for name in ("billing.odcs.yaml", "customers.odcs.yaml"):
+        shutil.copyfile(CONTRACTS / name, tmp_path / name)
+    billing, customers = contracts_in_folder.function(str(tmp_path))
+    assert [item["table"] for item in billing] == ["invoices", "invoice_lines"]
+    assert customers["table"] == "customers"
+
+    (tmp_path / "broken.json").write_text("{", encoding="utf-8")
+    with pytest.raises(InvalidContractFile, match=r"broken\.json"):
+        contracts_in_folder.function(str(tmp_path))

@@ -9,29 +9,13 @@ from typing import Any
 
 import pytest
 from example_runs import Databases, asset_events, now, states, write_dag
-
-from dogana_core import Contract, Shape
+from soft_deletes import orders_contract as contract
 
 pytestmark = pytest.mark.airflow
 
 ON_SQLITE_AND_POSTGRES = pytest.mark.parametrize(
     "databases", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
 )
-
-
-def contract(table: str) -> Contract:
-    """Keyed; the whole table, or changes by updated_at with tombstones from a soft delete."""
-    return Contract(
-        table,
-        ("id",),
-        {
-            "full": Shape.complete(cost=10),
-            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
-        },
-        cursor_column="updated_at",
-        deleted_column="deleted",
-        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
-    )
 
 
 def source_tables(databases: Databases, tables: list[str]) -> None:

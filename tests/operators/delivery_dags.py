@@ -23,8 +23,9 @@ import pyarrow as pa
 from airflow_runs import asset_events as asset_events
 from airflow_runs import states as states
 from airflow_runs import xcom as xcom
+from soft_deletes import orders_contract as orders_contract
 
-from dogana_core import Contract, Shape
+from dogana_core import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.files import DeliveryWriter
 
@@ -42,21 +43,6 @@ SCHEMA = pa.schema(
         ("deleted", pa.bool_()),
     ]
 )
-
-
-def orders_contract(table: str) -> Contract:
-    """Keyed; a full read, or changes by updated_at with tombstones from a soft-delete flag."""
-    return Contract(
-        table,
-        ("id",),
-        {
-            "full": Shape.complete(cost=10),
-            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
-        },
-        cursor_column="updated_at",
-        deleted_column="deleted",
-        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
-    )
 
 
 class Source:
