@@ -32,7 +32,7 @@ import pytest
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 from release import EXTRA_ONLY, ROOT, Dist, declared_airflow
-from wheelhouse import Wheelhouse, clean_environment, run
+from wheelhouse import Wheelhouse, clean_environment, pip, run
 
 QUICKSTART = ROOT / "examples" / "quickstart.py"
 RUN_DAG = Path(__file__).resolve().parent / "run_dag.py"
@@ -52,6 +52,7 @@ class Installed:
     """A virtual environment with Airflow, then dogana's wheel and its [postgres] extra, and an
     Airflow home whose DAGs folder holds the README's DAG and whose metadata is migrated."""
 
+    name: str
     root: Path
     airflow_version: str
     env: dict[str, str]
@@ -62,8 +63,8 @@ class Installed:
     def python(self) -> Path:
         return self.root / "bin" / "python"
 
-    def run_dag(self, source: str, receiver: str) -> tuple[dict, str]:
-        """The README's DAG run once with these connections; run_dag.py's RESULT, and its log."""
+    def run_dag(self, source: str, receiver: str) -> Run:
+        """The README's DAG run once with these connections."""
         env = {
             **self.env,
             "AIRFLOW_CONN_DOGANA_SOURCE": source,
@@ -72,7 +73,7 @@ class Installed:
         dag_file = self.home / "dags" / QUICKSTART.name
         done = run([str(self.python), str(RUN_DAG), str(dag_file), "customers"], env=env)
         [line] = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
-        return json.loads(line.removeprefix("RESULT ")), done.stdout + done.stderr
+        return Run(json.loads(line.removeprefix("RESULT ")), done.stdout + done.stderr)
 
 
 def oldest_airflow() -> str:
@@ -81,7 +82,7 @@ def oldest_airflow() -> str:
     return ".".join(str(part) for part in (*low.release, 0, 0)[:3])
 
 
-def install(dist: Dist, version: str, base: Path) -> Installed:
+def install(dist: Dist, name: str, version: str, base: Path) -> Installed:
     """A fresh environment as the Airflow docs install a provider: the Airflow release and the
     provider in one pip install, with the pins that release needs (constraints/)."""
     root, home = base / "venv", base / "home"
@@ -100,12 +101,13 @@ def install(dist: Dist, version: str, base: Path) -> Installed:
     pinned = ["--constraint", str(pins)] if pins.exists() else []
     wheelhouse = Wheelhouse.default()
     folder = wheelhouse.prepare([stock, wanted], env, pins if pins.exists() else None)
-    run([sys.executable, "-m", "venv", str(root)], env=env)
+    # No pip of its own: this process's pip installs into it (pip --python), seconds sooner.
+    run([sys.executable, "-m", "venv", "--without-pip", str(root)], env=env)
     wheelhouse.install(root, folder, [stock, wanted, *pinned], env)
     (home / "dags").mkdir(parents=True)
     (home / "dags" / QUICKSTART.name).write_bytes(QUICKSTART.read_bytes())
     run([str(root / "bin" / "airflow"), "db", "migrate"], env=env, cwd=home)
-    return Installed(root, version, env, home, folder)
+    return Installed(name, root, version, env, home, folder)
 
 
 @pytest.fixture(scope="session")
@@ -117,10 +119,62 @@ def environments(dist: Dist, tmp_path_factory: pytest.TempPathFactory) -> dict[s
     }
     with ThreadPoolExecutor(max_workers=len(versions)) as pool:
         futures = {
-            name: pool.submit(install, dist, version, tmp_path_factory.mktemp(f"airflow-{version}"))
+            name: pool.submit(
+                install, dist, name, version, tmp_path_factory.mktemp(f"airflow-{version}")
+            )
             for name, version in versions.items()
         }
         return {name: future.result() for name, future in futures.items()}
+
+
+@dataclass(frozen=True)
+class Run:
+    """What run_dag.py printed as its RESULT, and all it printed."""
+
+    result: dict
+    output: str
+
+
+def quickstart_on_postgresql(installed: Installed, url: str) -> Run:
+    """The README's DAG, from a customers table in one schema to a warehouse in another."""
+    with postgres_schemas(url) as (source, receiver):
+        with psycopg.connect(url, autocommit=True) as connection:
+            connection.execute(
+                f"CREATE TABLE {source}.customers (customer_id BIGINT PRIMARY KEY, name TEXT)"
+            )
+            connection.execute(
+                f"INSERT INTO {source}.customers VALUES (1, 'ada'), (2, 'edsger'), (3, 'grace')"
+            )
+        return installed.run_dag(schema_url(url, source), schema_url(url, receiver))
+
+
+def quickstart_without_mysql_extra(installed: Installed, warehouse: Path) -> Run:
+    """The README's DAG from a MySQL source, where only [postgres] is installed; the server is
+    never reached: the missing provider is found before Airflow resolves the hook."""
+    receiver = json.dumps({"conn_type": "sqlite", "host": str(warehouse)})
+    return installed.run_dag("mysql://root@127.0.0.1:3306/test", receiver)
+
+
+@pytest.fixture(scope="session")
+def runs(
+    environments: dict[str, Installed], postgres_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Run]:
+    """The DAG runs the tests below read, each environment's side by side with the other's (an
+    environment's own runs one after the other: they share its SQLite metadata database)."""
+    warehouse = tmp_path_factory.mktemp("no-mysql-extra") / "warehouse.sqlite"
+
+    def oldest() -> dict[str, Run]:
+        return {"oldest": quickstart_on_postgresql(environments["oldest"], postgres_url)}
+
+    def newest() -> dict[str, Run]:
+        return {
+            "newest": quickstart_on_postgresql(environments["newest"], postgres_url),
+            "no-mysql-extra": quickstart_without_mysql_extra(environments["newest"], warehouse),
+        }
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        futures = [pool.submit(oldest), pool.submit(newest)]
+        return {name: run for future in futures for name, run in future.result().items()}
 
 
 @pytest.fixture(params=["oldest", "newest"])
@@ -132,25 +186,15 @@ def installed(request: pytest.FixtureRequest, environments: dict[str, Installed]
 def test_the_fresh_environment_has_no_mariadb_headers_nor_driver(installed: Installed) -> None:
     found = subprocess.run(["pkg-config", "--exists", "mariadb"], env=installed.env)
     assert found.returncode != 0
-    listed = run([str(installed.python), "-m", "pip", "list", "--format=json"], env=installed.env)
+    listed = run([*pip(installed.root), "list", "--format=json"], env=installed.env)
     names = {canonicalize_name(p["name"]) for p in json.loads(listed.stdout)}
     assert "mysqlclient" not in names and "apache-airflow-providers-mysql" not in names
 
 
 def test_readme_dag_delivers_on_postgresql_in_a_fresh_install(
-    installed: Installed, postgres_url: str
+    installed: Installed, runs: dict[str, Run]
 ) -> None:
-    with postgres_schemas(postgres_url) as (source, receiver):
-        with psycopg.connect(postgres_url, autocommit=True) as connection:
-            connection.execute(
-                f"CREATE TABLE {source}.customers (customer_id BIGINT PRIMARY KEY, name TEXT)"
-            )
-            connection.execute(
-                f"INSERT INTO {source}.customers VALUES (1, 'ada'), (2, 'edsger'), (3, 'grace')"
-            )
-        result, output = installed.run_dag(
-            schema_url(postgres_url, source), schema_url(postgres_url, receiver)
-        )
+    result, output = runs[installed.name].result, runs[installed.name].output
     assert result["airflow"] == installed.airflow_version
     assert Path(result["dogana_provider"]).is_relative_to(installed.root), result
     assert result["states"] == dict.fromkeys(["plan", "extract", "gate", "publish"], "success"), (
@@ -161,14 +205,8 @@ def test_readme_dag_delivers_on_postgresql_in_a_fresh_install(
     assert result["claims"] == "complete"
 
 
-def test_a_connection_without_its_extra_fails_naming_the_extra(
-    environments: dict[str, Installed], tmp_path: Path
-) -> None:
-    """A MySQL source where only [postgres] is installed; the server is never reached. One
-    Airflow suffices: which provider is missing is found before Airflow resolves the hook."""
-    receiver = json.dumps({"conn_type": "sqlite", "host": str(tmp_path / "warehouse.sqlite")})
-    newest = environments["newest"]
-    result, output = newest.run_dag("mysql://root@127.0.0.1:3306/test", receiver)
+def test_a_connection_without_its_extra_fails_naming_the_extra(runs: dict[str, Run]) -> None:
+    result, output = runs["no-mysql-extra"].result, runs["no-mysql-extra"].output
     assert result["states"]["plan"] == "success"
     assert result["states"]["extract"] == "failed"
     assert "pip install 'airflow-provider-dogana[mysql]'" in output
@@ -186,7 +224,7 @@ def test_installing_without_extras_compiles_no_database_driver(
     newest = environments["newest"]
     report = tmp_path / "report.json"
     run(
-        [str(newest.python), "-m", "pip", "install", "--dry-run", "--ignore-installed",
+        [*pip(newest.root), "install", "--dry-run", "--ignore-installed",
          "--quiet", "--no-index", "--find-links", str(newest.wheelhouse),
          "--report", str(report), str(dist.wheel)],
         env=newest.env,

@@ -50,6 +50,11 @@ def run(
     return done
 
 
+def pip(venv: Path) -> list[str]:
+    """This process's pip, acting on venv's interpreter and site-packages."""
+    return [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python")]
+
+
 def clean_environment(shadow: Path, venv: Path) -> dict[str, str]:
     """This process's environment as a user's shell would have it, with venv activated.
 
@@ -125,8 +130,8 @@ class Wheelhouse:
     def install(self, venv: Path, folder: Path, args: list[str], env: dict[str, str]) -> None:
         """pip install from folder alone; Python compiles what is imported when it is."""
         run(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--no-index",
-             "--no-compile", "--find-links", str(folder), *args],
+            [*pip(venv), "install", "--quiet", "--no-index", "--no-compile",
+             "--find-links", str(folder), *args],
             env=env,
         )  # fmt: skip
 
