@@ -27,8 +27,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.version import InvalidVersion, Version
 
-# Wheelhouses not used for this long are removed, so old Airflow releases do not pile up.
-KEEP_UNUSED_DAYS = 30
+# Wheelhouses kept, the last used first (two environments per run: the newest two runs').
+KEEP_WHEELHOUSES = 4
 # The tools whose answers would let a build find the MariaDB client headers.
 HEADER_TOOLS = ("pkg-config", "mysql_config", "mariadb_config")
 
@@ -153,12 +153,16 @@ class Wheelhouse:
         return "-".join([tag, *names, digest.hexdigest()[:12]])
 
     def _prune(self) -> None:
+        """Keep the wheelhouses used last: about 120 MB each, one per Airflow and requirements."""
         if not self.root.is_dir():
             return
-        cutoff = time.time() - KEEP_UNUSED_DAYS * 86400
-        for folder in self.root.iterdir():
-            if folder.is_dir() and folder.stat().st_mtime < cutoff:
-                shutil.rmtree(folder, ignore_errors=True)
+        kept = sorted(
+            (folder for folder in self.root.iterdir() if folder.is_dir()),
+            key=lambda folder: folder.stat().st_mtime,
+            reverse=True,
+        )
+        for folder in kept[KEEP_WHEELHOUSES:]:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _version(text: str) -> Version | None:
