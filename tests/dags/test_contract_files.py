@@ -1,6 +1,6 @@
-"""Pipelines from contract files: the example folder as DAGs, run end to end on SQLite and
-PostgreSQL, and a broken contract file shown as an import error naming it while the others load.
-"""
+"""Pipelines from contract files: the example folder as DAGs, run end to end on SQLite,
+PostgreSQL and MariaDB, and a broken contract file shown as an import error naming it while the
+others load."""
 
 from __future__ import annotations
 
@@ -13,9 +13,6 @@ from example_runs import EXAMPLES, Databases, asset_events, load_example, now, s
 pytestmark = pytest.mark.airflow
 
 CONTRACTS = EXAMPLES / "contracts"
-ON_SQLITE_AND_POSTGRES = pytest.mark.parametrize(
-    "databases", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
-)
 
 # The shop database the example contracts describe, with a few rows in each table.
 SOURCE = {
@@ -63,7 +60,6 @@ def fill_source(databases: Databases) -> dict[str, int]:
     return live
 
 
-@ON_SQLITE_AND_POSTGRES
 def test_the_example_contract_folder_delivers_every_table_with_its_own_asset_event(
     databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
