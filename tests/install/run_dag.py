@@ -4,8 +4,8 @@
 
 test_install.py starts it with a fresh environment's python, its AIRFLOW_HOME and connections
 set. It prints one line, RESULT and a JSON object: the Airflow version, where dogana_provider
-was imported from, each task's state, and the published rows and claims of TABLE when the run
-published it.
+was imported from, the version Airflow's providers manager found through the entry point, each
+task's state, and the published rows and claims of TABLE when the run published it.
 """
 
 from __future__ import annotations
@@ -35,9 +35,13 @@ def main(dag_file: str, table: str) -> None:
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     run = module.dag.test(logical_date=datetime.now(UTC))
+    from airflow.providers_manager import ProvidersManager
+
+    provider = ProvidersManager().providers.get("airflow-provider-dogana")
     result: dict[str, Any] = {
         "airflow": airflow.__version__,
         "dogana_provider": dogana_provider.__file__,
+        "provider_version": provider.version if provider else None,
         "states": states(run),
     }
     if result["states"].get("publish") == "success":

@@ -34,6 +34,8 @@ from packaging.version import Version
 from release import EXTRA_ONLY, ROOT, Dist, declared_airflow
 from wheelhouse import Wheelhouse, clean_environment, pip, run
 
+import dogana_provider
+
 QUICKSTART = ROOT / "examples" / "quickstart.py"
 RUN_DAG = Path(__file__).resolve().parent / "run_dag.py"
 # Airflow publishes a constraints file per release, which a user installs with; this machine
@@ -197,6 +199,7 @@ def test_readme_dag_delivers_on_postgresql_in_a_fresh_install(
     result, output = runs[installed.name].result, runs[installed.name].output
     assert result["airflow"] == installed.airflow_version
     assert Path(result["dogana_provider"]).is_relative_to(installed.root), result
+    assert result["provider_version"] == dogana_provider.__version__
     assert result["states"] == dict.fromkeys(["plan", "extract", "gate", "publish"], "success"), (
         output[-6000:]
     )
