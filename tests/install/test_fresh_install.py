@@ -95,6 +95,8 @@ def install(dist: Dist, name: str, version: str, base: Path) -> Installed:
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+            # Deliveries in this home, not in the machine's shared temporary folder.
+            "AIRFLOW__DOGANA__DELIVERY_FOLDER": (home / "deliveries").as_uri(),
         }
     )
     stock = f"apache-airflow=={version}"
