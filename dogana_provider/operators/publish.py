@@ -94,12 +94,14 @@ class PublishOperator(BaseOperator):
         receiver_conn_id: str = DoganaHook.default_conn_name,
         decision: Any = None,
         table: str | Sequence[str] | None = None,
-        outlets: Any = None,
+        # Not None: .partial() records this default as the mapped task's outlets, and Airflow
+        # iterates them when it builds a mapped instance's context.
+        outlets: Any = (),
         **kwargs: Any,
     ) -> None:
-        if outlets is None and table is not None:
+        if not outlets and table is not None:
             outlets = [dogana_asset(t, receiver_conn_id) for t in configured_tables(table)]
-        super().__init__(outlets=outlets if outlets is not None else [], **kwargs)
+        super().__init__(outlets=list(outlets or ()), **kwargs)
         self.receiver_conn_id = receiver_conn_id
         self.decision = decision
         self.table = table

@@ -193,3 +193,17 @@ def test_a_mapped_publish_gives_each_table_its_own_claims(
         assert extra["publication_id"] == ledger.publication_id
         assert extra["complete_as_of"] == p.isoformat()
         assert len(published(hook, table)) == number + 1
+
+
+def test_a_mapped_publish_without_outlets_has_no_outlets_rather_than_none() -> None:
+    """.partial() records PublishOperator's default for outlets as the mapped task's own; None
+    there made every mapped instance fail while Airflow built its context, under the real
+    scheduler (tests/deployment/dags/mapped.py runs such a publish end to end)."""
+    from airflow.sdk import DAG
+
+    from dogana_provider.operators.publish import PublishOperator
+
+    with DAG(f"mapped_no_outlets_{uuid.uuid4().hex[:8]}", schedule=None):
+        mapped = PublishOperator.partial(task_id="publish").expand(decision=[{}, {}])
+
+    assert list(mapped.outlets) == []

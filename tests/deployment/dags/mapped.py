@@ -47,8 +47,8 @@ with DAG(
     gate = GateOperator.partial(task_id="gate", receiver_conn_id=receiver).expand(
         delivery=extract.output
     )
-    # outlets given: .partial() takes PublishOperator's default, None, as the outlets
-    # themselves, and the mapped task fails building its context (left to the mapping helper).
-    PublishOperator.partial(task_id="publish", receiver_conn_id=receiver, outlets=[]).expand(
+    # No outlets: a mapped publish's instances must still build their context (the default
+    # that .partial() records is an empty list of outlets, never None).
+    PublishOperator.partial(task_id="publish", receiver_conn_id=receiver).expand(
         decision=gate.output
     )
