@@ -7,7 +7,7 @@ only when a transport is configured, so these runs happen in a process of their 
 environment names the transport before Airflow is imported. They run, against a source and a
 receiver of KIND (sqlite or postgres; SERVER_URL "-" for sqlite): the invoices example (a group
 read in one snapshot, and a report gated by ClaimsSensor); the shipments example (a rolling
-window); the orders example's extract, whose
+window); the events example (a keyless append); the orders example's extract, whose
 file is altered on its way to the gate, which rejects it; and the freshness example. Every event
 is appended to EVENTS as one JSON line; what the runs did is written to WORKDIR/runs.json.
 """
@@ -73,6 +73,13 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         shipped = databases.run(load_example(home, "shipments").dag)
         runs["shipments"] = states(shipped)
         window = xcom(shipped, "shipments.extract")["manifest"]["window"]
+        databases.create(
+            "CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at TIMESTAMPTZ NOT NULL)"
+        )
+        databases.source(
+            "INSERT INTO events VALUES (?, ?, ?)", ("login", "ada", now()), ("login", "ada", now())
+        )
+        runs["events"] = states(databases.run(load_example(home, "events").dag))
         # A read of orders is extracted, and its file altered on its way to the gate.
         extracted = databases.run(orders.daily, mark_success_pattern="^(gate|publish)$")
         delivery = xcom(extracted, "extract")
@@ -81,7 +88,7 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         runs["freshness"] = states(databases.run(load_example(home, "freshness").dag))
         heads = {
             table: databases.hook.receiver.ledger(table).publication_id
-            for table in ("invoices", "invoice_lines")
+            for table in ("invoices", "invoice_lines", "events")
         }
         found = {
             "runs": runs,

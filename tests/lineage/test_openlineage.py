@@ -1,8 +1,8 @@
 """OpenLineage events of real DAG runs of the examples, through the provider's file transport.
 
 One process per database runs the DAGs (lineage_runs.py says why a process of its own), both at
-once: the invoices example, an orders delivery altered on its way and rejected, and the
-freshness check.
+once: the invoices, shipments and events examples, an orders delivery altered on its way and
+rejected, and the freshness check.
 The tests read back the events it wrote and assert what a lineage system would see.
 """
 
@@ -172,6 +172,24 @@ def test_publish_outputs_the_receivers_tables_with_their_claims_and_columns_from
                 ("file", files[table])
             ]
     assert len(instants) == 1 and None not in instants, "read together: exact at one instant"
+
+
+def test_a_keyless_append_reads_its_source_table_and_publishes_it_with_its_claims(
+    emitted: Emitted,
+) -> None:
+    assert set(emitted.runs["runs"]["events"].values()) == {"success"}
+    extract = emitted.event("dogana_events_hourly.events.extract")
+    assert [(d["namespace"], d["name"]) for d in extract["inputs"]] == [
+        (emitted.source, f"{emitted.prefix[0]}events")
+    ]
+    (table,) = emitted.event("dogana_events_hourly.events.publish")["outputs"]
+    assert (table["namespace"], table["name"]) == (emitted.receiver, f"{emitted.prefix[1]}events")
+    claims = table["facets"]["dogana"]
+    assert claims["state"] == "complete"
+    assert claims["publication_id"] == emitted.runs["published"]["events"]
+    assert claims["exact_as_of"] is not None
+    columns = {field["name"] for field in table["facets"]["schema"]["fields"]}
+    assert {"kind", "payload", "recorded_at"} <= columns
 
 
 def test_a_window_delivery_states_its_claims_over_that_window(emitted: Emitted) -> None:
