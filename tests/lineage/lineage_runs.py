@@ -74,7 +74,8 @@ def main(kind: str, server: str, workdir: Path, events: Path) -> None:
         runs["shipments"] = states(shipped)
         window = xcom(shipped, "shipments.extract")["manifest"]["window"]
         databases.create(
-            "CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, recorded_at TIMESTAMPTZ NOT NULL)"
+            "CREATE TABLE events (kind TEXT NOT NULL, payload TEXT, "
+            "recorded_at TIMESTAMPTZ NOT NULL)"
         )
         databases.source(
             "INSERT INTO events VALUES (?, ?, ?)", ("login", "ada", now()), ("login", "ada", now())
