@@ -94,9 +94,10 @@ class PublishOperator(BaseOperator):
         receiver_conn_id: str = DoganaHook.default_conn_name,
         decision: Any = None,
         table: str | Sequence[str] | None = None,
-        # Not None: .partial() records this default as the mapped task's outlets, and Airflow
-        # iterates them when it builds a mapped instance's context.
-        outlets: Any = (),
+        # A list, neither None nor a tuple: .partial() records this default as a mapped task's
+        # outlets, which Airflow adds to its inlets (a list) when it builds the context. Never
+        # mutated: __init__ hands BaseOperator a copy.
+        outlets: Any = [],  # noqa: B006
         **kwargs: Any,
     ) -> None:
         if not outlets and table is not None:
