@@ -11,32 +11,15 @@ a time. Measured on the 2-core machine: 100 tables in 65 s of dag.test() when it
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_runs import run_bench
 
 pytestmark = [pytest.mark.postgres, pytest.mark.airflow]
 
 
 def test_a_hundred_tables_load_in_one_dag_run_through_contract_files(postgres_url: str) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "many_tables.py"), "--tables", "10", "100"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
-    lines = done.stdout.splitlines()
+    printed = run_bench("many_tables.py", "--tables", "10", "100", timeout=1200)
+    lines = printed.splitlines()
     assert [line.split()[0] for line in lines if line[:6].strip().isdigit()] == ["10", "100"]
-    assert "FAILED" not in done.stdout
+    assert "FAILED" not in printed
     assert lines[-2] == "ratio 100 tables / 10 tables (flat is 1.00):"

@@ -7,14 +7,8 @@ every variant ran and moved the source's rows: never a time, which a test cannot
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from bench_runs import run_bench
 
 pytestmark = [pytest.mark.postgres, pytest.mark.mariadb, pytest.mark.airflow]
 
@@ -22,19 +16,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.mariadb, pytest.mark.airflow]
 def test_pipeline_bench_runs_every_variant_and_verifies_the_rows(
     postgres_url: str, mariadb_url: str
 ) -> None:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "pipeline.py"), "--rows", "2000", "--quick"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    output = done.stdout + done.stderr
-    assert done.returncode == 0, output[-4000:]
-    tables = done.stdout.split("\n\n")
+    printed = run_bench("pipeline.py", "--rows", "2000", "--quick")
+    tables = printed.split("\n\n")
     for database in ("postgresql", "sqlite", "mysql"):
         table = next(t for t in tables if t.startswith(f"{database}, 2,000 rows"))
         for variant in ("floor", "dogana", "GenericTransfer"):
@@ -42,5 +25,5 @@ def test_pipeline_bench_runs_every_variant_and_verifies_the_rows(
             assert row.endswith("same as source"), table
         assert "dogana execute() by step: plan" in table, table
         assert "dogana changes delivery of" in table, table
-    assert "DIFFERENT" not in done.stdout and "FAILED" not in done.stdout, output
-    assert "targets:" in done.stdout, output
+    assert "DIFFERENT" not in printed and "FAILED" not in printed, printed
+    assert "targets:" in printed, printed
