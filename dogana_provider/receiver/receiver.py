@@ -1,7 +1,8 @@
 """The reference receiver: the spec's four steps, in order, on one SQL database.
 
     decide   1. replay lookup by manifest identity (a replay never reads the rows again)
-             2. Gate.preflight; a failure is recorded with Gate.reject and nothing else happens
+             2. Gate.preflight; a failure is recorded with Gate.reject and nothing else happens;
+                so is a table the receiver may not publish (activation.py, below)
              3. stage the file beside the published table, run every named row check on it
                 (checks.py) and pass them to Gate.evaluate
     publish  4. in ONE transaction: lock the table's head, compare it with the receipt's base,
@@ -23,6 +24,13 @@ transaction they interrupted rolls back.
 
 The parts both this single-table path and a group's (together.py) use live in steps.py's Steps:
 the two paths share it and nothing else.
+
+A receiver that requires activation (activation.py) publishes nothing for a table that is not
+active: decide rejects the delivery before staging it, its receipt's SOURCE_ACTIVE check naming
+what is missing or when the authorization expired, and publish judges the table again under its
+lock, since an authorization may expire, or a table be deactivated, between the two. An
+accepted receipt carries SOURCE_ACTIVE passed; a receiver that does not require activation adds
+no check. A replay is an answer, not a publication, and is given whatever the table's state.
 
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
 the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
@@ -50,8 +58,10 @@ from dogana_provider.receiver.actions import (
     existing_columns,
     lock_before_snapshot,
 )
+from dogana_provider.receiver.activation import SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
+from dogana_provider.receiver.sources import Sources
 from dogana_provider.receiver.steps import STAGING_PREFIX, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import LOADING, RECORDED, Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
@@ -114,13 +124,17 @@ class Receiver:
         prefix: str = "dogana",
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         source: str | None = None,
+        require_activation: bool = False,
     ) -> None:
+        """require_activation=True switches the receiver's stored setting on at the next
+        registration, when it is off (sources.py); it never switches it off."""
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
         self.dialect = dialect
         self.store = self.steps.store
         self.clock = clock
         self.source = source
+        self.sources = Sources(self.steps, require_activation=require_activation)
 
     @classmethod
     def from_hook(cls, hook: Any, **options: Any) -> Receiver:
@@ -137,6 +151,7 @@ class Receiver:
         """
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
+            self.sources.create(connection)
         with transaction(self.connect, self.dialect) as connection:
             self._refuse_collision(connection, contract.table)
             state = self.store.state(connection, contract.table, lock=True)
@@ -158,7 +173,7 @@ class Receiver:
         and ORDERS are one table, whose rows two ledgers would each claim as theirs.
         """
         key = self.dialect.name_key
-        own = [*self.store.own_names, f"{STAGING_PREFIX}*"]
+        own = [*self.store.own_names, *self.steps.sources.own_names, f"{STAGING_PREFIX}*"]
         registered = [name for name in self.store.table_names(connection) if name != table]
         for name in [*registered, *own]:
             if name.endswith("*"):
@@ -191,6 +206,7 @@ class Receiver:
         with transaction(self.connect, self.dialect, write=False) as connection:
             state = self.steps.state(connection, table)
             original = self.store.accepted(connection, table, manifest.identity)
+            activation = self.steps.activation(connection, table)
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
@@ -199,8 +215,14 @@ class Receiver:
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Decision(self._reject(state.ledger, manifest, preflight, now))
+        source = activation.at(now)
+        if not source.publishes:
+            receipt = self.steps.inactive(state.ledger, manifest, source, now)
+            with transaction(self.connect, self.dialect) as connection:
+                self.steps.save_rejection(connection, receipt)
+            return Decision(receipt)
         staged = self.steps.stage(path, manifest, state.contract)
-        receipt = self._evaluate(state, manifest, staged, now)
+        receipt = self._evaluate(state, manifest, staged, now, source)
         if receipt.outcome is Outcome.REJECTED:
             with transaction(self.connect, self.dialect) as connection:
                 self.steps.save_rejection(connection, receipt)
@@ -247,10 +269,17 @@ class Receiver:
         return receipt
 
     def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:
-        """Lock the head, decide again if stale, then plan, ledger and receipt; no commit."""
+        """Lock the head, judge the table's activation again, decide again if stale, then plan,
+        ledger and receipt; no commit."""
         state = self.steps.locked_state(connection, receipt.table)
+        now = self.clock()
+        source = self.steps.activation(connection, receipt.table, lock=True).at(now)
+        if not source.publishes:
+            refused = self.steps.inactive(state.ledger, receipt.manifest, source, now)
+            self.steps.save_refused(connection, refused)
+            return refused
         if state.head != receipt.base_publication_id or state.contract != receipt.contract:
-            receipt = self._decide_again(connection, state, receipt.manifest, staged)
+            receipt = self._decide_again(connection, state, receipt.manifest, staged, source)
             if receipt.outcome is Outcome.REJECTED:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
@@ -384,19 +413,38 @@ class Receiver:
         return receipt
 
     def _evaluate(
-        self, state: TableState, manifest: Manifest, staged: Staged, now: datetime
+        self,
+        state: TableState,
+        manifest: Manifest,
+        staged: Staged,
+        now: datetime,
+        source: SourceState,
     ) -> Receipt:
         with transaction(self.connect, self.dialect, write=False) as connection:
-            return self._evaluate_on(connection, state, manifest, staged, now)
+            return self._evaluate_on(connection, state, manifest, staged, now, source)
 
     def _evaluate_on(
-        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged, now: datetime
+        self,
+        connection: Any,
+        state: TableState,
+        manifest: Manifest,
+        staged: Staged,
+        now: datetime,
+        source: SourceState,
     ) -> Receipt:
         found = self.steps.row_checks(connection, state, manifest, staged)
+        active = source.check()
+        if active is not None:
+            found.append(active)
         return Gate.evaluate(state.ledger, manifest, found, now=now, source=self.source)
 
     def _decide_again(
-        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
+        self,
+        connection: Any,
+        state: TableState,
+        manifest: Manifest,
+        staged: Staged,
+        source: SourceState,
     ) -> Receipt:
         """A stale decision made again under the lock: replay, preflight, checks, evaluate."""
         now = self.clock()
@@ -409,7 +457,7 @@ class Receiver:
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Gate.reject(state.ledger, manifest, preflight, now=now, source=self.source)
-        return self._evaluate_on(connection, state, manifest, staged, now)
+        return self._evaluate_on(connection, state, manifest, staged, now, source)
 
 
 def dialect_of(hook: Any) -> Dialect:

@@ -1,6 +1,6 @@
 """The parts of the four steps that one table's path (receiver.py) and a group's (together.py)
-share: reading and locking a table's state, staging a file, checking its rows, saving a rejection,
-applying an acceptance, and dropping a staging table.
+share: reading and locking a table's state and its activation, staging a file, checking its rows,
+saving a rejection, applying an acceptance, and dropping a staging table.
 
 Both paths hold one Steps and call only its public methods, so neither reaches into the other;
 receiver.py composes together.py, never the reverse.
@@ -11,16 +11,20 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.errors import InvalidContract
-from dogana_core.gate import Check, Receipt
+from dogana_core.gate import Check, Gate, Receipt
+from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.receiver.actions import create_published, execute_plan
-from dogana_provider.receiver.store import Store, TableState
+from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
+from dogana_provider.receiver.source_store import EXPIRED, SourceStore
+from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, hold_name, transaction
 from dogana_provider.sql import Dialect
 from dogana_provider.staging import Staged, drop, stage_file
@@ -57,7 +61,56 @@ class Steps:
     def save_rejection(self, connection: Any, receipt: Receipt) -> None:
         # The lock numbers receipts without gaps or duplicates under concurrent writers.
         self.store.state(connection, receipt.table, lock=True)
+        self.save_refused(connection, receipt)
+
+    def save_refused(self, connection: Any, receipt: Receipt) -> None:
+        """Save a rejection under the table's lock; one refused for an expired authorization
+        also records the expiry in the log, once (note_expiry)."""
         self.store.save(connection, receipt)
+        if any(check.name == SOURCE_ACTIVE for check in receipt.failed):
+            self.note_expiry(connection, receipt.table, receipt.received_at)
+
+    # Activation (activation.py) --------------------------------------------------------------
+
+    @cached_property
+    def sources(self) -> SourceStore:
+        return SourceStore(self.dialect, self.store.prefix)
+
+    def activation(self, connection: Any, table: str, *, lock: bool = False) -> Activation:
+        """Whether the receiver requires activation, and the table's record; lock=True locks
+        the record, so that a deactivation waits for the publication that read it."""
+        required = self.sources.required(connection)
+        return Activation(table, required, self.sources.record(connection, table, lock=lock))
+
+    def inactive(
+        self, ledger: Ledger, manifest: Manifest, state: SourceState, now: datetime
+    ) -> Receipt:
+        """The rejection of a delivery for a table the receiver may not publish: the core
+        checks against the ledger, then SOURCE_ACTIVE saying what is missing or the expiry."""
+        refused = state.check()
+        assert refused is not None and not refused.passed
+        checks = (*Gate.preflight(ledger, manifest, now=now), refused)
+        return Gate.reject(ledger, manifest, checks, now=now, source=self.source)
+
+    def note_expiry(self, connection: Any, table: str, now: datetime) -> None:
+        """Record in the log that the table's authorization expired, once per authorization:
+        who granted it and when it lapsed (the log's at is the expiry, not when it was seen)."""
+        state = self.activation(connection, table, lock=True).at(now)
+        if state.status is not Status.EXPIRED or state.record is None:
+            return
+        record = state.record
+        assert record.expires_at is not None and record.granted_by is not None
+        if self.sources.last_event(connection, table) == (EXPIRED, record.expires_at):
+            return
+        self.sources.append(
+            connection,
+            table,
+            EXPIRED,
+            record.granted_by,
+            record.expires_at,
+            now,
+            {"granted_at": record.granted_at and record.granted_at.isoformat()},
+        )
 
     def stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
         """Step 3's load: the file's rows in a new staging table, committed for publish."""
@@ -125,8 +178,3 @@ class Steps:
         with transaction(self.connect, self.dialect) as connection:
             for files in staged:
                 self.drop(connection, files)
-
-
-def stamp(moment: datetime) -> str:
-    """A UTC instant as fixed-width text, so that text order is time order on every database."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds")

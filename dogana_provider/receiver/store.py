@@ -23,6 +23,8 @@ that several stores (or test runs) can share one database:
                         recorded one whose drop a crash prevented (MariaDB cannot drop inside
                         the commit that records), and one whose decision nobody published.
 
+Beside them, the receiver's settings and its tables' activation records (source_store.py).
+
 Receipts are indexed by manifest identity for the replay lookup. accepted_identity repeats the
 manifest identity for acceptances only (NULL otherwise), under a unique constraint: the database
 itself refuses a second publication of one manifest identity (NULLs never collide, on every
@@ -42,6 +44,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
@@ -96,6 +99,7 @@ class Store:
     def __init__(self, dialect: Dialect, prefix: str = "dogana") -> None:
         check_identifier(f"{prefix}_receipts", "store prefix")
         self.dialect = dialect
+        self.prefix = prefix
         self.tables = dialect.quote(f"{prefix}_tables")
         self.receipts = dialect.quote(f"{prefix}_receipts")
         self._index = dialect.quote(f"{prefix}_receipts_manifest")
@@ -545,6 +549,11 @@ def _contract(text: str) -> Contract:
 def _index(text: str) -> Index:
     # Publish reads the index decide read, unless another publication came between.
     return Index.read(text)
+
+
+def stamp(moment: datetime) -> str:
+    """A UTC instant as fixed-width text, so that text order is time order on every database."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _execute_all(connection: Any, statements: list[str]) -> None:

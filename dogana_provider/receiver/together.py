@@ -7,11 +7,12 @@ Delivery and Replay):
        together (Group.replay, by the together digest), once every declared content_hash
        matches the bytes; anything else is a new decision
     2. preflight every table; one failure rejects the group (Group.apply with no row checks),
-       recorded for every table, and nothing is staged
+       recorded for every table, and nothing is staged; so does one table the receiver may not
+       publish (activation.py): its receipt names what it lacks, the others' the table
     3. stage every file and check its rows; Group.apply decides them together
     4. one transaction locks every table's head (in name order, so two groups cannot deadlock),
-       decides the whole group again if any head or contract moved, then runs every plan and
-       saves every ledger and receipt, or nothing
+       judges every table's activation again, decides the whole group again if any head or
+       contract moved, then runs every plan and saves every ledger and receipt, or nothing
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
 from dogana_provider.receiver.actions import add_missing_columns
+from dogana_provider.receiver.activation import SourceState
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.steps import Steps
 from dogana_provider.receiver.store import TableState
@@ -57,6 +59,7 @@ def decide_group(
     with transaction(steps.connect, steps.dialect, write=False) as connection:
         states = {table: steps.state(connection, table) for table in tables}
         recorded = _recorded(steps, connection, manifests)
+        activations = {table: steps.activation(connection, table) for table in tables}
     now = steps.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
@@ -76,11 +79,15 @@ def decide_group(
     ):
         receipts = group.apply(_ledgers(states), manifests, now=now, sources=_sources(steps, group))
         return GroupDecision(group, _save(steps, receipts))
+    sources = {table: activation.at(now) for table, activation in activations.items()}
+    if not all(source.publishes for source in sources.values()):
+        inactive = _inactive(steps, group, states, manifests, sources, now)
+        return GroupDecision(group, _save(steps, inactive))
     staged = tuple(
         steps.stage(paths[table], manifests[table], states[table].contract) for table in tables
     )
     with transaction(steps.connect, steps.dialect, write=False) as connection:
-        receipts = _evaluate(steps, connection, group, states, manifests, staged, now)
+        receipts = _evaluate(steps, connection, group, states, manifests, staged, now, sources)
     decision = GroupDecision(group, receipts, staged)
     if decision.to_publish:
         return decision
@@ -114,13 +121,23 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
     states: dict[str, TableState] = {}
     for table in sorted(group.tables):
         states[table] = steps.locked_state(connection, table)
+    now = steps.clock()
+    sources = {
+        table: steps.activation(connection, table, lock=True).at(now)
+        for table in sorted(group.tables)
+    }
+    if not all(source.publishes for source in sources.values()):
+        manifests = {r.table: r.manifest for r in receipts}
+        inactive = _inactive(steps, group, states, manifests, sources, now)
+        for receipt in inactive:
+            steps.save_refused(connection, receipt)
+        return inactive
     stale = any(
         states[r.table].head != r.base_publication_id or states[r.table].contract != r.contract
         for r in receipts
     )
     if stale:
         manifests = {r.table: r.manifest for r in receipts}
-        now = steps.clock()
         replayed = group.replay(manifests, _recorded(steps, connection, manifests))
         if replayed is not None:
             hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
@@ -129,7 +146,7 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
                 return replayed
             receipts = _reject_all(steps, group, states, manifests, refused, now)
         else:
-            receipts = _evaluate(steps, connection, group, states, manifests, staged, now)
+            receipts = _evaluate(steps, connection, group, states, manifests, staged, now, sources)
         if not all(r.outcome is Outcome.ACCEPTED for r in receipts):
             for receipt in receipts:
                 steps.store.save(connection, receipt)
@@ -147,8 +164,10 @@ def _evaluate(
     manifests: Mapping[str, Manifest],
     staged: tuple[Staged, ...],
     now: datetime,
+    active: Mapping[str, SourceState],
 ) -> tuple[Receipt, ...]:
-    """Preflight, row checks of every staged file, then Group.apply: all accepted or none."""
+    """Preflight, row checks of every staged file (and each table's SOURCE_ACTIVE, where the
+    receiver requires activation), then Group.apply: all accepted or none."""
     sources = _sources(steps, group)
     if not all(
         check.passed
@@ -160,6 +179,10 @@ def _evaluate(
         table: steps.row_checks(connection, states[table], manifests[table], files)
         for table, files in zip(group.tables, staged, strict=True)
     }
+    for table, outcome in outcomes.items():
+        check = active[table].check()
+        if check is not None:
+            outcome.append(check)
     return group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
 
 
@@ -205,6 +228,36 @@ def _reject_all(
             )
         receipts.append(
             Gate.reject(states[table].ledger, manifest, (check,), now=now, source=steps.source)
+        )
+    return tuple(receipts)
+
+
+def _inactive(
+    steps: Steps,
+    group: Group,
+    states: Mapping[str, TableState],
+    manifests: Mapping[str, Manifest],
+    sources: Mapping[str, SourceState],
+    now: datetime,
+) -> tuple[Receipt, ...]:
+    """A group with a table the receiver may not publish, rejected whole: that table's receipt
+    says what it lacks (SOURCE_ACTIVE), every other's names it under the group's check."""
+    inactive = sorted(table for table, source in sources.items() if not source.publishes)
+    receipts = []
+    for table in group.tables:
+        ledger, manifest = states[table].ledger, manifests[table]
+        if table in inactive:
+            receipts.append(steps.inactive(ledger, manifest, sources[table], now))
+            continue
+        check = Check(
+            TOGETHER,
+            False,
+            f"the group's table{'s' if len(inactive) > 1 else ''} {', '.join(inactive)} may not "
+            "be published: " + "; ".join(sources[other].detail() for other in inactive),
+        )
+        preflight = Gate.preflight(ledger, manifest, now=now)
+        receipts.append(
+            Gate.reject(ledger, manifest, (*preflight, check), now=now, source=steps.source)
         )
     return tuple(receipts)
 

@@ -1,5 +1,7 @@
 """The receiver's conformance suite: one test class every database's test module inherits.
 
+Source activation's cases are in activation_conformance.py, a class this one inherits.
+
 A subclass sets ``dialect`` and provides a ``connect`` fixture (a factory of new DB-API
 connections to its real database). Nothing here skips: a store that cannot honestly pass a check
 fails it. Every test uses its own store prefix and table names, so runs never collide.
@@ -21,6 +23,7 @@ import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
+from activation_conformance import ActivationConformance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from receiver_deliveries import (
@@ -193,7 +196,7 @@ class _FaultyCursor:
         return getattr(self._cursor, name)
 
 
-class ReceiverConformance:
+class ReceiverConformance(ActivationConformance):
     dialect: Dialect
     driver_error: type[Exception]
     """The DB-API driver's base error: a lost connection may surface as one."""
