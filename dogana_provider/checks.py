@@ -48,7 +48,7 @@ from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
 from dogana_provider.files import UnreadableFile, file_column_hash
-from dogana_provider.sql import Dialect, declared_types, display
+from dogana_provider.sql import Dialect, StatementFailed, declared_types, display, run_or_fail
 from dogana_provider.staging import ROW_COLUMN, Staged
 
 EXAMPLES = 3  # example rows a failing check quotes
@@ -164,8 +164,12 @@ def verify(
     manifest: Manifest,
     *,
     published: str | None = None,
+    rows: StagedRows | None = None,
 ) -> list[Check]:
     """Every check the delivery calls for (plan), run on its staged table, in CheckName order.
+
+    rows, when given, is the StagedRows to count with, whose one scan also computes what its
+    caller added (its extra: the expectations', expectations.py).
 
     An unreadable file fails the row count (a count derived from the file checks parsing) and
     still has its bytes hashed; nothing else can be said about its rows. A value its database
@@ -184,7 +188,7 @@ def verify(
         if CheckName.CONTENT_HASH in names:
             results.append(content_hash(staged, manifest))
         return results
-    rows = StagedRows(connection, dialect, staged, contract, manifest)
+    rows = rows or StagedRows(connection, dialect, staged, contract, manifest)
     runners: dict[CheckName, Callable[[], Check]] = {
         CheckName.ROWS: rows.rows,
         CheckName.COLUMN_NAMES: lambda: column_names(staged),
@@ -318,8 +322,26 @@ def content_hash(staged: Staged, manifest: Manifest) -> Check:
     )
 
 
+def live_condition(dialect: Dialect, staged: Staged, contract: Contract) -> tuple[str, list[Any]]:
+    """The SQL condition of a live row (deleted value false), with its parameters; every row
+    when the file has no deleted column."""
+    deleted = contract.deleted_column
+    if deleted is None or not staged.logical(deleted):
+        return "1 = 1", []
+    return f"{dialect.quote(deleted)} = {dialect.placeholder}", [False]
+
+
+Extra = tuple[tuple[str, tuple[Any, ...]], ...]
+"""A caller's aggregates that join the counting scan: SQL expressions with their parameters."""
+
+
 class StagedRows:
-    """The row checks of one staged delivery, as SQL over its staging table."""
+    """The row checks of one staged delivery, as SQL over its staging table.
+
+    extra holds a caller's groups of aggregates (expectations.py), set before the counts are
+    read: they join the one counting scan, and extra_values holds each group's values, or the
+    StatementFailed that kept it from running.
+    """
 
     def __init__(
         self,
@@ -338,6 +360,8 @@ class StagedRows:
         self.p = dialect.placeholder
         deleted = contract.deleted_column
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
+        self.extra: list[Extra] = []
+        self.extra_values: list[tuple[Any, ...] | StatementFailed] = []
 
     # SQL building blocks ----------------------------------------------------------------------
 
@@ -353,9 +377,7 @@ class StagedRows:
     @property
     def live(self) -> tuple[str, list[Any]]:
         """Rows whose deleted value is false; every row when the file has no deleted column."""
-        if self.deleted is None:
-            return "1 = 1", []
-        return f"{self.q(self.deleted)} = {self.p}", [False]
+        return live_condition(self.dialect, self.staged, self.contract)
 
     @property
     def tombstone(self) -> tuple[str, list[Any]]:
@@ -417,6 +439,12 @@ class StagedRows:
 
     @cached_property
     def counts(self) -> dict[str, int]:
+        """Every count the checks read, in one scan, which also computes extra's aggregates.
+
+        When the database refuses that statement, one of extra's groups is at fault (the row
+        checks' own SQL is built from checked names only): the counts run alone, and each group
+        alone, so that only the groups at fault are left without values.
+        """
         conditions = self.predicates()
         sums = [f"SUM(CASE WHEN {sql} THEN 1 ELSE 0 END)" for sql, _ in conditions.values()]
         params = [value for _, values in conditions.values() for value in values]
@@ -427,10 +455,43 @@ class StagedRows:
             # statistics, is planned for 200 groups and spills (5x slower at a million rows).
             key = self.q(self.contract.key[0])
             distinct = {"keys": f"COUNT({key})", "distinct_keys": f"COUNT(DISTINCT {key})"}
-        columns = ", ".join(["COUNT(*)", *sums, *distinct.values()])
-        (row,) = self.execute(f"SELECT {columns} FROM {self.table}", params)
-        total, *rest = (int(value or 0) for value in row)
+        columns = ["COUNT(*)", *sums, *distinct.values()]
+        # An aggregate two groups share (a unique_check on the key) is computed once.
+        shared: dict[tuple[str, tuple[Any, ...]], int] = {}
+        for group in self.extra:
+            for part in group:
+                shared.setdefault(part, len(columns) + len(shared))
+        extra_sql = [sql for sql, _ in shared]
+        extra_params = [value for _, values in shared for value in values]
+        found = (
+            run_or_fail(
+                self.connection,
+                self.dialect,
+                f"SELECT {', '.join([*columns, *extra_sql])} FROM {self.table}",
+                tuple([*params, *extra_params]),
+            )
+            if self.extra
+            else None
+        )
+        if isinstance(found, StatementFailed) or found is None:
+            (row,) = self.execute(f"SELECT {', '.join(columns)} FROM {self.table}", params)
+            self.extra_values = [self._alone(group) for group in self.extra]
+        else:
+            (row,) = found
+            self.extra_values = [tuple(row[shared[part]] for part in group) for group in self.extra]
+        total, *rest = (int(value or 0) for value in row[: len(columns)])
         return {"total": total, **dict(zip([*conditions, *distinct], rest, strict=True))}
+
+    def _alone(self, group: Extra) -> tuple[Any, ...] | StatementFailed:
+        if not group:
+            return ()
+        found = run_or_fail(
+            self.connection,
+            self.dialect,
+            f"SELECT {', '.join(sql for sql, _ in group)} FROM {self.table}",
+            tuple(value for _, values in group for value in values),
+        )
+        return found if isinstance(found, StatementFailed) else found[0]
 
     def examples(self, condition: str, subject: str | None = None) -> str:
         """Up to EXAMPLES rows meeting a condition: their row number, key and subject column."""

@@ -309,3 +309,78 @@ def display(value: Any, logical: str | None = None) -> str:
     if isinstance(value, Decimal):
         return str(value)
     return str(value)
+
+
+# Statements that may fail --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StatementFailed:
+    """The database refused one statement (an unknown column, a syntax or type error, a division
+    by zero): its message. Never an operational failure, which raises."""
+
+    message: str
+
+
+# SQLite's primary result codes for a statement's own fault: SQLITE_ERROR (no such column, a
+# syntax error, a misused aggregate), SQLITE_MISMATCH, SQLITE_RANGE. BUSY, IOERR, FULL... raise.
+_SQLITE_STATEMENT = frozenset({1, 20, 25})
+# SQLSTATE classes of a statement's own fault: cardinality (21), data (22), syntax or access
+# rule (42), feature not supported (0A). Connection (08), resources (53), operator intervention
+# (57), serialization (40) and the rest raise.
+_POSTGRES_STATEMENT = frozenset({"21", "22", "42", "0A"})
+# MariaDB's server errors are 1000-1999 and 3000 up, client ones (a lost connection) 2000-2999;
+# among server errors, these are the server's state, not the statement's: disk full, out of
+# memory, too many connections, shutdown, network, aborted, lock wait, deadlock, interrupted,
+# killed, statement time exceeded.
+_MARIADB_OPERATIONAL = frozenset(
+    {1021, 1037, 1038, 1040, 1041, 1053, 1077, 1078, 1079, 1080, 1152, 1153, 1154, 1155}
+    | {1156, 1157, 1158, 1159, 1160, 1161, 1184, 1205, 1213, 1317, 1927, 1969, 3024}
+)
+
+
+def statement_error(dialect: Dialect, error: BaseException) -> str | None:
+    """error's message when the database refused the statement itself, None when the failure is
+    operational (a lost connection, a full disk, a lock timeout), which must raise."""
+    message = " ".join(str(error).split())
+    if dialect.name == "sqlite":
+        code = getattr(error, "sqlite_errorcode", None)
+        if type(error).__name__ == "ProgrammingError":  # sqlite3: wrong number of bindings
+            return message
+        return message if code is not None and code & 0xFF in _SQLITE_STATEMENT else None
+    if dialect.name == "postgresql":
+        state = getattr(error, "sqlstate", None) or getattr(error, "pgcode", None)
+        return message if isinstance(state, str) and state[:2] in _POSTGRES_STATEMENT else None
+    args = getattr(error, "args", ())
+    code = args[0] if args and isinstance(args[0], int) else None
+    if code is None or 2000 <= code < 3000 or code < 1000 or code in _MARIADB_OPERATIONAL:
+        return None
+    return message
+
+
+def run_or_fail(
+    connection: Any, dialect: Dialect, sql: str, params: tuple[Any, ...]
+) -> list[tuple[Any, ...]] | StatementFailed:
+    """One query's rows, or StatementFailed when the database refuses the statement itself;
+    an operational failure raises. On PostgreSQL, whose failed statement aborts the whole
+    transaction, it runs under a savepoint that a refusal rolls back to."""
+    cursor = connection.cursor()
+    savepoint = dialect.name == "postgresql"
+    try:
+        if savepoint:
+            cursor.execute("SAVEPOINT dogana_statement")
+        try:
+            cursor.execute(sql, params)
+            rows = [tuple(row) for row in cursor.fetchall()]
+        except Exception as exc:
+            refused = statement_error(dialect, exc)
+            if refused is None:
+                raise
+            if savepoint:
+                cursor.execute("ROLLBACK TO SAVEPOINT dogana_statement")
+            return StatementFailed(refused)
+        if savepoint:
+            cursor.execute("RELEASE SAVEPOINT dogana_statement")
+        return rows
+    finally:
+        cursor.close()

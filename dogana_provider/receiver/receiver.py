@@ -9,6 +9,11 @@
                 run the plan on the published table, save ledger.follow(receipt) and the receipt,
                 drop the staging table
 
+A table's quality expectations (expectations.py), stored with its contract at registration, run
+in step 3 with the row checks: a violated block fails its Check, a violated warn is published and
+says so in its Check. A delivery whose only failures are violated holds goes to hold, the one
+place that decides what holding means.
+
 decide returns a Decision; an accepted one keeps its staging table for publish, so the two can
 run as separate tasks (GateOperator, PublishOperator). A rejection is saved by decide and its
 staging table dropped at once.
@@ -51,7 +56,8 @@ from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_provider import checks
+from dogana_provider import checks, expectations
+from dogana_provider.expectations import Expectations
 from dogana_provider.receiver.actions import (
     add_missing_columns,
     count_published,
@@ -62,7 +68,7 @@ from dogana_provider.receiver.activation import SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.sources import Sources
-from dogana_provider.receiver.steps import STAGING_PREFIX, Steps, UnknownTable, stamp
+from dogana_provider.receiver.steps import STAGING_PREFIX, Checked, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import LOADING, RECORDED, Store, TableState, Verified
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import (
@@ -75,7 +81,9 @@ from dogana_provider.receiver.transactions import (
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop
 
-__all__ = ["Decision", "Receiver", "Snapshot", "UnknownTable", "dialect_of"]
+__all__ = ["Decision", "Held", "Receiver", "Snapshot", "UnknownTable", "dialect_of"]
+
+HOLD_NOT_SUPPORTED = "hold is not yet supported: rejected as a block, nothing published"
 
 
 @dataclass(frozen=True)
@@ -102,6 +110,25 @@ class Decision:
             raise SerializationError("Decision", "expected an object with receipt and staged")
         staged = None if data["staged"] is None else staged_from_dict(data["staged"])
         return cls(Receipt.from_dict(data["receipt"]), staged)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A delivery to hold (Receiver.hold): its protocol checks passed, no block is violated, and
+    at least one hold is. rejection is the receipt with every check, the holds failed;
+    acceptance() is what publishing it would record."""
+
+    state: TableState
+    manifest: Manifest
+    staged: Staged
+    rejection: Receipt
+    checked: Checked
+    now: datetime
+
+    def acceptance(self, source: str | None = None) -> Receipt:
+        """The receipt a release publishes, its holds' Checks passed with their details kept."""
+        checks = [*self.checked.rows, *expectations.checks_of(self.checked.results, held=True)]
+        return Gate.evaluate(self.state.ledger, self.manifest, checks, now=self.now, source=source)
 
 
 @dataclass(frozen=True)
@@ -143,11 +170,13 @@ class Receiver:
 
     # Contracts --------------------------------------------------------------------------------
 
-    def register(self, contract: Contract) -> Ledger:
+    def register(self, contract: Contract, expectations: Expectations | None = None) -> Ledger:
         """Register a table's contract, or evolve it (Ledger.with_contract) under the lock.
 
         A contract changing a fixed field of a table with history raises InvalidContract and
-        changes nothing (Contract evolution).
+        changes nothing (Contract evolution). expectations, when given, replace the table's
+        declared ones in the same commit (empty: none declared); None leaves them as they are,
+        so a task that does not declare them never drops a block another declared.
         """
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
@@ -163,7 +192,15 @@ class Receiver:
                 assert state is not None, "the row was inserted or committed by another"
             ledger = state.ledger.with_contract(contract)
             self.store.update_table(connection, ledger)
+            if expectations is not None:
+                self.store.set_expectations(connection, contract.table, expectations)
             return ledger
+
+    def expectations(self, table: str) -> Expectations:
+        """The table's declared expectations (empty: none declared)."""
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            self.steps.state(connection, table)
+            return self.store.expectations(connection, table)
 
     def _refuse_collision(self, connection: Any, table: str) -> None:
         """Refuse a table that names, in this database, another registered table or one of the
@@ -222,14 +259,39 @@ class Receiver:
                 self.steps.save_rejection(connection, receipt)
             return Decision(receipt)
         staged = self.steps.stage(path, manifest, state.contract)
-        receipt = self._evaluate(state, manifest, staged, now, source)
+        receipt, checked = self._evaluate(state, manifest, staged, now, source)
         if receipt.outcome is Outcome.REJECTED:
-            with transaction(self.connect, self.dialect) as connection:
-                self.steps.save_rejection(connection, receipt)
-                self.store.staging_recorded(connection, staged.table)
-            self.discard(Decision(receipt, staged))
-            return Decision(receipt)
+            if expectations.held(checked.results, (check.name for check in receipt.failed)):
+                return self.hold(Held(state, manifest, staged, receipt, checked, now))
+            return self._rejected(receipt, staged)
         return Decision(receipt, staged)
+
+    def hold(self, held: Held) -> Decision:
+        """Decide a delivery whose protocol checks passed and whose only rejecting failures are
+        violated hold expectations: nothing is published, whatever holding does.
+
+        Holding (keeping the staged rows for a person to release or discard) is not built yet:
+        the delivery is rejected as a block would reject it, each hold's detail saying so.
+        """
+        holds = {r.name for r in held.checked.results if r.violated}
+        checks = tuple(
+            Check(c.name, False, f"{c.detail}; {HOLD_NOT_SUPPORTED}")
+            if c.name in holds and not c.passed
+            else c
+            for c in held.rejection.checks
+        )
+        receipt = Gate.reject(
+            held.state.ledger, held.manifest, checks, now=held.now, source=self.source
+        )
+        return self._rejected(receipt, held.staged)
+
+    def _rejected(self, receipt: Receipt, staged: Staged) -> Decision:
+        """Record a rejection decided on staged rows, and drop them."""
+        with transaction(self.connect, self.dialect) as connection:
+            self.steps.save_rejection(connection, receipt)
+            self.store.staging_recorded(connection, staged.table)
+        self.discard(Decision(receipt, staged))
+        return Decision(receipt)
 
     def publish(self, decision: Decision, *, table: str | None = None) -> Receipt:
         """Step 4 for an accepted decision; any other decision is returned as it is.
@@ -419,7 +481,7 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
-    ) -> Receipt:
+    ) -> tuple[Receipt, Checked]:
         with transaction(self.connect, self.dialect, write=False) as connection:
             return self._evaluate_on(connection, state, manifest, staged, now, source)
 
@@ -431,12 +493,13 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
-    ) -> Receipt:
-        found = self.steps.row_checks(connection, state, manifest, staged)
+    ) -> tuple[Receipt, Checked]:
+        checked = self.steps.row_checks(connection, state, manifest, staged)
         active = source.check()
         if active is not None:
-            found.append(active)
-        return Gate.evaluate(state.ledger, manifest, found, now=now, source=self.source)
+            checked.rows.append(active)
+        receipt = Gate.evaluate(state.ledger, manifest, checked.checks, now=now, source=self.source)
+        return receipt, checked
 
     def _decide_again(
         self,
@@ -457,7 +520,9 @@ class Receiver:
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Gate.reject(state.ledger, manifest, preflight, now=now, source=self.source)
-        return self._evaluate_on(connection, state, manifest, staged, now, source)
+        # A hold found only now, under the publication's lock, is a rejection like a block's:
+        # nothing here can keep the staged rows for a person.
+        return self._evaluate_on(connection, state, manifest, staged, now, source)[0]
 
 
 def dialect_of(hook: Any) -> Dialect:

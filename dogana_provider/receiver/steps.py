@@ -20,7 +20,8 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_provider import checks
+from dogana_provider import checks, expectations
+from dogana_provider.expectations import Result, RowCountExpectation
 from dogana_provider.receiver.actions import create_published, execute_plan
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
 from dogana_provider.receiver.source_store import EXPIRED, SourceStore
@@ -30,6 +31,20 @@ from dogana_provider.sql import Dialect
 from dogana_provider.staging import Staged, drop, stage_file
 
 STAGING_PREFIX = "dogana_stage_"
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A staged delivery's row checks and its expectations' results (expectations.Result)."""
+
+    rows: list[Check]
+    results: list[Result]
+
+    @property
+    def checks(self) -> list[Check]:
+        """What the gate evaluates: the row checks, then one Check per expectation (or the one
+        saying none is declared). A violated hold fails until Receiver.hold decides it."""
+        return [*self.rows, *expectations.checks_of(self.results)]
 
 
 class UnknownTable(LookupError):
@@ -130,21 +145,31 @@ class Steps:
 
     def row_checks(
         self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
-    ) -> list[Check]:
-        """Every named row check of a staged file against the table's contract (checks.py)."""
+    ) -> Checked:
+        """Every named row check of a staged file against the table's contract (checks.py),
+        then each of the table's expectations (expectations.py), in one scan of its rows."""
+        declared = self.store.expectations(connection, state.table)
+        last_rows = None
+        if any(isinstance(item, RowCountExpectation) for item in declared):
+            last = self.store.last_accepted(connection, state.table)
+            last_rows = None if last is None else last.manifest.rows
         try:
-            return checks.verify(
+            found, results = expectations.verify(
                 connection,
                 self.dialect,
                 staged,
                 state.contract,
                 manifest,
+                declared,
                 published=state.contract.table,
+                last_rows=last_rows,
             )
         except InvalidContract as exc:
             # checks.verify plans from the shape; a manifest naming no shape of the contract is
             # refused by preflight first, so this is a contract that changed under us.
-            return [checks.uncheckable(exc)]
+            why = f"the rows could not be checked: {exc}"
+            return Checked([checks.uncheckable(exc)], expectations.unrunnable(declared, why))
+        return Checked(found, results)
 
     def apply_accepted(
         self,

@@ -15,6 +15,11 @@ that several stores (or test runs) can share one database:
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
+    {prefix}_expectations  a table's declared quality expectations (expectations.py), one row
+                        per table that declares any, written when its contract is registered
+                        with them; no row: none declared. A table of its own, so that stores
+                        made before expectations existed keep working: created with the others,
+                        and read as none declared where it is missing.
     {prefix}_staging    every staging table this store created and has not yet dropped, when it
                         was created, and its state (the column recorded): LOADING while its
                         rows are loaded, WAITING for its decision's publish, RECORDED once its
@@ -40,6 +45,7 @@ Nothing here commits: the caller owns the transaction (transactions.py).
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -54,8 +60,9 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.region import RegionMap
 from dogana_core.stored import Index, checked, stored_form
+from dogana_provider.expectations import Expectations
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
-from dogana_provider.sql import Dialect, declared_types, execute
+from dogana_provider.sql import Dialect, StatementFailed, declared_types, execute, run_or_fail
 
 # The states of a staging table ({prefix}_staging.recorded).
 WAITING, RECORDED, LOADING = 0, 1, 2
@@ -105,10 +112,18 @@ class Store:
         self._index = dialect.quote(f"{prefix}_receipts_manifest")
         self.staging = dialect.quote(f"{prefix}_staging")
         self.chunks = dialect.quote(f"{prefix}_chunks")
+        self.expectations_table = dialect.quote(f"{prefix}_expectations")
         self.p = dialect.placeholder
         self.own_names = tuple(
             f"{prefix}_{name}"
-            for name in ("tables", "receipts", "receipts_manifest", "staging", "chunks")
+            for name in (
+                "tables",
+                "receipts",
+                "receipts_manifest",
+                "staging",
+                "expectations",
+                "chunks",
+            )
         )
         """The names this store's tables and index take in the database."""
 
@@ -148,6 +163,9 @@ class Store:
             "digest VARCHAR(64) NOT NULL, "
             f"regions {document} NOT NULL, "
             "PRIMARY KEY (table_name, digest))",
+            f"CREATE TABLE IF NOT EXISTS {self.expectations_table} ("
+            "table_name VARCHAR(64) NOT NULL PRIMARY KEY, "
+            f"expectations {document} NOT NULL)",
         ]
         _execute_all(connection, statements)
 
@@ -222,6 +240,36 @@ class Store:
                 ledger.contract.table,
             ),
         )
+
+    # Expectations ---------------------------------------------------------------------------
+
+    def set_expectations(self, connection: Any, table: str, expectations: Expectations) -> None:
+        """Replace a table's declared expectations; none declared removes its row."""
+        execute(
+            connection,
+            f"DELETE FROM {self.expectations_table} WHERE table_name = {self.p}",
+            (table,),
+        )
+        if expectations:
+            execute(
+                connection,
+                f"INSERT INTO {self.expectations_table} (table_name, expectations) "
+                f"VALUES ({self.p}, {self.p})",
+                (table, json.dumps(expectations.to_dict(), sort_keys=True)),
+            )
+
+    def expectations(self, connection: Any, table: str) -> Expectations:
+        """A table's declared expectations; none where it declared none, or where the store
+        predates them (its table is missing: the database refuses the statement)."""
+        found = run_or_fail(
+            connection,
+            self.dialect,
+            f"SELECT expectations FROM {self.expectations_table} WHERE table_name = {self.p}",
+            (table,),
+        )
+        if isinstance(found, StatementFailed) or not found:
+            return Expectations()
+        return Expectations.from_dict(json.loads(found[0][0]), f"{table} expectations")
 
     # The stored ledger ------------------------------------------------------------------------
 

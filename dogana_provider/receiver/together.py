@@ -9,7 +9,8 @@ Delivery and Replay):
     2. preflight every table; one failure rejects the group (Group.apply with no row checks),
        recorded for every table, and nothing is staged; so does one table the receiver may not
        publish (activation.py): its receipt names what it lacks, the others' the table
-    3. stage every file and check its rows; Group.apply decides them together
+    3. stage every file, check its rows and run its expectations; Group.apply decides them
+       together, so one table's violated block (or hold: a group is not held) rejects the group
     4. one transaction locks every table's head (in name order, so two groups cannot deadlock),
        judges every table's activation again, decides the whole group again if any head or
        contract moved, then runs every plan and saves every ledger and receipt, or nothing
@@ -176,7 +177,7 @@ def _evaluate(
     ):
         return group.apply(_ledgers(states), manifests, now=now, sources=sources)
     outcomes = {
-        table: steps.row_checks(connection, states[table], manifests[table], files)
+        table: steps.row_checks(connection, states[table], manifests[table], files).checks
         for table, files in zip(group.tables, staged, strict=True)
     }
     for table, outcome in outcomes.items():

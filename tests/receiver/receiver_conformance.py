@@ -44,11 +44,13 @@ from receiver_deliveries import (
 
 from dogana_core.contract import column_hash
 from dogana_core.errors import InconsistentPublication, InvalidContract
-from dogana_core.gate import Outcome, Receipt
+from dogana_core.gate import Check, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.plan import ActionKind
 from dogana_core.planner import Requirement, plan_delivery
+from dogana_provider import expectations
+from dogana_provider.expectations import Expectations
 from dogana_provider.files import BATCH_ROWS
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.steps import STAGING_PREFIX
@@ -1488,3 +1490,335 @@ class ReceiverConformance(ActivationConformance):
         large = peak(f"large_{uid}", 4 * BATCH_ROWS)
         assert large[0] < 1.5 * small[0], ("Python", small, large)
         assert large[1] < 1.25 * small[1], ("Arrow", small, large)
+
+    # Quality expectations (expectations.py) ----------------------------------------------------
+
+    def expect(self, receiver: Receiver, source: Source, **mappings: Any) -> None:
+        """Register the source's contract with these expectations (column_mapping, checks)."""
+        receiver.register(source.contract, Expectations.from_dict(mappings))
+
+    def baseline(self, receiver: Receiver, source: Source) -> tuple[Any, ...]:
+        """Three orders published, and everything a refusal must then leave as it was."""
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        return self.state(receiver, source.table)
+
+    def test_a_violated_block_expectation_rejects_and_changes_nothing(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        before = self.baseline(receiver, source)
+        null = {"null_check": {"equal_to": 0, "on_violation": "block"}}
+        self.expect(receiver, source, column_mapping={"name": null})
+        source.put(4, 4, None, at(3))  # type: ignore[arg-type]
+        source.put(5, 5, None, at(3))  # type: ignore[arg-type]
+        receipt = receiver.receive(*source.full(at(4)))
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        (failed,) = receipt.failed
+        assert failed.name == "name.null_check"
+        assert failed.detail == "violated (block): null count 2 (equal_to 0), 2 rows"
+
+    def test_a_violated_warn_expectation_publishes_and_counts(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.baseline(receiver, source)
+        minimum = {"min": {"geq_to": 2, "on_violation": "warn"}}
+        self.expect(receiver, source, column_mapping={"id": minimum})
+        source.put(0, 1, "zero", at(3))
+        receipt = self.publish_checked(receiver, source, source.full(at(4)))
+        (warned,) = [c for c in receipt.checks if c.name == "id.min"]
+        assert warned.passed
+        assert warned.detail == "violated (warn): min 0 (geq_to 2), 2 rows"
+        assert expectations.reported(receipt).summary == (
+            "0 met; id.min violated (warn): min 0 (geq_to 2), 2 rows"
+        )
+
+    def test_no_expectations_declared_says_none_declared(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        receipt = self.publish_checked(receiver, source, self.baseline_delivery(source))
+        assert Check("expectations", True, "none_declared") in receipt.checks
+        assert expectations.reported(receipt).summary == "none_declared"
+
+    def baseline_delivery(self, source: Source) -> tuple[Path, Any]:
+        source.put(1, 1, "one", at(1))
+        return source.full(at(2))
+
+    def test_met_expectations_publish_and_say_met(self, receiver: Receiver, source: Source) -> None:
+        self.expect(
+            receiver,
+            source,
+            column_mapping={"name": {"null_check": {"equal_to": 0, "on_violation": "block"}}},
+        )
+        receipt = self.publish_checked(receiver, source, self.baseline_delivery(source))
+        (met,) = [c for c in receipt.checks if c.name == "name.null_check"]
+        assert met == Check("name.null_check", True, "met: null count 0 (equal_to 0)")
+
+    UNRUNNABLE: ClassVar[dict[str, dict[str, Any]]] = {
+        # case: the declaration of an expectation the receiver cannot run (on_violation added)
+        "an unknown column": {"column_mapping": {"amount": {"max": {"leq_to": 5}}}},
+        "an SQL error": {"checks": {"broken": {"check_statement": "no_such_column > 0"}}},
+        "a type it cannot compare": {"column_mapping": {"day": {"min": {"geq_to": 3}}}},
+        "a runtime SQL error": {"checks": {"overflows": {"check_statement": "OVERFLOW"}}},
+    }
+    OVERFLOW: ClassVar[dict[str, str]] = {
+        # A statement that compiles and fails on a row's value only, in the scan: SQLite turns
+        # an overflowing sum into a float, but abs() of the smallest integer raises.
+        "sqlite": "abs(id - 9223372036854775807 - 2) > 0",
+        "postgresql": "id + 9223372036854775807 > 0",
+        "mysql": "id + 9223372036854775807 > 0",
+    }
+
+    @pytest.mark.parametrize("consequence", ["block", "hold", "warn"])
+    @pytest.mark.parametrize("case", UNRUNNABLE)
+    def test_an_expectation_that_cannot_run_violates_its_consequence(
+        self, receiver: Receiver, source: Source, case: str, consequence: str
+    ) -> None:
+        text = json.dumps(self.UNRUNNABLE[case]).replace(
+            "OVERFLOW", self.OVERFLOW[self.dialect.name]
+        )
+        declared = json.loads(text)
+        for mapping in declared.values():
+            for spec in mapping.values():
+                for check in spec.values() if "check_statement" not in spec else [spec]:
+                    check["on_violation"] = consequence
+        before = self.baseline(receiver, source)
+        receiver.register(source.contract, Expectations.from_dict(declared))
+        source.put(9, 9, "nine", at(3))
+        delivery = source.full(at(4))
+        if consequence == "warn":
+            receipt = self.publish_checked(receiver, source, delivery)
+            (warned,) = expectations.reported(receipt).violations
+            assert warned.passed and warned.detail.startswith("violated (warn): could not run: ")
+            return
+        receipt = receiver.receive(*delivery)
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        (failed,) = receipt.failed
+        assert failed.detail.startswith(f"violated ({consequence}): could not run: ")
+
+    def test_a_violated_hold_publishes_nothing(self, receiver: Receiver, source: Source) -> None:
+        """Until holding is built, a violated hold is rejected, never published."""
+        before = self.baseline(receiver, source)
+        maximum = {"max": {"less_than": 4, "on_violation": "hold"}}
+        self.expect(receiver, source, column_mapping={"id": maximum})
+        source.put(7, 1, "seven", at(3))
+        receipt = receiver.receive(*source.full(at(4)))
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        (failed,) = receipt.failed
+        assert failed.detail.startswith("violated (hold): max 7 (less_than 4), 1 row; ")
+
+    def test_a_hold_beside_a_block_is_rejected_as_the_block(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        before = self.baseline(receiver, source)
+        self.expect(
+            receiver,
+            source,
+            column_mapping={
+                "id": {"max": {"less_than": 4, "on_violation": "hold"}},
+                "name": {"null_check": {"equal_to": 0, "on_violation": "block"}},
+            },
+        )
+        source.put(7, 1, None, at(3))  # type: ignore[arg-type]
+        receipt = receiver.receive(*source.full(at(4)))
+        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        assert {c.name for c in receipt.failed} == {"id.max", "name.null_check"}
+
+    COLUMN_CASES: ClassVar[dict[str, tuple[str, str, dict[str, Any], bool, str]]] = {
+        # case: column, check, bounds, violated, observed (ids 1, 2, 3 and 3 names n1, n1, None)
+        "null_check equal_to": ("name", "null_check", {"equal_to": 0}, True, "null count 1"),
+        "null_check leq_to": ("name", "null_check", {"leq_to": 1}, False, "null count 1"),
+        "distinct_check equal_to": ("name", "distinct_check", {"equal_to": 1}, False, "1"),
+        "distinct_check greater_than": (
+            "name",
+            "distinct_check",
+            {"greater_than": 1},
+            True,
+            "distinct count 1",
+        ),
+        "unique_check equal_to": ("name", "unique_check", {"equal_to": 0}, True, "duplicates 1"),
+        "unique_check on the key": ("id", "unique_check", {"equal_to": 0}, False, "duplicates 0"),
+        "min geq_to": ("id", "min", {"geq_to": 1}, False, "min 1"),
+        "min greater_than": ("id", "min", {"greater_than": 1}, True, "min 1"),
+        "min tolerance": ("id", "min", {"greater_than": 1.1, "tolerance": 0.1}, False, "min 1"),
+        "max less_than": ("id", "max", {"less_than": 3}, True, "max 3"),
+        "max leq_to": ("id", "max", {"leq_to": 3}, False, "max 3"),
+        "max equal_to with tolerance": ("id", "max", {"equal_to": 2, "tolerance": 0.5}, False, "3"),
+        "max of a date": ("day", "max", {"leq_to": {"$date": "2026-01-03"}}, True, "2026-01-04"),
+        "min of a datetime": (
+            "updated_at",
+            "min",
+            {"geq_to": {"$datetime": "2026-01-01T01:00:00Z"}},
+            False,
+            "min",
+        ),
+        "min of a string in code-point order": ("name", "min", {"geq_to": "n"}, False, "'n1'"),
+        "max of a string": ("name", "max", {"less_than": "n1"}, True, "max 'n1'"),
+    }
+
+    @pytest.mark.parametrize("case", COLUMN_CASES)
+    def test_each_column_check_compares_as_common_sql_does(
+        self, receiver: Receiver, source: Source, case: str
+    ) -> None:
+        column, check, bounds, violated, observed = self.COLUMN_CASES[case]
+        spec = {check: {**bounds, "on_violation": "warn"}}
+        self.expect(receiver, source, column_mapping={column: spec})
+        source.put(1, 1, "n1", at(1))
+        source.put(2, 2, "n1", at(1))
+        source.put(3, 3, None, at(1))  # type: ignore[arg-type]
+        receipt = self.publish_checked(receiver, source, source.full(at(2)))
+        (found,) = [c for c in receipt.checks if c.name == f"{column}.{check}"]
+        assert found.passed
+        assert found.detail.startswith("violated (warn): " if violated else "met: "), found
+        assert observed in found.detail, found
+
+    def test_a_row_check_statement_counts_the_live_rows_it_fails(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        """A tombstone is not checked: its values other than its key may be null."""
+        self.baseline(receiver, source)
+        statement = {"check_statement": "id % 2 = 1 AND name LIKE 'n%'", "on_violation": "warn"}
+        self.expect(receiver, source, checks={"odd_and_named": statement})
+        source.put(4, 4, "n4", at(3))
+        source.put(5, 5, "x", at(3))
+        source.put(7, 5, "n7", at(3))
+        receipt = receiver.receive(*source.changes(at(2), at(4), deleted=(8,)))
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        (found,) = [c for c in receipt.checks if c.name == "odd_and_named"]
+        assert found.detail == (
+            "violated (warn): 2 live rows not satisfying id % 2 = 1 AND name LIKE 'n%', 2 rows"
+        )
+
+    def test_an_aggregate_check_statement_holds_once_over_the_delivery(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.expect(
+            receiver,
+            source,
+            checks={
+                "some_rows": {"check_statement": "COUNT(*) >= 1", "on_violation": "block"},
+                "many_rows": {"check_statement": "COUNT(*) > 100", "on_violation": "warn"},
+            },
+        )
+        receipt = self.publish_checked(receiver, source, self.baseline_delivery(source))
+        found = {c.name: c.detail for c in receipt.checks}
+        assert found["some_rows"] == "met: COUNT(*) >= 1 is true"
+        assert found["many_rows"] == "violated (warn): COUNT(*) > 100 is false"
+
+    def test_an_orphan_check_reads_another_published_table(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        orders, lines = Source(f"orders_{uid}", tmp_path), Source(f"lines_{uid}", tmp_path)
+        receiver.register(orders.contract)
+        orders.put(1, 1, "o1", at(1))
+        self.publish_checked(receiver, orders, orders.full(at(2)))
+        orphans = {
+            "check_statement": f"id IN (SELECT id FROM {orders.table})",
+            "on_violation": "block",
+        }
+        self.expect(receiver, lines, checks={"lines_have_an_order": orphans})
+        lines.put(1, 1, "l1", at(1))
+        lines.put(2, 1, "l2", at(1))
+        receipt = receiver.receive(*lines.full(at(2)))
+        assert [c.detail for c in receipt.failed] == [
+            f"violated (block): 1 live row not satisfying {orphans['check_statement']}, 1 row"
+        ]
+
+    def test_row_count_compares_with_the_last_accepted_delivery(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        near = {"row_count": {"tolerance": 0.5}, "on_violation": "block"}
+        self.expect(receiver, source, checks={"rows_near_last": near})
+        first = self.publish_checked(receiver, source, self.baseline_delivery(source))
+        assert {c.name: c.detail for c in first.checks}["rows_near_last"] == (
+            "met: 1 live row; no accepted delivery yet to compare with"
+        )
+        source.put(2, 2, "two", at(3))
+        receipt = receiver.receive(*source.full(at(4)))
+        assert [c.detail for c in receipt.failed] == [
+            "violated (block): 2 live rows, the last accepted delivery 1 (tolerance 0.5)"
+        ]
+
+    def test_expectations_are_stored_with_the_contract(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        declared = Expectations.from_dict(
+            {"column_mapping": {"id": {"min": {"geq_to": 0, "on_violation": "block"}}}}
+        )
+        receiver.register(source.contract, declared)
+        assert receiver.expectations(source.table) == declared
+        receiver.register(source.contract)  # a task declaring none leaves them
+        assert receiver.expectations(source.table) == declared
+        receiver.register(source.contract, Expectations())
+        assert receiver.expectations(source.table) == Expectations()
+
+    def test_a_group_with_a_blocked_table_is_rejected_as_one(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        minimum = {"min": {"geq_to": 2, "on_violation": "block"}}
+        self.expect(receiver, lines, column_mapping={"id": minimum})
+        receipts = receiver.receive_group(
+            group, {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        )
+        assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        assert [c.name for c in receipts[0].failed] == ["together"]
+        assert {c.name for c in receipts[1].failed} == {"id.min", "together"}
+
+    def test_an_operational_failure_in_the_expectations_scan_raises(
+        self, connect: Connect, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        """A lost connection while the expectations run is no violation: it raises, and no
+        receipt is recorded for what did not happen."""
+        before = self.baseline(receiver, source)
+        self.expect(
+            receiver,
+            source,
+            column_mapping={"id": {"max": {"leq_to": 9, "on_violation": "block"}}},
+        )
+        faulty = Receiver(
+            lambda: FaultyConnection(connect(), "MAX(", lose=True),
+            self.dialect,
+            prefix=f"s{uid}",
+            clock=lambda: NOW,
+        )
+        source.put(4, 4, "four", at(3))
+        with pytest.raises((ConnectionError, self.driver_error)):
+            faulty.receive(*source.full(at(4)))
+        assert self.state(receiver, source.table) == before
+
+    def test_violating_rows_are_selected_with_their_count(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        """What a person is shown of a held delivery: the rows an expectation faults."""
+        for id_ in range(1, 6):
+            source.put(id_, id_, None if id_ % 2 else f"n{id_}", at(1))  # type: ignore[arg-type]
+        path, manifest = source.full(at(2))
+        staged = receiver.steps.stage(str(path), manifest, source.contract)
+        declared = Expectations.from_dict(
+            {
+                "column_mapping": {"name": {"null_check": {"equal_to": 0, "on_violation": "hold"}}},
+                "checks": {
+                    "small": {"check_statement": "id < 3", "on_violation": "hold"},
+                    "few": {"check_statement": "COUNT(*) < 3", "on_violation": "hold"},
+                },
+            }
+        )
+        nulls, small, few = declared.items
+        try:
+            with transaction(receiver.connect, self.dialect, write=False) as connection:
+                found = expectations.violating_rows(
+                    connection, self.dialect, staged, nulls, contract=source.contract, limit=2
+                )
+                over = expectations.violating_rows(
+                    connection, self.dialect, staged, small, contract=source.contract
+                )
+                whole = expectations.violating_rows(
+                    connection, self.dialect, staged, few, contract=source.contract
+                )
+        finally:
+            receiver.steps.discard((staged,))
+        assert found.count == 3 and [row[1] for row in found.rows] == [1, 3]
+        assert found.columns[:2] == ("_dogana_row", "id")
+        assert over.count == 3 and [row[1] for row in over.rows] == [3, 4, 5]
+        assert whole.count is None and whole.reason
