@@ -559,9 +559,7 @@ def _decoded(canonical: bytes) -> tuple[Region, ...]:
         start = end + 1
 
 
-def _decode_field(
-    name: str, data: Any, where: str, seen: dict[tuple[bool, str, str], Any]
-) -> Any:
+def _decode_field(name: str, data: Any, where: str, seen: dict[tuple[bool, str, str], Any]) -> Any:
     if not isinstance(data, dict) or len(data) != 1:
         return _CODECS[name].decode(data, f"{where}.{name}")
     # A tagged value: its decoding depends on its tag and text, and on the field being an end

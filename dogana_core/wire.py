@@ -626,15 +626,12 @@ class Wire:
 def _same(value: Any, default: Any) -> bool:
     # 0 == False in Python; a bool field at its default must not hide an int field's 0, and
     # the other way round.
-    return (
-        (type(value) is type(default) and value == default)
-        or (
-            isinstance(value, int | float)
-            and not isinstance(value, bool)
-            and isinstance(default, int | float)
-            and not isinstance(default, bool)
-            and value == default
-        )
+    return (type(value) is type(default) and value == default) or (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and isinstance(default, int | float)
+        and not isinstance(default, bool)
+        and value == default
     )
 
 

@@ -478,7 +478,7 @@ def _receiver_status(status: Any) -> str:
         f"{_plural(len(status.tables), 'table')}"
     ]
     header = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
-    header += ["rows", "publications", "last receipt"]
+    header += ["rows", "publications", "expectations", "last receipt"]
     rows = [
         [
             table.table,
@@ -489,11 +489,17 @@ def _receiver_status(status: Any) -> str:
             age(table.age),
             "-" if table.rows is None else table.rows,
             table.publications,
+            table.expectations.short,
             _receipt_line(table.receipts[0]) if table.receipts else "-",
         ]
         for table in status.tables
     ]
     lines.append(text_table(header, rows))
+    lines += [
+        f"  {table.table}: {check.name} {check.detail}"
+        for table in status.tables
+        for check in table.expectations.violations
+    ]
     return "\n".join(lines)
 
 
@@ -509,6 +515,9 @@ def _table_status(status: Any) -> str:
         f"  exact as of      {when(claims.exact_as_of)}",
         f"  rows published   {'-' if table.rows is None else table.rows}",
         f"  publications     {table.publications}, last {table.ledger.publication_id or '-'}",
+        f"  expectations     {', '.join(table.declared.names) or 'none_declared'}",
+        f"  last publication {table.expectations.short}",
+        *(f"    {c.name} {c.detail}" for c in table.expectations.violations),
         "",
         "regions",
     ]

@@ -159,14 +159,6 @@ class Bounds:
                 "bounds of one check are of one type, not "
                 + " and ".join(f"{name} {_spell(value)}" for name, value in given.items())
             )
-        low, high = self.low, self.high
-        if low is not None and high is not None:
-            (lo, lo_in), (hi, hi_in) = low, high
-            if lo > hi or (lo == hi and not (lo_in and hi_in)):
-                raise InvalidExpectation(
-                    f"the bounds admit no value: {self.spelled} (use geq_to and leq_to for an "
-                    "overlapping equality)"
-                )
         if self.tolerance is not None:
             tolerance = self.tolerance
             if isinstance(tolerance, bool) or not isinstance(tolerance, int | float):
@@ -175,6 +167,14 @@ class Bounds:
                 raise InvalidExpectation(f"tolerance: {tolerance!r} is not a finite number >= 0")
             if kinds != {"number"}:
                 raise InvalidExpectation("tolerance: widens numeric bounds only")
+        low, high = self.low, self.high
+        if low is not None and high is not None:
+            (lo, lo_in), (hi, hi_in) = low, high
+            if lo > hi or (lo == hi and not (lo_in and hi_in)):
+                raise InvalidExpectation(
+                    f"the bounds admit no value: {self.spelled} (use geq_to and leq_to for an "
+                    "overlapping equality)"
+                )
 
     @property
     def kind(self) -> str:
@@ -261,6 +261,8 @@ def _check_bound(value: object, name: str) -> None:
         )
     if isinstance(value, float) and not math.isfinite(value):
         raise InvalidExpectation(f"{name}: {value!r} is not a finite number")
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise InvalidExpectation(f"{name}: {value} is outside the 64-bit integers databases hold")
     if isinstance(value, datetime) and (value.tzinfo is None or value.utcoffset() is None):
         raise InvalidExpectation(f"{name}: {value.isoformat()} carries no UTC offset")
     if isinstance(value, str) and re.search("[\ud800-\udfff]", value):
@@ -688,6 +690,18 @@ class Reported:
         met = len(self.checks) - len(self.violations)
         found = [f"{met} met"] + [f"{c.name} {c.detail}" for c in self.violations]
         return "; ".join(found)
+
+    @property
+    def short(self) -> str:
+        """``none_declared``, or the counts: ``2 met, 1 violated (warn)``."""
+        if not self.declared:
+            return NONE_DETAIL
+        counts: dict[str, int] = {}
+        for check in self.violations:
+            verdict = check.detail.split(":", 1)[0]
+            counts[verdict] = counts.get(verdict, 0) + 1
+        met = len(self.checks) - len(self.violations)
+        return ", ".join([f"{met} met", *(f"{n} {verdict}" for verdict, n in counts.items())])
 
     def extra(self) -> dict[str, Any]:
         """For an Asset event's extra: none_declared, or each violation by name."""

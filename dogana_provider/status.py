@@ -12,7 +12,7 @@ every rolling window unknown. Gaps inside the span stay unknown and are shown.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,6 +20,7 @@ from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.region import Region
+from dogana_provider.expectations import NONE_DETAIL, Expectations, Reported, reported
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.sql import declared_types
@@ -37,6 +38,15 @@ class TableStatus:
     publications: int
     receipts: tuple[Receipt, ...]  # the last ones recorded, newest first
     last_publication: Receipt | None
+    declared: Expectations = field(default_factory=Expectations)  # quality expectations
+
+    @property
+    def expectations(self) -> Reported:
+        """What the last publication's receipt says of its expectations (none_declared when
+        none was declared, or before the first publication)."""
+        if self.last_publication is None:
+            return Reported(False)
+        return reported(self.last_publication)
 
     @property
     def age(self) -> timedelta | None:
@@ -62,6 +72,10 @@ class TableStatus:
             "publication_id": self.ledger.publication_id,
             "claims": claims.to_dict(),
             "receipts": [receipt_summary(r) for r in self.receipts],
+            "expectations": {
+                "declared": self.declared.to_dict() if self.declared else NONE_DETAIL,
+                "last_publication": self.expectations.summary,
+            },
         }
 
 
@@ -115,9 +129,18 @@ def read_status(
                     cursor.close()
             span = delivered_span(state.ledger)
             claims = Claims.at(now, NO_LIMIT, [(table, region) for region in span])
+            declared = store.expectations(connection, table)
             found.append(
                 TableStatus(
-                    table, state.ledger, claims, span, rows, publications, tuple(latest), last
+                    table,
+                    state.ledger,
+                    claims,
+                    span,
+                    rows,
+                    publications,
+                    tuple(latest),
+                    last,
+                    declared,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, dialect.name, now, tuple(found))

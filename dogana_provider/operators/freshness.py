@@ -2,7 +2,9 @@
 
 A scheduled check, as dbt's ``source freshness`` is: for each table, its state, its three dates,
 its age (how long ago complete_as_of was: rows added since may be missing) and the limits it is
-held to, then one status per table:
+held to, its last publication's quality expectations (``none_declared``, or how many were met and
+each violation: a warned delivery is published, and this report says so), then one status per
+table:
 
     PASS    complete_as_of no older than warn_after
     WARN    older than warn_after: logged, the task still succeeds
@@ -28,7 +30,7 @@ seconds), and pushes the report's text under the XCom key "report", also when it
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,7 +38,9 @@ from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
 from dogana_core.claims import NO_LIMIT, Claims, State
+from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
+from dogana_provider.expectations import Reported, reported
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import duration, native, window_of
 from dogana_provider.printing import age as _age
@@ -60,6 +64,8 @@ class TableFreshness:
     error_after: timedelta | None
     status: str
     reason: str
+    expectations: Reported = field(default_factory=lambda: Reported(False))
+    """What the last publication's receipt says of its quality expectations."""
 
     def to_dict(self) -> dict[str, Any]:
         def iso(value: datetime | None) -> str | None:
@@ -79,6 +85,7 @@ class TableFreshness:
             "error_after_seconds": seconds(self.error_after),
             "status": self.status,
             "reason": self.reason,
+            "expectations": self.expectations.summary,
         }
 
 
@@ -90,8 +97,10 @@ def judge(
     warn_after: timedelta | None,
     error_after: timedelta | None,
     window: Any = None,
+    last: Receipt | None = None,
 ) -> TableFreshness:
-    """A table's freshness at now; ledger None when the receiver has no contract for it."""
+    """A table's freshness at now; ledger None when the receiver has no contract for it; last
+    the receipt of its last publication, whose expectations the report states."""
     if ledger is None:
         return TableFreshness(
             table, "missing", None, None, None, None, warn_after, error_after, ERROR,
@@ -122,6 +131,7 @@ def judge(
         error_after,
         status,
         reason,
+        Reported(False) if last is None else reported(last),
     )
 
 
@@ -163,6 +173,10 @@ class FreshnessOperator(BaseOperator):
                 ledger: Ledger | None = hook.ledgers([table])[table]
             except UnknownTable:
                 ledger = None
+            last = None
+            if ledger is not None:
+                with hook.committed() as connection:
+                    last = hook.receiver.store.last_accepted(connection, table)
             window = options.get("window")
             results.append(
                 judge(
@@ -176,6 +190,7 @@ class FreshnessOperator(BaseOperator):
                     window=None
                     if window is None or ledger is None
                     else window_of(ledger.contract, window, f"tables[{table!r}].window"),
+                    last=last,
                 )
             )
         report = freshness_report(results, now, self.receiver_conn_id)
@@ -215,7 +230,7 @@ class FreshnessOperator(BaseOperator):
 def freshness_report(results: Sequence[TableFreshness], now: datetime, receiver: str) -> str:
     """The report: one line per table, then a summary with the reason of every WARN and ERROR."""
     header = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
-    header += ["warn after", "error after", "status"]
+    header += ["warn after", "error after", "expectations", "status"]
     rows = [
         [
             r.table,
@@ -226,6 +241,7 @@ def freshness_report(results: Sequence[TableFreshness], now: datetime, receiver:
             "-" if r.age is None else _age(r.age),
             "-" if r.warn_after is None else _age(r.warn_after),
             "-" if r.error_after is None else _age(r.error_after),
+            r.expectations.short,
             r.status,
         ]
         for r in results
@@ -239,4 +255,9 @@ def freshness_report(results: Sequence[TableFreshness], now: datetime, receiver:
         f"{counts[PASS]} PASS, {counts[WARN]} WARN, {counts[ERROR]} ERROR",
     ]
     lines += [f"  {r.status} {r.table}: {r.reason}" for r in results if r.status != PASS]
+    lines += [
+        f"  VIOLATED {r.table}: {check.name} {check.detail}"
+        for r in results
+        for check in r.expectations.violations
+    ]
     return "\n".join(lines)

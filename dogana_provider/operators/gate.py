@@ -8,6 +8,12 @@ A delivery comes from the extract task's XCom ({"manifest": <Manifest wire dict>
 or a list of them for a group read in one snapshot) or from a drop folder where a sender left a
 file and its manifest sidecar FILE.json: pushed and pulled deliveries pass the same gate.
 
+A table's quality expectations (expectations.py) run in step 3 with the row checks. Declared here
+(``expectations=``), they are stored in the receiver for the table before deciding, replacing
+what it held; not given, the receiver's stay as they are. The log states each one's result: a
+violated ``warn`` is logged as a warning and published; a violated ``block`` (or ``hold``)
+rejects; a table declaring none says ``none_declared``.
+
 It pushes the Decision's wire dict (the receipt and where the staged rows wait), and under
 "delivered" the URIs of the files it read, which publish removes once published when they lie
 in the configured delivery folder (deliveries.py); other files are their owner's.
@@ -23,7 +29,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
 from datetime import timedelta
 from pathlib import Path
@@ -37,6 +43,12 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
 from dogana_provider.deliveries import LOCAL_PROTOCOLS, missing_delivery
+from dogana_provider.expectations import (
+    NONE_DETAIL,
+    Expectations,
+    InvalidExpectation,
+    reported,
+)
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
@@ -66,6 +78,10 @@ class GateOperator(BaseOperator):
         contract's table. A delivery for any other table is refused, recorded as a rejection
         under the configured table naming both, and fails the task: a sender never chooses
         the table. With neither, the delivery's manifest names it.
+    :param expectations: the table's quality expectations (an Expectations, or its dict of
+        common-sql's ``column_mapping`` and ``checks`` with an ``on_violation`` each), or for a
+        group a mapping from table to them. Stored in the receiver before deciding, replacing
+        what it held; ``{}`` declares none. None (the default): the receiver's stay as they are.
     :param sweep_after: before deciding, the receiver's staging tables nothing will use are
         dropped (Receiver.sweep): those of a recorded decision or of a killed load at once, and
         those of a decision not published within sweep_after (default a day; it must be longer
@@ -91,9 +107,11 @@ class GateOperator(BaseOperator):
         contract: Contract | dict | str | None = None,
         table: str | Sequence[str] | None = None,
         sweep_after: timedelta | None = SWEEP_AFTER,
+        expectations: Expectations | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.expectations = declared_expectations(expectations, f"{self.task_id}: expectations")
         self.contract = contract_field(contract)
         self.table = table
         self.sweep_after = sweep_after
@@ -125,8 +143,10 @@ class GateOperator(BaseOperator):
             return self._group(receiver, delivery)
         manifest, uri = _delivery(delivery, "delivery")
         self._files[manifest.table] = uri
+        table = self._table_of(manifest)
+        self._declare(receiver, [table or manifest.table])
         with local_file(uri) as path:
-            decision = receiver.decide(path, manifest, table=self._table_of(manifest))
+            decision = receiver.decide(path, manifest, table=table)
         return {**self._handed_over(decision), DELIVERED: [uri]}
 
     def _table_of(self, manifest: Manifest) -> str | None:
@@ -139,10 +159,32 @@ class GateOperator(BaseOperator):
             )
         return self.tables[0] if self.tables else None
 
+    def _declare(self, receiver: Receiver, tables: Sequence[str]) -> None:
+        """Store the declared expectations of the tables about to be decided."""
+        if self.expectations is None:
+            return
+        for table in tables:
+            declared = self.expectations.get(table, self.expectations.get(None))
+            if declared is None:
+                continue
+            receiver.declare(table, declared)
+            self.log.info(
+                "%s: expectations declared: %s", table, ", ".join(declared.names) or NONE_DETAIL
+            )
+
+    def _log_expectations(self, receipt: Receipt) -> None:
+        """Each expectation's result: a warned violation as a warning, since it is published."""
+        found = reported(receipt)
+        self.log.info("%s: expectations: %s", receipt.table, found.short)
+        for check in found.violations:
+            log = self.log.warning if check.passed else self.log.error
+            log("%s: expectation %s %s", receipt.table, check.name, check.detail)
+
     def _handed_over(self, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
         self._receipts = [receipt]
         self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+        self._log_expectations(receipt)
         if receipt.outcome is Outcome.REJECTED:
             raise AirflowFailException(rejection_message(receipt))
         return decision.to_dict()
@@ -169,7 +211,9 @@ class GateOperator(BaseOperator):
                 raise AirflowFailException(
                     f"{sidecar(path)}: not a dogana manifest, so no receipt can name it: {exc}"
                 ) from None
-            decision = receiver.decide(path, manifest, table=self._table_of(manifest))
+            table = self._table_of(manifest)
+            self._declare(receiver, [table or manifest.table])
+            decision = receiver.decide(path, manifest, table=table)
             self._files[manifest.table] = str(path)
             if decision.receipt.outcome is Outcome.REPLAYED:
                 self.log.info("%s: already published (replay), passed over", path.name)
@@ -200,10 +244,12 @@ class GateOperator(BaseOperator):
                 )
             ledgers = DoganaHook(self.receiver_conn_id).ledgers(by_table)
             group = Group(tuple(ledger.contract for ledger in ledgers.values()))
+            self._declare(receiver, group.tables)
             decision = receiver.decide_group(group, by_table)
         self._receipts = list(decision.receipts)
         for receipt in decision.receipts:
             self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+            self._log_expectations(receipt)
         rejected = [r for r in decision.receipts if r.outcome is Outcome.REJECTED]
         if rejected:
             raise AirflowFailException(
@@ -234,6 +280,26 @@ class GateOperator(BaseOperator):
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
         """A rejection too: its failure event names every check, the failed ones unsuccessful."""
         return self.get_openlineage_facets_on_complete(task_instance)
+
+
+def declared_expectations(
+    value: Any, where: str = "expectations"
+) -> dict[str | None, Expectations] | None:
+    """An expectations argument by table (None: every table the task decides), or None when
+    nothing is declared. One table's are an Expectations or its dict (column_mapping, checks);
+    anything else is a mapping from table to them."""
+    if value is None:
+        return None
+    if isinstance(value, Expectations):
+        return {None: value}
+    if not isinstance(value, Mapping):
+        raise InvalidExpectation(f"{where}: an Expectations, its dict, or one per table")
+    if set(value) <= {"column_mapping", "checks"}:
+        return {None: Expectations.from_dict(value, where)}
+    return {
+        str(table): Expectations.from_dict(item, f"{where}[{table!r}]")
+        for table, item in value.items()
+    }
 
 
 def configured_tables(table: str | Sequence[str] | None) -> tuple[str, ...]:

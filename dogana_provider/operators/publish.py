@@ -16,7 +16,9 @@ parsed. A delivery of a window (a window shape) states them over that window, na
 extra's "window" ([low, high], or null for the whole table): a rolling window's table is unknown
 outside it, so its whole-table dates are null forever and would tell a reader nothing. A replay
 publishes nothing, and still emits the event: the run that published may have failed before its
-own event, and the claims it states are true.
+own event, and the claims it states are true. The extra's "expectations" states what the
+receipt says of the table's quality expectations: ``none_declared``, or how many were met and
+each violation (a warned delivery is published) by name, with its detail.
 
 Once published (or replayed), the delivery's files the gate names under "delivered" are removed,
 unless ``[dogana] keep_published`` keeps them for the retention's sweep (deliveries.py).
@@ -36,6 +38,7 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_provider import deliveries, settings
 from dogana_provider.assets import SCHEME, create_asset
+from dogana_provider.expectations import reported
 from dogana_provider.hooks.dogana import DoganaHook, claims_dates, claims_line
 from dogana_provider.operators.arguments import native, upstream_output
 from dogana_provider.operators.gate import (
@@ -202,10 +205,12 @@ class PublishOperator(BaseOperator):
         # One read of every ledger: the claims and the head come from one committed state.
         ledgers = hook.ledgers(tables)
         extras: dict[str | None, dict[str, Any]] = {}
+        quality = {r.table: reported(r).extra()["expectations"] for r in receipts}
         for table, ledger in ledgers.items():
             window = windows.get(table)
             claims = ledger.claims(now, limit=NO_LIMIT, window=window)
             extras[table] = _extra([table], claims, ledger.publication_id, window)
+            extras[table]["expectations"] = quality[table]
             over = "" if window is None else f" over window {_plain(window)}"
             self.log.info("%s: published; claims%s %s", table, over, claims_line(claims))
         if len(tables) == 1:  # any other Asset: the one table's claims
@@ -214,6 +219,7 @@ class PublishOperator(BaseOperator):
             group = Group(tuple(ledger.contract for ledger in ledgers.values()))
             together = group.claims(ledgers, now, limit=NO_LIMIT, windows=windows or None)
             extras[None] = _extra(tables, together, None)
+            extras[None]["expectations"] = quality
             if windows:  # {table: [low, high]} for its windowed tables
                 extras[None]["window"] = {table: _plain(w) for table, w in windows.items()}
         for outlet in self.outlets:

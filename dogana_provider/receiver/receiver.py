@@ -196,6 +196,12 @@ class Receiver:
                 self.store.set_expectations(connection, contract.table, expectations)
             return ledger
 
+    def declare(self, table: str, expectations: Expectations) -> None:
+        """Replace a registered table's quality expectations (empty: none declared)."""
+        with transaction(self.connect, self.dialect) as connection:
+            self.steps.locked_state(connection, table)
+            self.store.set_expectations(connection, table, expectations)
+
     def expectations(self, table: str) -> Expectations:
         """The table's declared expectations (empty: none declared)."""
         with transaction(self.connect, self.dialect, write=False) as connection:

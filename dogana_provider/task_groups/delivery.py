@@ -28,7 +28,14 @@ Inside, each task hands the next its output (``plan.output`` and so on), so Airf
 the instance of the same map index; the four tasks keep their ids plan, extract, gate and
 publish under the group's id. Keyword arguments the operators do not take are every task's
 (``pool``, ``retries``, ``max_active_tis_per_dag``...); ``extract`` holds ExtractOperator's own
-(``source_table``, ``table_sql``, ``columns``, ``output_folder``...).
+(``source_table``, ``table_sql``, ``columns``, ``output_folder``...). ``expectations`` are the
+gate's (GateOperator): the table's quality expectations, or a group's by table::
+
+    delivery_task_group(
+        ORDERS, source_conn_id="shop_db", receiver_conn_id="warehouse",
+        expectations={"column_mapping": {"amount_cents": {
+            "min": {"geq_to": 0, "on_violation": "block"}}}},
+    )
 """
 
 from __future__ import annotations
@@ -58,6 +65,7 @@ def _add_delivery(
     requirement: Mapping[str, Any],
     extract: Mapping[str, Any],
     tasks: Mapping[str, Any],
+    expectations: Any = None,
 ) -> None:
     """The four tasks, each reading the one before it by its output, in the current group."""
     plan = PlanDeliveryOperator(
@@ -72,7 +80,11 @@ def _add_delivery(
         **tasks,
     )
     gate = GateOperator(
-        task_id="gate", receiver_conn_id=receiver_conn_id, delivery=read.output, **tasks
+        task_id="gate",
+        receiver_conn_id=receiver_conn_id,
+        delivery=read.output,
+        expectations=expectations,
+        **tasks,
     )
     PublishOperator(
         task_id="publish",
@@ -101,6 +113,7 @@ class DeliveryTaskGroupFactory:
         receiver_conn_id: str = DoganaHook.default_conn_name,
         group_id: str | None = None,
         extract: Mapping[str, Any] | None = None,
+        expectations: Any = None,
         **options: Any,
     ) -> TaskGroup:
         """Add the delivery of one table (contract) or of a group read together (group) in a
@@ -119,6 +132,7 @@ class DeliveryTaskGroupFactory:
                 requirement=requirement,
                 extract=dict(extract or {}),
                 tasks=tasks,
+                expectations=expectations,
             )
         return delivery
 
@@ -129,10 +143,12 @@ class DeliveryTaskGroupFactory:
         receiver_conn_id: str = DoganaHook.default_conn_name,
         group_id: str = "deliveries",
         extract: Mapping[str, Any] | None = None,
+        expectations: Any = None,
         **options: Any,
     ) -> Any:
         """The mapped form: .expand(contract=[...]) or .expand_kwargs([{"contract": ...}]), one
-        table per element, or a group where the element is a list of contracts."""
+        table per element, or a group where the element is a list of contracts. expectations
+        are by table, each gate taking its own table's."""
         requirement, tasks = _split(options)
         return _mapped.override(group_id=group_id).partial(
             source_conn_id=source_conn_id,
@@ -141,6 +157,7 @@ class DeliveryTaskGroupFactory:
             requirement=requirement,
             extract=dict(extract or {}),
             tasks=tasks,
+            expectations=expectations,
         )
 
 

@@ -220,11 +220,12 @@ def pipeline(
     plan: str = "",
     tamper: bool = False,
     publish: str = "",
+    gate: str = "",
 ) -> str:
     """A DAG body: Plan -> extract (the stand-in) -> Gate -> Publish, for one table.
 
-    plan and publish are more keyword arguments of those operators, as Python source; publish
-    names the table when it says nothing else.
+    plan, gate and publish are more keyword arguments of those operators, as Python source;
+    publish names the table when it says nothing else.
     """
     publish = publish or f"table={table!r}"
     return f"""
@@ -248,7 +249,7 @@ def pipeline(
                     tamper={tamper!r},
                 )
 
-            gate = GateOperator(task_id="gate", receiver_conn_id={conn_id!r})
+            gate = GateOperator(task_id="gate", receiver_conn_id={conn_id!r}, {gate})
             publish = PublishOperator(
                 task_id="publish", receiver_conn_id={conn_id!r}, {publish}
             )

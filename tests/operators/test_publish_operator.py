@@ -93,6 +93,7 @@ def test_deliveries_publish_the_source_and_emit_the_claims(
         "exact_as_of": p.isoformat(),
         "publication_id": changes.publication_id,
         "window": None,
+        "expectations": "none_declared",
     }
 
 
