@@ -11,9 +11,15 @@ table, or for its group of tables read together in one snapshot (delivery_task_g
     *.yaml, *.yml   an ODCS v3 data contract (validated by the open-data-contract-standard
                     package, then mapped by dogana_core.odcs): one schema object is a table,
                     several are a group; the schedule and the requirement are the document's
-                    customProperties doganaSchedule and doganaRequirement.
+                    customProperties doganaSchedule and doganaRequirement; its quality rules
+                    are the tables' expectations where they map (odcs_quality.py).
     *.json          dogana's own: a Contract's wire JSON (the call's schedule and requirement),
-                    or {"contracts": [<Contract>, ...], "schedule": ..., "requirement": ...}.
+                    or {"contracts": [<Contract>, ...], "schedule": ..., "requirement": ...,
+                    "expectations": ...}: a table's quality expectations (expectations.py), or
+                    for a group a mapping from table to them.
+
+A file's expectations are its gate's (GateOperator's expectations=), stored in the receiver for
+the table at each run; a file declaring none leaves what the receiver holds.
 
 A file that does not parse, or that declares something dogana cannot prove (a tombstone shape
 without a deleted column, a key column of no known type...), becomes no DAG: the dag-processor
@@ -40,7 +46,9 @@ from airflow.sdk import DAG, task
 from dogana_core.contract import Contract
 from dogana_core.errors import InvalidContract
 from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
+from dogana_provider.expectations import Expectations
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.odcs_quality import odcs_expectations
 from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
 
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -61,6 +69,16 @@ class ContractFile:
     requirement: Mapping[str, Any] = field(default_factory=dict)
     # ODCS: each table's columns and their types, what the source is read with
     columns: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    expectations: Mapping[str, Expectations] = field(default_factory=dict)
+    """Each table's quality expectations, by table; a table declaring none is left out."""
+
+    def gate(self) -> dict[str, Any]:
+        """delivery_task_group's expectations: each table's dict, by table; none declared,
+        nothing (the receiver's stay as they are)."""
+        if not self.expectations:
+            return {}
+        by_table = {table: e.to_dict() for table, e in self.expectations.items()}
+        return {"expectations": by_table}
 
     def extract(self) -> dict[str, Any]:
         """ExtractOperator's arguments for the declared columns, in order and with their types."""
@@ -142,7 +160,7 @@ def contract_dags(
                 source_conn_id=source_conn_id,
                 receiver_conn_id=receiver_conn_id,
                 extract={**item.extract(), **dict(extract or {})},
-                **{**options, **item.requirement},
+                **{**options, **item.requirement, **item.gate()},
             )
         dags[dag_id] = dag
     if errors:
@@ -168,7 +186,7 @@ class BrokenContractFiles(DAG):
 
 def _from_json(path: Path, data: Any, schedule: str | None) -> ContractFile:
     if isinstance(data, Mapping) and "contracts" in data:
-        unknown = set(data) - {"contracts", "schedule", "requirement"}
+        unknown = set(data) - {"contracts", "schedule", "requirement", "expectations"}
         if unknown:
             raise InvalidContract(f"{', '.join(sorted(unknown))}: not a field of a pipeline file")
         items = data["contracts"]
@@ -180,6 +198,7 @@ def _from_json(path: Path, data: Any, schedule: str | None) -> ContractFile:
             contracts,
             data.get("schedule", schedule),
             _requirement(data.get("requirement"), "requirement"),
+            expectations=_expectations(data.get("expectations"), contracts),
         )
     return ContractFile(path, (_contract(data, "contract"),), schedule)
 
@@ -210,7 +229,32 @@ def _from_odcs(path: Path, document: Any) -> ContractFile:
         custom.get("doganaSchedule"),
         _requirement(custom.get("doganaRequirement"), "customProperties.doganaRequirement"),
         odcs_columns(document),
+        odcs_expectations(document),
     )
+
+
+def _expectations(value: Any, contracts: Sequence[Contract]) -> dict[str, Expectations]:
+    """A file's "expectations": one table's (column_mapping, checks), or a group's by table."""
+    if value is None:
+        return {}
+    tables = [contract.table for contract in contracts]
+    if isinstance(value, Mapping) and set(value) <= {"column_mapping", "checks"}:
+        if len(tables) > 1:
+            raise InvalidContract(
+                f"expectations: the file is a group ({', '.join(tables)}): give them by table"
+            )
+        return {tables[0]: Expectations.from_dict(value)}
+    if not isinstance(value, Mapping):
+        raise InvalidContract("expectations: a table's (column_mapping, checks), or by table")
+    unknown = [str(table) for table in value if table not in tables]
+    if unknown:
+        raise InvalidContract(
+            f"expectations: {', '.join(unknown)}: not a table of the file ({', '.join(tables)})"
+        )
+    return {
+        table: Expectations.from_dict(item, f"expectations.{table}")
+        for table, item in value.items()
+    }
 
 
 def _requirement(value: Any, where: str) -> dict[str, Any]:
