@@ -4,8 +4,11 @@
     dogana check FILE ...      verify a file against its manifest and contract, check by check
     dogana claims LEDGER ...   what a ledger claims, region by region, at a time and a limit
     dogana fold CONTRACT RECEIPTS...   the ledger the accepted receipts fold into
-    dogana status RECEIVER     every table of a live receiver: state, dates, age, rows, receipts
+    dogana status RECEIVER     every table of a live receiver: state, dates, age, rows, receipts,
+                               activation
     dogana sweep RECEIVER      drop the staging tables of a live receiver that nothing will use
+    dogana require-activation, activate, deactivate
+                               a live receiver's sources (sources_cli.py)
 
 claims and fold read a table of a live receiver instead of files with --receiver and --table;
 a receiver is an Airflow connection id or a database URL (sqlite:///, postgresql://, mysql://).
@@ -478,7 +481,7 @@ def _receiver_status(status: Any) -> str:
         f"{_plural(len(status.tables), 'table')}"
     ]
     header = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
-    header += ["rows", "publications", "expectations", "last receipt"]
+    header += ["rows", "publications", "expectations", "activation", "last receipt"]
     rows = [
         [
             table.table,
@@ -490,6 +493,7 @@ def _receiver_status(status: Any) -> str:
             "-" if table.rows is None else table.rows,
             table.publications,
             table.expectations.short,
+            table.activation.line(),
             _receipt_line(table.receipts[0]) if table.receipts else "-",
         ]
         for table in status.tables
@@ -504,6 +508,8 @@ def _receiver_status(status: Any) -> str:
 
 
 def _table_status(status: Any) -> str:
+    from dogana_provider.sources_cli import activation_lines
+
     (table,) = status.tables
     claims = table.claims
     span = "the delivered span of its window" if table.windowed else "the whole table"
@@ -518,6 +524,8 @@ def _table_status(status: Any) -> str:
         f"  expectations     {', '.join(table.declared.names) or 'none_declared'}",
         f"  last publication {table.expectations.short}",
         *(f"    {c.name} {c.detail}" for c in table.expectations.violations),
+        f"  activation       {table.activation.line()}",
+        *activation_lines(table.activation),
         "",
         "regions",
     ]
@@ -923,8 +931,9 @@ def build_parser() -> argparse.ArgumentParser:
         Read a live receiver, by Airflow connection id or database URL (sqlite:///PATH,
         postgresql://..., mysql://...), in one committed state, as the ClaimsSensor reads it:
         every registered table with its state, complete_as_of, deletions_as_of and exact_as_of,
-        its age (how long ago it was complete), the rows published, its publications and its
-        last receipt. A table with a window column is stated over the span delivered so far.
+        its age (how long ago it was complete), the rows published, its publications, its
+        activation (pending, active until X, expired at X, or not required: dogana activate)
+        and its last receipt. A table with a window column is stated over the span delivered so far.
         --table shows one table's regions and its last receipts. A password in a URL is never
         printed.
         """,
@@ -966,6 +975,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="an unpublished decision's age before it is swept (default 1d, as the gate)",
     )
     sweep.set_defaults(run=cmd_sweep)
+
+    from dogana_provider import sources_cli  # it imports this module's helpers
+
+    sources_cli.add_commands(command)
     return parser
 
 

@@ -47,6 +47,7 @@ def get_provider_info() -> dict[str, Any]:
                     "dogana_provider.operators.gate",
                     "dogana_provider.operators.publish",
                     "dogana_provider.operators.freshness",
+                    "dogana_provider.operators.activate",
                 ],
             }
         ],

@@ -15,6 +15,11 @@ and those kept after publication. So nothing under the folder grows without boun
 
 ui_receivers names the receivers the Airflow UI's dogana page shows (dogana_provider/ui).
 
+require_activation = True switches on, in every receiver a task registers a table in, the
+receiver's own stored setting of that name (receiver/sources.py): from then on the receiver
+publishes only tables a named person activated. It never switches it off: that takes
+``dogana require-activation RECEIVER off --by NAME``.
+
 Airflow reads these options' descriptions and defaults from ``get_provider_info()["config"]``
 (CONFIG below), as it does every provider's, so ``airflow config list`` shows them.
 """
@@ -33,6 +38,7 @@ DELIVERY_FOLDER = "delivery_folder"
 DELIVERY_RETENTION = "delivery_retention"
 KEEP_PUBLISHED = "keep_published"
 UI_RECEIVERS = "ui_receivers"
+REQUIRE_ACTIVATION = "require_activation"
 
 UNSET_FOLDER = ""  # the option's default: dogana in the running machine's temporary directory
 DEFAULT_RETENTION = 86_400
@@ -86,6 +92,18 @@ CONFIG: dict[str, Any] = {
                 "example": "dogana_default,warehouse_eu",
                 "default": "dogana_default",
             },
+            REQUIRE_ACTIVATION: {
+                "description": "Switch on, in every receiver a task registers a table in, the "
+                "receiver's stored require_activation setting: it then publishes only the tables "
+                "a named person activated (dogana activate, ActivateSourceOperator), and the plan "
+                "task of any other fails saying what is missing. False, the default, leaves each "
+                "receiver's own setting as it is: this option never switches it off (dogana "
+                "require-activation RECEIVER off --by NAME does).\n",
+                "version_added": __version__,
+                "type": "boolean",
+                "example": "True",
+                "default": "False",
+            },
         },
     }
 }
@@ -131,6 +149,10 @@ def delivery_retention() -> timedelta:
 
 def keep_published() -> bool:
     return bool(_conf().getboolean(SECTION, KEEP_PUBLISHED, fallback=False))
+
+
+def require_activation() -> bool:
+    return bool(_conf().getboolean(SECTION, REQUIRE_ACTIVATION, fallback=False))
 
 
 def ui_receivers() -> list[str]:

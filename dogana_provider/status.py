@@ -1,4 +1,5 @@
-"""What a receiver holds now: every table's claims, rows and last receipts, in one committed state.
+"""What a receiver holds now: every table's claims, rows, last receipts and activation (pending,
+active until X, expired at X, or not required: receiver/activation.py), in one committed state.
 
 Read through DoganaHook.committed, the read transaction the ClaimsSensor's ledgers come from, so
 a group's tables are never shown at two instants. `dogana status` prints it, and the Airflow UI
@@ -22,6 +23,7 @@ from dogana_core.ledger import Ledger
 from dogana_core.region import Region
 from dogana_provider.expectations import NONE_DETAIL, Expectations, Reported, reported
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.receiver.activation import SourceState
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.sql import declared_types
 
@@ -38,6 +40,7 @@ class TableStatus:
     publications: int
     receipts: tuple[Receipt, ...]  # the last ones recorded, newest first
     last_publication: Receipt | None
+    activation: SourceState
     declared: Expectations = field(default_factory=Expectations)  # quality expectations
 
     @property
@@ -76,6 +79,7 @@ class TableStatus:
                 "declared": self.declared.to_dict() if self.declared else NONE_DETAIL,
                 "last_publication": self.expectations.summary,
             },
+            "activation": activation_summary(self.activation),
         }
 
 
@@ -130,6 +134,7 @@ def read_status(
             span = delivered_span(state.ledger)
             claims = Claims.at(now, NO_LIMIT, [(table, region) for region in span])
             declared = store.expectations(connection, table)
+            activation = receiver.steps.activation(connection, table).at(now)
             found.append(
                 TableStatus(
                     table,
@@ -140,7 +145,8 @@ def read_status(
                     publications,
                     tuple(latest),
                     last,
-                    declared,
+                    activation=activation,
+                    declared=declared,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, dialect.name, now, tuple(found))
@@ -172,6 +178,23 @@ def receipt_summary(receipt: Receipt) -> dict[str, Any]:
         "publication_id": receipt.publication_id,
         "checks": [check.to_dict() for check in receipt.checks],
         "failed": [check.name for check in receipt.checks if not check.passed],
+    }
+
+
+def activation_summary(state: SourceState) -> dict[str, Any]:
+    """A table's activation as JSON: the state, the line a person reads, and the record."""
+    record = state.record
+    return {
+        "required": state.required,
+        "status": str(state.status),
+        "line": state.line(),
+        "detail": state.detail(),
+        "owner": None if record is None else record.owner,
+        "authorized_by": None if record is None else record.granted_by,
+        "expires_at": _iso(state.expires_at),
+        "licence": None if record is None else record.licence,
+        "purposes": [] if record is None else list(record.purposes),
+        "provenance": None if record is None else record.provenance,
     }
 
 

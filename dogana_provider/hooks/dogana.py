@@ -25,6 +25,7 @@ from airflow.sdk import BaseHook
 from dogana_core.claims import Claims
 from dogana_core.contract import Contract
 from dogana_core.ledger import Ledger
+from dogana_provider import settings
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
@@ -58,7 +59,9 @@ class DoganaHook(BaseHook):
         """The receiver, built once per hook."""
         if self._receiver is None:
             db_hook = self.get_db_hook()
-            self._receiver = Receiver.from_hook(db_hook, prefix=self.prefix)
+            self._receiver = Receiver.from_hook(
+                db_hook, prefix=self.prefix, require_activation=settings.require_activation()
+            )
             self.log.info(
                 "dogana receiver: connection %r (%s), tables prefixed %r",
                 self.receiver_conn_id,

@@ -14,6 +14,11 @@ the way a DAG author thinks of it:
 It pushes the ExtractionRequest's wire dict (a list of them for a group, planned together so
 that one snapshot makes every table exact at one instant), or raises AirflowSkipException when
 the claims already suffice, so that the extract, gate and publish tasks downstream skip.
+
+In a receiver that requires activation (receiver/activation.py) a table that is not active
+would only have its delivery rejected, so the plan fails first (AirflowFailException: retries
+cannot activate it), before anything is extracted, saying what is missing or when the
+authorization expired, and the `dogana activate` command that activates it.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator
-from airflow.sdk.exceptions import AirflowSkipException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from dogana_core.claims import NO_LIMIT
 from dogana_core.contract import Contract
@@ -40,6 +45,7 @@ from dogana_provider.operators.arguments import (
     run_end,
     window_of,
 )
+from dogana_provider.receiver.activation import SourceState
 
 
 class PlanDeliveryOperator(BaseOperator):
@@ -134,6 +140,7 @@ class PlanDeliveryOperator(BaseOperator):
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
         ledger = hook.receiver.register(contract)
+        self._refuse_inactive(hook, [contract.table])
         requirement = self._requirement(contract, now, end)
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
@@ -158,6 +165,13 @@ class PlanDeliveryOperator(BaseOperator):
         contracts = group_of(self.contract, self.group) or [self.contract]
         tables = [contract_of(c).table for c in contracts]
         return lineage.lineage(inputs=lineage.receiver_tables(self.receiver_conn_id, tables))
+
+    def _refuse_inactive(self, hook: DoganaHook, tables: Sequence[str]) -> None:
+        """Fail the task when the receiver may not publish one of the tables now."""
+        states = [hook.receiver.sources.state(table) for table in tables]
+        refused = [state for state in states if not state.publishes]
+        if refused:
+            raise AirflowFailException(inactive_message(self.receiver_conn_id, refused))
 
     def _requirement(self, contract: Contract, now: datetime, end: datetime) -> Requirement:
         window = window_of(contract, self.window, "window")
@@ -187,6 +201,7 @@ class PlanDeliveryOperator(BaseOperator):
         group = Group(tuple(contracts))
         for contract in contracts:
             hook.receiver.register(contract)
+        self._refuse_inactive(hook, group.tables)
         ledgers = hook.ledgers(group.tables)
         windows = native(self.window, "window")
         if windows is not None:
@@ -209,6 +224,24 @@ class PlanDeliveryOperator(BaseOperator):
         for request in requests:
             self.log.info("group %s: plan %s", names, _request_line(request))
         return [request.to_dict() for request in requests]
+
+
+def inactive_message(receiver_conn_id: str, refused: Sequence[SourceState]) -> str:
+    """Why the plan fails for tables the receiver may not publish, and how to activate each."""
+    from dogana_provider.sources_cli import activate_command
+
+    lines = [
+        f"receiver {receiver_conn_id!r} requires activation, and would publish nothing of "
+        "this delivery:"
+    ]
+    for state in refused:
+        lines += [
+            f"  {state.detail()}",
+            "  a named person activates it (or triggers a DAG of ActivateSourceOperator, such "
+            "as dogana_activate_source, with the same values):",
+            f"    {activate_command(receiver_conn_id, state)}",
+        ]
+    return "\n".join(lines)
 
 
 def _shape(value: Any) -> str | None:

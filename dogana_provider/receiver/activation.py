@@ -232,6 +232,11 @@ class SourceState:
                 f"table {table} is pending: no activation is recorded (missing "
                 f"{'; '.join(self.missing)})"
             )
+        if not self.missing:
+            return (
+                f"table {table} is pending: its record holds all activation requires, but it "
+                "is not activated (it was deactivated, or its row written by hand)"
+            )
         return f"table {table} is pending: missing {'; '.join(self.missing)}"
 
     def check(self) -> Check | None:

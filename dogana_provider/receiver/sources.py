@@ -20,7 +20,7 @@ it on at registration when it is off, and never off.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import replace
 from datetime import datetime
@@ -110,9 +110,11 @@ class Sources:
         provenance: str,
         by: str,
         granted_at: datetime | None = None,
+        origin: Mapping[str, Any] | None = None,
     ) -> SourceState:
         """Activate a table: its record written whole and the activation logged, or
-        ActivationRefused naming everything missing, and nothing written."""
+        ActivationRefused naming everything missing, and nothing written. origin, where the
+        activation was recorded from (a DAG run), is kept in the log line beside it."""
         check_identifier(table, "table")
         now = self.steps.clock()
         record = SourceRecord(
@@ -135,9 +137,8 @@ class Sources:
         with self._writing() as connection:
             self.store.record(connection, table, lock=True)
             self.store.put(connection, record)
-            self.store.append(
-                connection, table, ACTIVATED, record.registered_by, now, now, _detail(record)
-            )
+            detail = _detail(record) if origin is None else {**_detail(record), "origin": origin}
+            self.store.append(connection, table, ACTIVATED, record.registered_by, now, now, detail)
             return self.steps.activation(connection, table).at(now)
 
     def deactivate(self, table: str, *, by: str, reason: str) -> SourceState:
@@ -145,7 +146,9 @@ class Sources:
         check_identifier(table, "table")
         if not by.strip() or not reason.strip():
             missing = [what for what, text in (("who", by), ("why", reason)) if not text.strip()]
-            raise ValueError(f"table {table!r}: a deactivation records {' and '.join(missing)}")
+            raise ActivationRefused(
+                table, [f"who and why: a deactivation records {' and '.join(missing)}"]
+            )
         now = self.steps.clock()
         with self._writing() as connection:
             record = self.store.record(connection, table, lock=True) or SourceRecord(table)

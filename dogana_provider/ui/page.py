@@ -84,7 +84,7 @@ def receiver_section(status: ReceiverStatus, links: Mapping[tuple[str, str], Lin
     if not status.tables:
         return head + "<p class='note'>No table is registered in this receiver yet.</p>"
     columns = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
-    columns += ["rows", "last publication", "links"]
+    columns += ["rows", "last publication", "activation", "links"]
     rows = []
     for table in status.tables:
         claims = table.claims
@@ -103,6 +103,7 @@ def receiver_section(status: ReceiverStatus, links: Mapping[tuple[str, str], Lin
                 escape(age(table.age)),
                 escape("-" if table.rows is None else str(table.rows)),
                 escape(_publication(table.last_publication)),
+                _activation(table),
                 anchors,
             ]
         )
@@ -239,6 +240,15 @@ def _publication(receipt: Receipt | None) -> str:
     if receipt is None:
         return "-"
     return f"{when(receipt.received_at)} ({receipt.manifest.shape})"
+
+
+def _activation(table: TableStatus) -> str:
+    """pending, active until X, expired at X or not required; why, when it stops publication."""
+    state = table.activation
+    line = escape(state.line())
+    if state.publishes:
+        return line
+    return f"<span class='failed' title='{escape(state.detail())}'>{line}</span>"
 
 
 def _anchor(receiver: str, table: str) -> str:

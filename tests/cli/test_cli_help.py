@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from cli_fixtures import (
     DOGANA,
+    ORDERS,
     PRODUCED,
     SINCE,
     dogana,
@@ -26,6 +27,8 @@ from cli_fixtures import (
 )
 
 COMMANDS = ["manifest", "check", "fold", "claims"]
+SOURCE_COMMANDS = ["require-activation", "activate", "deactivate"]
+"""Commands on a live receiver whose examples run here: on sqlite:///warehouse.db."""
 
 
 def examples(command: str, cwd: Path) -> list[str]:
@@ -46,7 +49,7 @@ def examples(command: str, cwd: Path) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("command", COMMANDS)
+@pytest.mark.parametrize("command", [*COMMANDS, *SOURCE_COMMANDS])
 def test_every_command_has_examples_and_its_exit_status(tmp_path: Path, command: str) -> None:
     result = dogana(command, "--help", cwd=tmp_path)
     assert result.code == 0
@@ -84,3 +87,21 @@ def test_the_help_examples_run_as_written(tmp_path: Path) -> None:
             )
             assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
     assert (tmp_path / "orders.ledger.json").exists()
+
+
+def test_the_source_commands_help_examples_run_as_written(tmp_path: Path) -> None:
+    import sqlite3
+
+    from dogana_provider.receiver import Receiver
+    from dogana_provider.sql import SQLITE
+
+    # The receiver the examples name, its orders table registered by a first delivery's plan.
+    Receiver(lambda: sqlite3.connect(tmp_path / "warehouse.db"), SQLITE).register(ORDERS)
+    env = {**os.environ, "PATH": f"{DOGANA.parent}{os.pathsep}{os.environ['PATH']}"}
+    for command in SOURCE_COMMANDS:
+        for line in examples(command, tmp_path):
+            done = subprocess.run(
+                ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True,
+                timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"

@@ -6,6 +6,11 @@ two schemas of the PostgreSQL test database (the connection's search_path names 
 MariaDB databases, so runs never see each other's tables. The example DAGs read their connection
 ids from the environment and default to dogana_source and dogana_default; the tests set those
 connections with AIRFLOW_CONN_* variables, as a deployment would.
+
+The PostgreSQL receiver requires activation, as the PostgreSQL examples document: configure
+switches it on and activates every table the example DAGs deliver (example_activation.py); a
+test delivering tables of its own activates them (activate). SQLite and MariaDB keep the
+default, off.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import pytest
 from airflow_runs import asset_events as asset_events
 from airflow_runs import states as states
 from airflow_runs import xcom as xcom
+from example_activation import activation, example_tables, require_and_activate
 
 from dogana_core.claims import Claims
 from dogana_core.gate import Receipt
@@ -111,6 +117,18 @@ class Databases:
         folder = self.tmp_path / "deliveries"
         monkeypatch.setenv("AIRFLOW__DOGANA__DELIVERY_FOLDER", folder.as_uri())
         monkeypatch.setenv("AIRFLOW__DOGANA__KEEP_PUBLISHED", "True")
+        if self.requires_activation:
+            require_and_activate(self.hook.receiver, example_tables())
+
+    @property
+    def requires_activation(self) -> bool:
+        return self.kind == "postgres"
+
+    def activate(self, tables: Sequence[str]) -> None:
+        """Activate a test's own tables where the receiver requires it."""
+        if self.requires_activation:
+            for table in tables:
+                self.hook.receiver.sources.activate(table, **activation())
 
     def run(self, dag: Any, **kwargs: Any) -> Any:
         """dag.test() at the machine's clock unless a logical date is given: the runs of a test

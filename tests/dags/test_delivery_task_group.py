@@ -19,7 +19,9 @@ ON_SQLITE_AND_POSTGRES = pytest.mark.parametrize(
 
 
 def source_tables(databases: Databases, tables: list[str]) -> None:
-    """Each table in the source, holding as many rows as its position in the list, plus one."""
+    """Each table in the source, holding as many rows as its position in the list, plus one;
+    each activated where the receiver requires it."""
+    databases.activate(tables)
     for number, table in enumerate(tables):
         databases.create(
             f"CREATE TABLE {table} (id BIGINT PRIMARY KEY, name TEXT, "

@@ -31,6 +31,7 @@ DAG_IDS = {
     "dogana_invoices",
     "dogana_shipments_window",
     "dogana_freshness",
+    "dogana_activate_source",
 }
 
 

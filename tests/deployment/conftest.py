@@ -21,10 +21,15 @@ from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
+import psycopg2
 import pytest
 from deployment import Client, Deployment
+from example_activation import example_tables, require_and_activate
 from source_tables import fill_examples, fill_tests
 from stories import STORIES, Played, Servers
+
+from dogana_provider.receiver import Receiver
+from dogana_provider.sql import POSTGRES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
@@ -57,10 +62,18 @@ def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def examples_receiver(postgres_url: str) -> Iterator[str]:
-    """The examples' receiver: a PostgreSQL schema of the session's own, dropped after it."""
+    """The examples' receiver: a PostgreSQL schema of the session's own, dropped after it. It
+    requires activation, as the PostgreSQL examples document, and every example table is
+    activated before the deployment starts (example_activation.py), as is the test DAGs'
+    parcels."""
     schema = f"dogana_examples_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {schema}")
+    receiver = Receiver(
+        lambda: psycopg2.connect(postgres_url, options=f"-csearch_path={schema}"), POSTGRES
+    )
+    # parcels: the table of the test DAGs in dags/parcels.py, in this receiver too.
+    require_and_activate(receiver, [*example_tables(), "parcels"])
     try:
         yield schema
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,56 @@ def test_a_contract_shows_as_its_json_in_rendered_templates(
     shown = rendered(run, "plan")
     assert shown["renderers"]["contract"] == "json"
     assert shown["fields"]["contract"] == json.loads(contract.to_json())
+
+
+def test_plan_fails_before_extracting_a_table_the_receiver_may_not_publish(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """[dogana] require_activation switches the receiver's setting on at registration; the plan
+    of a table nobody activated then fails, naming what is missing and the command, before
+    anything is extracted; once a person activates it, the same DAG publishes."""
+    uid = uuid.uuid4().hex[:8]
+    conn_id, table = f"receiver_{uid}", f"orders_{uid}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(tmp_path / "r.db"))
+    monkeypatch.setenv("AIRFLOW__DOGANA__REQUIRE_ACTIVATION", "True")
+    contract_path = tmp_path / "orders.contract.json"
+    contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
+    source = Source(tmp_path / "source.json")
+    source.put(1, "one")
+    module = write_dag(
+        airflow_home,
+        f"plan_inactive_{uid}",
+        pipeline(conn_id, table, contract_path, source, tmp_path),
+    )
+    refused = module.dag.test()
+    assert states(refused) == {
+        "plan": "failed",
+        "extract": "upstream_failed",
+        "gate": "upstream_failed",
+        "publish": "upstream_failed",
+    }
+    logged = capfd.readouterr().out
+    assert f"table {table} is pending: no activation is recorded" in logged
+    assert f"dogana activate {conn_id} {table} --owner OWNER --authorized-by PERSON" in logged
+    hook = DoganaHook(conn_id)
+    assert hook.receiver.sources.required()
+    assert [(e.event, e.actor) for e in hook.receiver.sources.log()] == [
+        ("required", "[dogana] require_activation")
+    ]
+    assert hook.receiver.receipts(table) == []
+
+    hook.receiver.sources.activate(
+        table,
+        owner="Bea Owner",
+        authorized_by="Carla Grantor",
+        expires_at=datetime.now(UTC) + timedelta(days=1),
+        licence="internal-use-only",
+        purposes=["billing"],
+        provenance="the test's JSON source",
+        by="Ada Steward",
+    )
+    assert set(states(module.dag.test()).values()) == {"success"}
+    assert published(hook, table) == {1: "one"}
