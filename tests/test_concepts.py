@@ -63,6 +63,7 @@ BEHAVIOURS = (
     "an_auto_increment_id_is_not_a_commit_ordered_position",
     "an_append_only_event_log",
     "tables_read_together_for_exact_as_of",
+    "sources_that_must_be_activated",
     "what_dogana_cannot_see",
 )
 

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.airflow  # importing the operators imports Airflow
 
 
 def classes() -> dict[str, type]:
+    from dogana_provider.operators.activate import ActivateSourceOperator
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.freshness import FreshnessOperator
     from dogana_provider.operators.gate import GateOperator
@@ -30,6 +31,7 @@ def classes() -> dict[str, type]:
         PublishOperator,
         ClaimsSensor,
         FreshnessOperator,
+        ActivateSourceOperator,
     )
     return {cls.__name__: cls for cls in found}
 

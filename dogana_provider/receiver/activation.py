@@ -52,6 +52,14 @@ ACCOUNT_WORDS = frozenset(
 owner, or who recorded an activation."""
 
 NO_NAME = "no name"
+UNRECORDED = (
+    "an owner",
+    "an authorization granted by a named person, and its expiry",
+    "a licence",
+    "an allowed purpose",
+    "provenance (how the data is obtained)",
+)
+"""What a table with no record lacks, as a person asked to activate it reads it."""
 NAME_LENGTH = 200  # the store's columns for names and the licence
 TEXT_LENGTH = 2000  # provenance and a purpose
 
@@ -259,7 +267,7 @@ class Activation:
         """The table's state at now: active only when the record is active and holds all that
         activation requires, and its authorization has not expired."""
         record = self.record
-        missing = (record or SourceRecord(self.table)).missing(now)
+        missing = UNRECORDED if record is None else tuple(record.missing(now))
         if record is None or record.status != Status.ACTIVE or missing:
             return SourceState(
                 self.table, self.required, Status.PENDING, now, record, tuple(missing)

@@ -114,7 +114,9 @@ class ActivationConformance:
         before = self.published_once(receiver, source)
         receiver.sources.require(True, by=STEWARD)
         source.put(4, 4, "four", at(3))
-        receipt = receiver.receive(*source.changes(at(2), at(4)))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        assert decision.staged is None, "refused before its rows are staged"
+        receipt = decision.receipt
         assert [c.name for c in receipt.failed] == [SOURCE_ACTIVE]
         assert "pending: no activation is recorded" in receipt.failed[0].detail
         assert "a licence" in receipt.failed[0].detail
@@ -380,7 +382,9 @@ class ActivationConformance:
         receiver.sources.require(True, by=STEWARD)
         receiver.sources.activate(orders.table, **grant())
         deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
-        receipts = receiver.receive_group(group, deliveries)
+        decision = receiver.decide_group(group, deliveries)
+        assert decision.staged == (), "refused before any rows are staged"
+        receipts = decision.receipts
         assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
         assert [c.name for c in receipts[0].failed] == ["together"]
         assert f"table {lines.table} is pending" in receipts[0].failed[0].detail
