@@ -23,7 +23,7 @@ from dogana_core.ledger import Ledger
 from dogana_core.region import Region
 from dogana_provider.expectations import NONE_DETAIL, Expectations, Reported, reported
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.receiver.activation import SourceState
+from dogana_provider.receiver.activation import Activation, SourceState
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.sql import declared_types
 
@@ -115,6 +115,8 @@ def read_status(
     store, dialect = receiver.store, receiver.dialect
     found: list[TableStatus] = []
     with hook.committed() as connection:
+        required = receiver.steps.sources.required(connection)
+        records = receiver.steps.sources.records(connection)
         for table in store.table_names(connection) if tables is None else tables:
             state = store.state(connection, table)
             if state is None:
@@ -134,7 +136,7 @@ def read_status(
             span = delivered_span(state.ledger)
             claims = Claims.at(now, NO_LIMIT, [(table, region) for region in span])
             declared = store.expectations(connection, table)
-            activation = receiver.steps.activation(connection, table).at(now)
+            activation = Activation(table, required, records.get(table)).at(now)
             found.append(
                 TableStatus(
                     table,

@@ -21,6 +21,7 @@ from dogana_provider.receiver.sources import CONFIGURED
 from dogana_provider.receiver.transactions import transaction
 from dogana_provider.sql import execute
 
+CORE = ["manifest", "receiver_time", "transition"]  # the spec's checks, which come first
 STEWARD = "Ada Steward"  # who records activations in these tests: never the owner
 EXPIRES = NOW + timedelta(days=30)
 
@@ -114,9 +115,9 @@ class ActivationConformance:
         before = self.published_once(receiver, source)
         receiver.sources.require(True, by=STEWARD)
         source.put(4, 4, "four", at(3))
-        decision = receiver.decide(*source.changes(at(2), at(4)))
-        assert decision.staged is None, "refused before its rows are staged"
-        receipt = decision.receipt
+        receipt = receiver.receive(*source.changes(at(2), at(4)))
+        # Refused before its rows were staged: no row check ran.
+        assert [c.name for c in receipt.checks] == [*CORE, SOURCE_ACTIVE]
         assert [c.name for c in receipt.failed] == [SOURCE_ACTIVE]
         assert "pending: no activation is recorded" in receipt.failed[0].detail
         assert "a licence" in receipt.failed[0].detail
@@ -175,7 +176,6 @@ class ActivationConformance:
         moving.sources.activate(source.table, **grant(expires_at=NOW + timedelta(days=1)))
         before = self.published_once(moving, source)
         clock[0] = NOW + timedelta(days=1)  # the instant it expires: no longer active
-        assert moving.sources.state(source.table).line() == "expired at 2027-01-02 00:00:00"
         for hour in (3, 5):
             source.put(hour, hour, "late", at(hour))
             receipt = moving.receive(*source.changes(at(2), at(hour + 1)))
@@ -183,12 +183,14 @@ class ActivationConformance:
             assert "expired at 2027-01-02T00:00:00+00:00" in receipt.failed[0].detail
             self.assert_refused_changes_nothing(moving, source.table, before, receipt)
             before = self.state(moving, source.table)
-        # The expiry is logged once, with whose authorization lapsed and when.
+        # The refusals logged the expiry once, with whose authorization lapsed and when.
         logged = [(e.event, e.actor, e.at) for e in moving.sources.log(source.table)]
         assert logged == [
             ("activated", STEWARD, NOW),
             ("expired", "Carla Grantor", NOW + timedelta(days=1)),
         ]
+        assert moving.sources.state(source.table).line() == "expired at 2027-01-02 00:00:00"
+        assert len(moving.sources.log(source.table)) == 2
 
     def test_an_authorization_expiring_between_gate_and_publish_is_refused_at_publish(
         self, connect: Any, receiver: Receiver, source: Source, uid: str
@@ -382,10 +384,11 @@ class ActivationConformance:
         receiver.sources.require(True, by=STEWARD)
         receiver.sources.activate(orders.table, **grant())
         deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
-        decision = receiver.decide_group(group, deliveries)
-        assert decision.staged == (), "refused before any rows are staged"
-        receipts = decision.receipts
+        receipts = receiver.receive_group(group, deliveries)
         assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        # Refused before any rows were staged: no row check ran, for either table.
+        assert [c.name for c in receipts[0].checks] == [*CORE, "together"]
+        assert [c.name for c in receipts[1].checks] == [*CORE, SOURCE_ACTIVE]
         assert [c.name for c in receipts[0].failed] == ["together"]
         assert f"table {lines.table} is pending" in receipts[0].failed[0].detail
         assert [c.name for c in receipts[1].failed] == [SOURCE_ACTIVE]
