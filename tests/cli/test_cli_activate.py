@@ -62,7 +62,7 @@ def status_row(url: str, cwd: Path) -> str:
     result = dogana("status", url, cwd=cwd)
     assert result.code == 0, result.err
     header, _, *rows = result.out.splitlines()[1:]
-    assert "activation" in header.split("  ")
+    assert "activation" in [cell.strip() for cell in header.split("  ")]
     (row,) = [line for line in rows if line.startswith("orders ")]
     return row
 
