@@ -24,6 +24,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -112,8 +113,10 @@ def load(name: str) -> Any:
 RUNS: list[Any] = []
 
 
-def run(dag: Any) -> Any:
-    """One run of a DAG, its data interval ending now; prints a line with what each task did."""
+def run(dag: Any, *, refused: bool = False) -> Any:
+    """One run of a DAG, its data interval ending now; prints a line with what each task did.
+
+    refused: the run's gate is expected to refuse its delivery (and nothing after it to run)."""
     with quiet():
         found = dag.test(logical_date=datetime.now(UTC))
     RUNS.append(found)
@@ -139,7 +142,9 @@ def run(dag: Any) -> Any:
     elif "freshness" in tis:
         detail = "its report:"
     status = "ok" if all(s in ("success", "skipped") for _, s in tis.values()) else "FAILED"
-    print(f"  {dag.dag_id:<27} {status:<6} {detail}")
+    if refused and tis.get("gate", ("", ""))[1] == "failed":
+        status = "refused"
+    print(f"  {dag.dag_id:<27} {status:<7} {detail}")
     return found
 
 
@@ -151,6 +156,16 @@ def xcom(found: Any, task_id: str, key: str = "return_value") -> Any:
     with create_session() as session:
         row = session.scalars(query).first()
         return None if row is None else XComModel.deserialize_value(row)
+
+
+def rejection() -> str:
+    """The orders table's last receipt, a rejection, as the gate task's failure states it."""
+    from dogana_provider.hooks.dogana import DoganaHook
+    from dogana_provider.operators.gate import rejection_message
+
+    with quiet():  # the hook logs which connection it opened
+        receipt = DoganaHook("dogana_default").receiver.receipts("orders")[-1]
+    return rejection_message(receipt)
 
 
 def claims_table() -> str:
@@ -270,13 +285,19 @@ def main() -> int:
         "source,\n  so deletions stay as of Sunday's read until the window is next read whole."
     )
 
-    day("Day 3, Tuesday: someone runs DELETE on order 1, which the source promised never to do")
+    day("Day 3, Tuesday: a bug writes an order of -5.00; someone runs DELETE on order 1")
+    source("INSERT INTO orders VALUES (?, ?, ?, ?, 0)", (6, "ken", -500, now()))
+    run(orders.daily, refused=True)
+    print("  what the gate's log says, and the receipt recorded (nothing was published):")
+    print(textwrap.fill(rejection(), width=96, initial_indent="    ", subsequent_indent="    "))
+    print("  the shop fixes the amount; the same day, someone deletes order 1 by hand")
+    source("UPDATE orders SET amount_cents = 500, updated_at = ? WHERE order_id = 6", (now(),))
     source("DELETE FROM orders WHERE order_id = ?", (1,))
     source("INSERT INTO orders VALUES (?, ?, ?, ?, 0)", (5, "donald", 120, now()))
     run(orders.daily)
     print(claims_table())
     print(
-        "  orders: 4 rows published, 3 in the source. A changes read cannot see a DELETE, and the\n"
+        "  orders: 5 rows published, 4 in the source. A changes read cannot see a DELETE, and the\n"
         "  dates cannot either: they describe what the declarations prove (see orders.py)."
     )
 

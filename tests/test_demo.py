@@ -62,21 +62,25 @@ def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None
     assert second["orders"][1:2] == ["complete"] and second["orders"][5:7] == ["3", "3"]
     assert second["shipments"][1] == "patched" and second["shipments"][4] == "-"
     assert second["shipments"][5:7] == ["3", "2"], "a changes read keeps a deleted row"
-    assert "dogana_orders_daily         ok     orders changes" in days[2]
+    assert "dogana_orders_daily         ok      orders changes" in days[2]
     assert "invoice report, as of" in days[2] and "ada 12.50, edsger 7.50" in days[2]
 
     third = claims_rows(days[3])
-    assert third["orders"][5:7] == ["4", "3"], "a DELETE is invisible to a changes read"
+    assert "dogana_orders_daily         refused orders changes" in days[3]
+    blocked = " ".join(days[3].split("nothing was published):\n", 1)[1].split())
+    assert blocked.startswith("orders: delivery "), "a person sees the gate's rejection"
+    assert "amount_cents.min: violated (block): min -500 (geq_to 0), 1 row" in blocked
+    assert third["orders"][5:7] == ["5", "4"], "a DELETE is invisible to a changes read"
     sunday, checks = days[4].split("\nThe hourly freshness check\n")
     freshness, status = checks.split("\nThe receiver at a terminal: dogana status dogana_default\n")
-    assert claims_rows(sunday)["orders"][5:7] == ["3", "3"], "the weekly full read repairs it"
+    assert claims_rows(sunday)["orders"][5:7] == ["4", "4"], "the weekly full read repairs it"
     assert "5 PASS, 0 WARN, 0 ERROR" in freshness
     shown_status = claims_rows(status.replace("shipments  ", "shipments (last 30 days)  "))
     assert {table: cells[1] for table, cells in shown_status.items()} == {
         "orders": "complete", "invoices": "complete", "invoice_lines": "complete",
         "events": "complete", "shipments": "patched",
     }  # fmt: skip
-    assert re.search(r"\n11 DAG runs in \d+ s\n", out)
+    assert re.search(r"\n12 DAG runs in \d+ s\n", out)
 
     # The README shows a real run: the same lines, but for instants, ages, paths and seconds.
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -89,6 +93,7 @@ def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None
 def masked(line: str) -> str:
     line = re.sub(r"\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(\+00:00)?", "<instant>", line)
     line = re.sub(r"/tmp/dogana-demo-\w+", "<home>", line)
+    line = re.sub(r"delivery [0-9a-f]{12}\b", "delivery <identity>", line)
     line = re.sub(r"\b\d+m? ?\d*s\b", "<age>", line)
     line = re.sub(r"runs in \d+ s", "runs in <n> s", line)
     return " ".join(line.split())

@@ -27,6 +27,10 @@ on this table. A row removed with DELETE is invisible to a changes read; the pub
 until the weekly full read replaces the table. If your source purges rows, declare the changes
 shape without tombstones and the dates will say so.
 
+The gate also holds the orders to three business rules (EXPECTATIONS below): a negative amount
+blocks the delivery, a missing customer is published with a warning, and an implausibly large
+amount holds the delivery until a person releases or discards it.
+
 Configuration: the Airflow connections ``dogana_source`` (the source database) and
 ``dogana_default`` (the receiver, where the published ``orders`` table and its ledger live), or
 the ids in the environment variables DOGANA_SOURCE_CONN_ID and DOGANA_RECEIVER_CONN_ID. Delivered
@@ -43,6 +47,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
+from dogana_provider.expectations import Expectations
 from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
@@ -69,6 +74,29 @@ ORDERS = Contract(
     cursor_column="updated_at",
     deleted_column="is_deleted",
     types={"order_id": "int", "updated_at": "datetime", "is_deleted": "bool"},
+)
+
+# Rules about the orders themselves, which no declaration proves: each says what its violation
+# does. The gate runs them on the staged rows beside the row checks (docs/concepts.md, "Quality
+# expectations"); a table declaring none has receipts saying none_declared.
+EXPECTATIONS = Expectations.from_dict(
+    {
+        "column_mapping": {
+            # A negative amount is a bug in the shop's code: refuse the delivery, keep
+            # publishing nothing newer until the source is fixed (the last good copy stays).
+            "amount_cents": {"min": {"geq_to": 0, "on_violation": "block"}},
+            # An order without its customer is published, and every report counts it.
+            "customer": {"null_check": {"equal_to": 0, "on_violation": "warn"}},
+        },
+        "checks": {
+            # An order over 100,000.00 is possible but rare: a person looks before it is
+            # published, then releases or discards the delivery (dogana hold ...).
+            "amount_plausible": {
+                "check_statement": "amount_cents <= 10000000",
+                "on_violation": "hold",
+            },
+        },
+    }
 )
 
 
@@ -102,7 +130,9 @@ def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: s
             source_conn_id=SOURCE_CONN_ID,
             contract=ORDERS,
         )
-        gate = GateOperator(task_id="gate", receiver_conn_id=RECEIVER_CONN_ID)
+        gate = GateOperator(
+            task_id="gate", receiver_conn_id=RECEIVER_CONN_ID, expectations=EXPECTATIONS
+        )
         publish = PublishOperator(
             task_id="publish", receiver_conn_id=RECEIVER_CONN_ID, table="orders"
         )
