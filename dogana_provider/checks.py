@@ -456,13 +456,19 @@ class StagedRows:
             key = self.q(self.contract.key[0])
             distinct = {"keys": f"COUNT({key})", "distinct_keys": f"COUNT(DISTINCT {key})"}
         columns = ["COUNT(*)", *sums, *distinct.values()]
-        # An aggregate two groups share (a unique_check on the key) is computed once.
+        # An aggregate the counts or another group already compute (a unique_check on the key)
+        # is computed once.
+        known: dict[tuple[str, tuple[Any, ...]], int] = {
+            (sql, ()): index for index, sql in enumerate(columns) if sql in distinct.values()
+        }
         shared: dict[tuple[str, tuple[Any, ...]], int] = {}
         for group in self.extra:
             for part in group:
-                shared.setdefault(part, len(columns) + len(shared))
+                if part not in known and part not in shared:
+                    shared[part] = len(columns) + len(shared)
         extra_sql = [sql for sql, _ in shared]
         extra_params = [value for _, values in shared for value in values]
+        shared.update(known)
         found = (
             run_or_fail(
                 self.connection,

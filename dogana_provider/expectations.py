@@ -786,7 +786,7 @@ def plan(
     kinds = dict(staged.columns)
     for item in expectations:
         if isinstance(item, ColumnExpectation):
-            planned = _column(dialect, staged, kinds, item, live)
+            planned = _column(connection, dialect, staged, kinds, item, live, live_rows)
         elif isinstance(item, TableExpectation):
             planned = _table(connection, dialect, staged, item, live)
         else:
@@ -817,13 +817,17 @@ def verify(
         why = f"the file's rows could not be staged: {staged.unreadable}"
         return found, unrunnable(expectations, why)
     rows = StagedRows(connection, dialect, staged, contract, manifest)
+    # Expectations judge live rows. A delivery declaring no tombstones has none, or its own
+    # checks (tombstones, deleted_not_null) reject it: its rows are taken whole, sparing every
+    # aggregate a CASE on the deleted column (a third of the scan's time on SQLite).
+    whole = manifest.tombstones == 0
     evaluation = plan(
         connection,
         dialect,
         staged,
         expectations,
-        live=rows.live,
-        live_rows=lambda: rows.counts["live"],
+        live=("1 = 1", []) if whole else rows.live,
+        live_rows=lambda: rows.counts["total" if whole else "live"],
         last_rows=last_rows,
     )
     rows.extra = evaluation.scan()
@@ -868,11 +872,13 @@ def _only_live(expression: str, live: tuple[str, Sequence[Any]]) -> tuple[str, t
 
 
 def _column(
+    connection: Any,
     dialect: Dialect,
     staged: Staged,
     kinds: Mapping[str, str],
     item: ColumnExpectation,
     live: tuple[str, Sequence[Any]],
+    live_rows: Callable[[], int],
 ) -> Aggregate | Result:
     logical = kinds.get(item.column)
     if logical is None:
@@ -891,40 +897,25 @@ def _column(
             f"({bounds.kind})",
         )
     value, params = _only_live(_value(dialect, item.column, logical), live)
-    quoted = dialect.quote(item.column)
+    # Counting compares values for equality only, which no collation changes here: the plain
+    # column, so that a unique_check on the key shares the row checks' own COUNT(DISTINCT).
+    plain, _ = _only_live(dialect.quote(item.column), live)
     if check is ColumnCheck.NULL_CHECK:
-        condition, live_params = live
-        nulls = (
-            f"SUM(CASE WHEN {condition} AND {quoted} IS NULL THEN 1 ELSE 0 END)",
-            tuple(live_params),
+        # COUNT of the values, the nulls the live rows less them: cheaper than a CASE per row.
+        counted = ((f"COUNT({plain})", params),)
+        return Aggregate(
+            counted,
+            lambda found: _counted(item, live_rows() - int(found[0] or 0), rows=True),
         )
-        return Aggregate((nulls,), lambda found: _counted(item, int(found[0] or 0), rows=True))
     if check is ColumnCheck.DISTINCT_CHECK:
-        distinct = ((f"COUNT(DISTINCT {value})", params),)
+        distinct = ((f"COUNT(DISTINCT {plain})", params),)
         return Aggregate(distinct, lambda found: _counted(item, int(found[0] or 0), rows=False))
     if check is ColumnCheck.UNIQUE_CHECK:
-        sql = ((f"COUNT({value})", params), (f"COUNT(DISTINCT {value})", params))
+        sql = ((f"COUNT({plain})", params), (f"COUNT(DISTINCT {plain})", params))
         return Aggregate(
             sql, lambda found: _counted(item, int(found[0] or 0) - int(found[1] or 0), rows=False)
         )
     aggregate = "MIN" if check is ColumnCheck.MIN else "MAX"
-    beyond = bounds.low if check is ColumnCheck.MIN else bounds.high
-    sql_parts: list[tuple[str, tuple[Any, ...]]] = [(f"{aggregate}({value})", params)]
-    if beyond is not None:
-        bound, inclusive = beyond
-        operator = (
-            ("<" if inclusive else "<=")
-            if check is ColumnCheck.MIN
-            else (">" if inclusive else ">=")
-        )
-        condition, live_params = live
-        sql_parts.append(
-            (
-                f"SUM(CASE WHEN {condition} AND {_value(dialect, item.column, logical)} "
-                f"{operator} {dialect.placeholder} THEN 1 ELSE 0 END)",
-                (*live_params, _bind(dialect, logical, bound)),
-            )
-        )
 
     def extreme(found: tuple[Any, ...]) -> Result:
         observed = found[0]
@@ -933,14 +924,55 @@ def _column(
                 item,
                 False,
                 f"{OBSERVED[check]} none: no live row has a value ({bounds.spelled})",
-                rows=0,
             )
         spelled = f"{OBSERVED[check]} {display(observed, logical)} ({bounds.spelled})"
-        admitted = bounds.admits(observed, lambda bound: _bind(dialect, logical, bound))
-        rows = int(found[1] or 0) if len(found) > 1 else None
-        return Result(item, not admitted, spelled, rows=rows if not admitted else None)
+        if bounds.admits(observed, lambda bound: _bind(dialect, logical, bound)):
+            return Result(item, False, spelled)
+        # Violated: one more pass counts the rows beyond the bound, only now.
+        return Result(item, True, spelled, rows=_beyond(connection, dialect, staged, item, live))
 
-    return Aggregate(tuple(sql_parts), extreme)
+    return Aggregate(((f"{aggregate}({value})", params),), extreme)
+
+
+def _beyond(
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    item: ColumnExpectation,
+    live: tuple[str, Sequence[Any]],
+) -> int | None:
+    """The live rows a violated min (max) faults: those below (above) its bound; None when the
+    check has no such bound or the count cannot run."""
+    where = _beyond_condition(dialect, dict(staged.columns), item)
+    if where is None:
+        return None
+    condition, params = live
+    found = run_or_fail(
+        connection,
+        dialect,
+        f"SELECT COUNT(*) FROM {dialect.quote(staged.table)} WHERE ({condition}) AND {where[0]}",
+        (*params, *where[1]),
+    )
+    return None if isinstance(found, StatementFailed) else int(found[0][0])
+
+
+def _beyond_condition(
+    dialect: Dialect, kinds: Mapping[str, str], item: ColumnExpectation
+) -> tuple[str, tuple[Any, ...]] | None:
+    """The condition of a value beyond a min's lower (a max's upper) bound, and its parameter."""
+    logical = kinds.get(item.column)
+    if logical is None or item.check not in (ColumnCheck.MIN, ColumnCheck.MAX):
+        return None
+    if not _comparable(item.bounds, logical):
+        return None
+    low = item.check is ColumnCheck.MIN
+    beyond = item.bounds.low if low else item.bounds.high
+    if beyond is None:
+        return None
+    bound, inclusive = beyond
+    operator = ("<" if inclusive else "<=") if low else (">" if inclusive else ">=")
+    value = _value(dialect, item.column, logical)
+    return f"{value} {operator} {dialect.placeholder}", (_bind(dialect, logical, bound),)
 
 
 def _bind(dialect: Dialect, logical: str, bound: Any) -> Any:
@@ -990,10 +1022,8 @@ def _table(
             ),
         )
     condition, params = live
-    failing = (
-        f"SUM(CASE WHEN NOT ({condition}) THEN 0 WHEN ({statement}) THEN 0 ELSE 1 END)",
-        tuple(params),
-    )
+    skip = "" if condition == "1 = 1" else f"WHEN NOT ({condition}) THEN 0 "
+    failing = (f"SUM(CASE {skip}WHEN ({statement}) THEN 0 ELSE 1 END)", tuple(params))
 
     def counted(found: tuple[Any, ...]) -> Result:
         count = int(found[0] or 0)
@@ -1061,8 +1091,7 @@ def violating_rows(
         if logical is None:
             return Violating(columns, (), None, f"the delivery has no column {expectation.column}")
         quoted = dialect.quote(expectation.column)
-        value = _value(dialect, expectation.column, logical)
-        check, bounds = expectation.check, expectation.bounds
+        check = expectation.check
         if check is ColumnCheck.NULL_CHECK:
             where = f"{quoted} IS NULL"
         elif check is ColumnCheck.UNIQUE_CHECK:
@@ -1073,15 +1102,9 @@ def violating_rows(
             )
             where_params = tuple(params)
         elif check in (ColumnCheck.MIN, ColumnCheck.MAX):
-            beyond = bounds.low if check is ColumnCheck.MIN else bounds.high
-            if beyond is not None and _comparable(bounds, logical):
-                bound, inclusive = beyond
-                if check is ColumnCheck.MIN:
-                    operator = "<" if inclusive else "<="
-                else:
-                    operator = ">" if inclusive else ">="
-                where = f"{value} {operator} {dialect.placeholder}"
-                where_params = (_bind(dialect, logical, bound),)
+            found = _beyond_condition(dialect, kinds, expectation)
+            if found is not None:
+                where, where_params = found
     elif isinstance(expectation, TableExpectation):
         statement = _statement(dialect, expectation.check_statement)
         probe = run_or_fail(
