@@ -49,6 +49,7 @@ from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.contract import Contract
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
+from dogana_provider.expectations import MET, NONE_DECLARED, reported
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import window_of
 
@@ -161,11 +162,20 @@ def column_lineage(columns: Iterable[str], upstream: Dataset) -> ColumnLineageDa
 
 
 def assertions(receipt: Receipt) -> DataQualityAssertionsDatasetFacet:
-    """Every check of the receipt: the core's and the receiver's row checks, passed or failed."""
+    """Every check of the receipt: the core's and the receiver's row checks, passed or failed,
+    and each quality expectation, successful when met: a warned violation passes its Check
+    (the delivery is published) but is no successful assertion. The check saying none is
+    declared asserts nothing and is left out."""
+    quality = {check.name for check in reported(receipt).checks}
     return DataQualityAssertionsDatasetFacet(
         assertions=[
-            Assertion(assertion=check.name, success=check.passed, description=check.detail or None)
+            Assertion(
+                assertion=check.name,
+                success=check.detail.startswith(MET) if check.name in quality else check.passed,
+                description=check.detail or None,
+            )
             for check in receipt.checks
+            if check.name != NONE_DECLARED
         ]
     )
 
