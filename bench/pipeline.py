@@ -65,6 +65,7 @@ TABLE = "bench_orders"
 GENERIC_TABLE = "bench_orders_generic"
 PAGE_SIZE = 50_000
 CHANGED = 10_000
+FLAT_MIB = 10  # what rows add may grow by from the smallest run to the largest and be "flat"
 DLT_VENV = Path.home() / ".cache" / "dogana-bench" / "dlt"
 DLT_PACKAGES = ["dlt[postgres,sql_database]>=1.0", "pyarrow", "sqlalchemy>=2", "psycopg[binary]"]
 
@@ -352,8 +353,33 @@ def rss_mib() -> float:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def dogana_steps(home: Path, shape: str) -> dict[str, float]:
-    """The four operators' execute(), in order, as the DAG wires them; seconds per step."""
+def reset_peak() -> None:
+    """Start the kernel's count of this process's peak RSS (VmHWM) afresh: Linux's clear_refs.
+
+    Where that is refused, peak_mib falls back to the process's lifetime peak (ru_maxrss), which
+    can only over-state a step's peak."""
+    try:
+        with open("/proc/self/clear_refs", "w", encoding="ascii") as clear:
+            clear.write("5")
+    except OSError:
+        pass
+
+
+def peak_mib() -> float:
+    """The peak RSS since reset_peak, as the kernel counted it (every page, every allocator)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) -> dict[str, float]:
+    """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
+    into peaks, when given, each step's peak RSS in MiB."""
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.gate import GateOperator
     from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -361,11 +387,15 @@ def dogana_steps(home: Path, shape: str) -> dict[str, float]:
 
     contract = str(home / f"{TABLE}.contract.json")
     seconds: dict[str, float] = {}
+    peaks = {} if peaks is None else peaks
+    reset_peak()
     started = time.perf_counter()
     request = PlanDeliveryOperator(
         task_id="plan", contract=contract, receiver_conn_id="bench_target", shape=shape
     ).execute({"data_interval_end": datetime.now(UTC)})  # a run's end, as a scheduled run has
     seconds["plan"] = time.perf_counter() - started
+    peaks["plan"] = peak_mib()
+    reset_peak()
     started = time.perf_counter()
     delivery = ExtractOperator(
         task_id="extract",
@@ -375,16 +405,21 @@ def dogana_steps(home: Path, shape: str) -> dict[str, float]:
         output_folder=(home / "deliveries").as_uri(),
     ).execute({})
     seconds["extract"] = time.perf_counter() - started
+    peaks["extract"] = peak_mib()
+    reset_peak()
     started = time.perf_counter()
     decision = GateOperator(
         task_id="gate", receiver_conn_id="bench_target", delivery=delivery
     ).execute({})
     seconds["gate"] = time.perf_counter() - started
+    peaks["gate"] = peak_mib()
+    reset_peak()
     started = time.perf_counter()
     PublishOperator(task_id="publish", receiver_conn_id="bench_target", decision=decision).execute(
         {}
     )
     seconds["publish"] = time.perf_counter() - started
+    peaks["publish"] = peak_mib()
     return seconds
 
 
@@ -409,13 +444,13 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
 
             profiler = cProfile.Profile()
             profiler.enable()
+        peaks: dict[str, float] = {}
         started = time.perf_counter()
-        steps = dogana_steps(home, "full")
+        steps = dogana_steps(home, "full", peaks)
         seconds = time.perf_counter() - started
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile_to)
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         database.change(args.rows)
         started = time.perf_counter()
         changes = dogana_steps(home, "changes")
@@ -423,7 +458,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             "seconds": seconds,
             "steps": steps,
             "baseline_mib": baseline,
-            "peak_mib": peak,
+            "peak_mib": max(peaks.values()),
+            "step_peaks_mib": peaks,
             "changes_seconds": time.perf_counter() - started,
             "changes_steps": changes,
         }
@@ -708,9 +744,14 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
                 "(the run's fixed cost, before and after its tasks)"
             )
     added = dogana["peak_mib"] - dogana["baseline_mib"]
+    by_step = ", ".join(
+        f"{step} {peak - dogana['baseline_mib']:.0f} MB"
+        for step, peak in dogana["step_peaks_mib"].items()
+    )
     print(
         f"dogana memory: import baseline {dogana['baseline_mib']:.0f} MB, peak "
-        f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB"
+        f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB (peak RSS above the baseline by "
+        f"step: {by_step})"
     )
     changes = dogana["changes_seconds"]
     steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["changes_steps"].items())
@@ -732,6 +773,21 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
     share = changes / dogana["seconds"]
     lines.append(f"{database} changes under 5% of full: {share:.1%}, {met(share < 0.05)}")
     return [f"{rows:>10,} rows  {line}" for line in lines]
+
+
+def flat(added: dict[str, dict[int, float]]) -> list[str]:
+    """Whether what rows add stays flat from the smallest run to the largest, per database:
+    within FLAT_MIB, which is about what one run's allocator pages vary by."""
+    lines = []
+    for database, by_rows in added.items():
+        if len(by_rows) < 2:
+            continue
+        (small, low), (large, high) = min(by_rows.items()), max(by_rows.items())
+        lines.append(
+            f"{'':>16}{database} rows add flat from {small:,} to {large:,} rows: {low:.0f} MB "
+            f"-> {high:.0f} MB, {met(high < 100 and high - low <= FLAT_MIB)}"
+        )
+    return lines
 
 
 def met(condition: bool) -> str:
@@ -767,6 +823,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [(name, args.rows) for name in args.databases.split(",")]
     if args.large:
         sizes.append(("postgresql", 10_000_000))
+    added: dict[str, dict[int, float]] = {}
     try:
         migrated = None
         for name, rows in sizes:
@@ -783,9 +840,13 @@ def main(argv: list[str] | None = None) -> int:
             try:
                 found = measure(database, rows, args)
                 targets += report(name, rows, found)
+                dogana = found["dogana"]
+                if "peak_mib" in dogana:
+                    added.setdefault(name, {})[rows] = dogana["peak_mib"] - dogana["baseline_mib"]
             finally:
                 database.drop()
         print(f"\nload average after: {load()}")
+        targets += flat(added)
         print("\n".join(["targets:", *(f"  {line}" for line in targets)]))
         if args.profile:
             print(f"profiles (cProfile) in {top}/*/*.prof")

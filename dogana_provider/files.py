@@ -451,11 +451,17 @@ class DeliveredFile:
                 continue
             arrays = [_canonical(self.path, c, batch.column(i)) for i, c in enumerate(columns)]
             yield pa.RecordBatch.from_arrays(arrays, names=list(names))
+            release_unused()
 
     def _raw_batches(self, names: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         try:
             if self.format == PARQUET:
-                yield from self._parquet.iter_batches(batch_size=batch_size, columns=names)
+                # One thread: pages a worker thread allocated and the reading thread frees stay
+                # with the worker's heap in Arrow's allocator, where release_unused cannot reach
+                # them (a million rows: 30 MB more at the peak), and the read is no slower.
+                yield from self._parquet.iter_batches(
+                    batch_size=batch_size, columns=names, use_threads=False
+                )
                 return
             reader = pa_csv.open_csv(
                 self._reader,
@@ -509,6 +515,15 @@ def _canonical(path: str, column: Column, array: pa.Array) -> pa.Array:
         raise UnreadableFile(
             path, f"cannot be read as {column.logical}: {rule}", column=column.name
         ) from None
+
+
+def release_unused() -> None:
+    """Hand back to the system the pages Arrow's allocator keeps once a batch is done with.
+
+    mimalloc (pyarrow's default) and jemalloc keep freed pages for the next allocation, so a
+    process streaming a million rows held 60 MB more than it used at its peak (bench/pipeline.py);
+    asking after each batch costs about 0.4 ms."""
+    pa.default_memory_pool().release_unused()
 
 
 # Counting ---------------------------------------------------------------------------------------
@@ -721,3 +736,5 @@ class DeliveryWriter:
         except pa.ArrowException as exc:
             raise UnreadableFile(self.path, str(exc).split("\n")[0]) from None
         self._buffer, self._buffered = [], 0
+        del table  # its batches' pages, free now, go back with the rest
+        release_unused()

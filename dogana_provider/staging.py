@@ -1,8 +1,10 @@
 """Staging: a delivered file's rows streamed into a table where they can be checked.
 
-Rows go from the file to the database one record batch at a time (executemany per batch), so
-memory stays flat in the file's size. The staging table sits beside, never inside, the published
-table; nothing here commits, so the caller owns the transaction.
+Rows go from the file to the database one record batch at a time, so memory stays flat in the
+file's size: through COPY in its binary format on PostgreSQL (copy_binary.py), LOAD DATA LOCAL
+INFILE on MariaDB where the connection allows it, and executemany otherwise (SQLite). The
+staging table sits beside, never inside, the published table; nothing here commits, so the
+caller owns the transaction.
 
 Every staging table starts with ROW_COLUMN, the row's position in the file counted from 1 (for a
 CSV file, the first line after the header is row 1). Checks quote it in their details, so a
@@ -31,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dogana_core.contract import Contract
+from dogana_provider import copy_binary
 from dogana_provider.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.sql import Dialect, execute
 
@@ -147,7 +150,8 @@ def _insert(
     quoted = ", ".join(dialect.quote(n) for n in names)
     if dialect.name == "postgresql":
         # COPY is PostgreSQL's bulk load: executemany costs a round trip per row (~50x slower).
-        statement = f"COPY {dialect.quote(table)} ({quoted}) FROM STDIN"
+        # Its binary format costs the server half what parsing text does (copy_binary.py).
+        statement = f"COPY {dialect.quote(table)} ({quoted}) FROM STDIN (FORMAT binary)"
     else:
         statement = (
             f"INSERT INTO {dialect.quote(table)} ({quoted}) "
@@ -167,7 +171,9 @@ def _insert(
             try:
                 _refuse_unstorable(dialect, delivered.path, batch, types)
                 if dialect.name == "postgresql":
-                    _copy(cursor, statement, _copy_text(numbers, batch.columns))
+                    logical = [kind for _, kind in types]
+                    tuples = copy_binary.tuples(numbers, batch.columns, logical)
+                    _copy(cursor, statement, copy_binary.SIGNATURE, tuples, copy_binary.TRAILER)
                 elif local is not None and local.load(cursor, numbers, batch.columns):
                     pass
                 else:
@@ -203,9 +209,9 @@ class _LoadWarning(ValueError):
 class _LocalInfile:
     """MariaDB's bulk load, LOAD DATA LOCAL INFILE, where the connection allows it.
 
-    The client sends a file it names; the batch is written to one in the text format COPY also
-    reads (tab-separated, \\N for null, backslash escapes), built by Arrow as _copy_text builds
-    COPY's. The server and the client must both allow LOCAL (local_infile, and the connection's
+    The client sends a file it names; the batch is written to one in LOAD DATA's text format
+    (tab-separated, \\N for null, backslash escapes), built by Arrow (_load_data_text). The
+    server and the client must both allow LOCAL (local_infile, and the connection's
     local_infile extra for MySqlHook); where either refuses, load says so and the rows go through
     executemany, the named slow path. LOCAL turns a value that does not fit into a warning, so
     any warning refuses the batch as INSERT's error would.
@@ -220,7 +226,7 @@ class _LocalInfile:
     def load(self, cursor: Any, numbers: range, columns: Sequence[pa.Array]) -> bool:
         """Load one batch; False, having loaded nothing, when LOCAL is not allowed."""
         with tempfile.NamedTemporaryFile(prefix="dogana-stage-", suffix=".tsv") as file:
-            file.write(_copy_text(numbers, columns, mariadb=True))
+            file.write(memoryview(_load_data_text(numbers, columns)).cast("B"))
             file.flush()
             if not re.fullmatch(r"[\w./-]+", file.name):
                 return False  # a temporary folder whose name a literal would have to escape
@@ -278,27 +284,51 @@ def _refuse_unstorable(
                 )
 
 
-def _copy(cursor: Any, statement: str, data: bytes) -> None:
-    """One batch through COPY FROM STDIN: psycopg 3's copy(), or psycopg2's copy_expert."""
+def _copy(cursor: Any, statement: str, *chunks: bytes | pa.Buffer) -> None:
+    """One batch through COPY FROM STDIN: psycopg 3's copy(), or psycopg2's copy_expert.
+
+    The chunks go to the driver as they are (Arrow buffers included), never joined first."""
     if hasattr(cursor, "copy"):
         with cursor.copy(statement) as copy:
-            copy.write(data)
+            for chunk in chunks:
+                copy.write(memoryview(chunk).cast("B"))
         return
-    cursor.copy_expert(statement, io.BytesIO(data))
+    cursor.copy_expert(statement, _Chunks(chunks), size=1 << 20)
 
 
-_COPY_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"))
+class _Chunks(io.RawIOBase):
+    """The chunks as one file that copy_expert reads, copying each part once."""
+
+    def __init__(self, chunks: Sequence[bytes | pa.Buffer]) -> None:
+        super().__init__()
+        self._chunks = [memoryview(chunk).cast("B") for chunk in chunks]
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._chunks and not len(self._chunks[0]):
+            self._chunks.pop(0)
+        if not self._chunks:
+            return 0
+        target = memoryview(buffer).cast("B")
+        size = min(len(target), len(self._chunks[0]))
+        target[:size] = self._chunks[0][:size]
+        self._chunks[0] = self._chunks[0][size:]
+        return size
 
 
-def _copy_text(numbers: range, columns: Sequence[pa.Array], *, mariadb: bool = False) -> bytes:
-    """A batch in COPY's text format (UTF-8), built by Arrow's compute kernels, never value by
-    value in Python: the lines end up back to back in one Arrow buffer, handed over as it is.
+_ESCAPES = (("\\", "\\\\"), ("\t", "\\t"), ("\n", "\\n"), ("\r", "\\r"), ("\x00", "\\0"))
 
-    Arrow spells every staged type as PostgreSQL reads it: shortest round-trip floats (inf,
-    nan), true/false, ISO dates, and timestamps as 2024-01-31 23:59:59.000000Z. Text escapes
-    backslash, tab, newline and carriage return; a null is \\N. For MariaDB's LOAD DATA (the
-    same format), booleans are 1/0, timestamps their naive UTC wall time (DATETIME holds no
-    zone), and a NUL character is escaped too.
+
+def _load_data_text(numbers: range, columns: Sequence[pa.Array]) -> pa.Buffer:
+    """A batch in the text format LOAD DATA reads (UTF-8), built by Arrow's compute kernels,
+    never value by value in Python: the lines end up back to back in one Arrow buffer, handed
+    over as it is.
+
+    Arrow spells every staged type as MariaDB reads it: shortest round-trip floats, booleans
+    1/0, ISO dates, and timestamps as their naive UTC wall time (DATETIME holds no zone). Text
+    escapes backslash, tab, newline, carriage return and NUL; a null is \\N.
     """
     texts = [pa.array(numbers, pa.int64()).cast(pa.string())]
     for column in columns:
@@ -307,27 +337,26 @@ def _copy_text(numbers: range, columns: Sequence[pa.Array], *, mariadb: bool = F
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
             # Formatting a zoned timestamp looks its zone up value by value (50x slower). The
             # values are UTC instants (files.py hands datetimes over as UTC): print their naive
-            # UTC wall time and say it is UTC.
-            wall = pc.cast(column.cast(pa.timestamp(column.type.unit)), pa.string())
-            text = wall if mariadb else pc.binary_join_element_wise(wall, "Z", "")
-        elif mariadb and pa.types.is_boolean(column.type):
+            # UTC wall time.
+            text = pc.cast(column.cast(pa.timestamp(column.type.unit)), pa.string())
+        elif pa.types.is_boolean(column.type):
             text = pc.cast(pc.cast(column, pa.int8()), pa.string())
         else:
             text = pc.cast(column, pa.string())
         if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
-            for raw, escaped in _COPY_ESCAPES + ((("\x00", "\\0"),) if mariadb else ()):
+            for raw, escaped in _ESCAPES:
                 text = pc.replace_substring(text, raw, escaped)
         texts.append(pc.fill_null(text, "\\N"))
     lines = pc.binary_join_element_wise(*texts, "\t")
     lines = pc.binary_join_element_wise(lines, "\n", "")  # every line ends in its newline
     _, offsets_buffer, data = lines.buffers()
     if data is None:  # no line at all
-        return b""
+        return pa.py_buffer(b"")
     offsets = pa.Array.from_buffers(
         pa.int32(), len(lines) + 1, [None, offsets_buffer], offset=lines.offset
     )
     start, stop = offsets[0].as_py(), offsets[-1].as_py()
-    return data.slice(start, stop - start).to_pybytes()
+    return data.slice(start, stop - start)  # type: ignore[no-any-return]
 
 
 def _digest_or_none(delivered: DeliveredFile) -> str | None:

@@ -3,6 +3,10 @@ snapshot: PostgreSQL through ADBC, against the same source read through psycopg'
 
 SQLite and MariaDB have no bulk read (no second connection can share their read's snapshot), so
 their row-by-row read is the only one and the source conformance suites cover it.
+
+The receiver's side of the fast path too: PostgreSQL staging writes COPY's binary format
+(copy_binary.py), which must store every value exactly as the driver's own adaptation of the
+file's values stores it, row by row.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -26,6 +31,8 @@ from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.sources import PostgresSnapshots, Read, Relation, extract, read_all
 from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+from dogana_provider.sql import POSTGRES
+from dogana_provider.staging import ROW_COLUMN, stage_file
 
 pytestmark = [pytest.mark.postgres]
 
@@ -169,3 +176,107 @@ def test_timestamps_keep_their_microseconds(postgres_url: str, table: str, tmp_p
     [row] = pq.read_table(path).to_pylist()
     assert row["at"] == moment
     assert row["naive"] == moment - timedelta(microseconds=1)
+
+
+# Staging in COPY's binary format -------------------------------------------------------------
+
+DECIMALS = {
+    # column: its type; the binary format splits a precision up to 18 in int64, wider ones from
+    # their text, and lays out a scale that is not a multiple of four with padding digits
+    "cents": pa.decimal128(12, 2),
+    "fine": pa.decimal128(18, 9),
+    "whole": pa.decimal128(4, 0),
+    "fraction": pa.decimal128(5, 5),
+    "wide": pa.decimal128(30, 7),
+    "huge": pa.decimal256(45, 20),
+}
+STAGED = {
+    "id": pa.int64(),
+    "customer": pa.string(),
+    "day": pa.date32(),
+    "at": pa.timestamp("us", tz="UTC"),
+    "flag": pa.bool_(),
+    "ratio": pa.float64(),
+    **DECIMALS,
+}
+
+
+def decimals(kind: pa.Decimal128Type | pa.Decimal256Type) -> st.SearchStrategy[Decimal | None]:
+    whole, fraction = "9" * (kind.precision - kind.scale), "9" * kind.scale
+    largest = Decimal(f"{whole or 0}.{fraction}")  # exact: no context rounds it
+    return st.decimals(-largest, largest, places=kind.scale) | st.none()
+
+
+staged_rows = st.lists(
+    st.tuples(
+        st.integers(-(2**63), 2**63 - 1) | st.none(),
+        st.text(st.characters(exclude_characters="\x00"), max_size=12) | st.none(),
+        st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)) | st.none(),
+        instants | st.none(),
+        st.booleans() | st.none(),
+        st.floats() | st.none(),  # NaN and the infinities too: DOUBLE PRECISION holds them
+        *(decimals(kind) for kind in DECIMALS.values()),
+    ),
+    max_size=40,
+)
+
+
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=staged_rows)
+def test_the_binary_copy_stages_the_values_the_driver_inserts_row_by_row(
+    postgres_url: str, tmp_path: Path, rows: list[tuple[Any, ...]]
+) -> None:
+    """Every value as PostgreSQL prints it (its ::text, so a NUMERIC's scale and a
+    timestamp's microseconds count), staged from the file by COPY's binary format and inserted
+    from the same file's values by psycopg's executemany."""
+    example = uuid.uuid4().hex[:10]
+    path = tmp_path / f"{example}.parquet"
+    columns = list(zip(*rows, strict=True)) if rows else [() for _ in STAGED]
+    pq.write_table(
+        pa.table(
+            {
+                name: pa.array(values, kind)
+                for (name, kind), values in zip(STAGED.items(), columns, strict=True)
+            }
+        ),
+        path,
+    )
+    contract = Contract(
+        f"staged_{example}", ("id",), {"full": Shape.complete()}, types={"id": "int"}
+    )
+    staged, inserted = f"binary_{example}", f"inserted_{example}"
+    with psycopg.connect(postgres_url) as connection:
+        try:
+            result = stage_file(connection, POSTGRES, staged, path, contract)
+            assert result.unreadable is None, result.unreadable
+            names = [name for name, _ in result.columns]
+            ddl = ", ".join(
+                f"{POSTGRES.quote(name)} {POSTGRES.column_type(kind)}"
+                for name, kind in result.columns
+            )
+            connection.execute(f"CREATE TABLE {inserted} ({ROW_COLUMN} BIGINT, {ddl})")
+            table = pq.read_table(path)
+            values = [
+                POSTGRES.values(table.column(name).combine_chunks(), kind)
+                for name, kind in result.columns
+            ]
+            marks = ", ".join(["%s"] * (len(names) + 1))
+            with connection.cursor() as cursor:
+                cursor.executemany(
+                    f"INSERT INTO {inserted} VALUES ({marks})",
+                    [
+                        (number, *row)
+                        for number, row in enumerate(zip(*values, strict=True), start=1)
+                    ],
+                )
+            as_text = ", ".join(f"{POSTGRES.quote(name)}::text" for name in [ROW_COLUMN, *names])
+            query = f"SELECT {as_text} FROM {{}} ORDER BY {ROW_COLUMN}"
+            assert (
+                connection.execute(query.format(staged)).fetchall()
+                == connection.execute(query.format(inserted)).fetchall()
+            )
+            assert result.rows == len(rows)
+        finally:
+            connection.rollback()  # neither table outlives the example
