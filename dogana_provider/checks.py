@@ -70,6 +70,11 @@ class CheckName(StrEnum):
     KEY_NOT_PUBLISHED_OUTSIDE_WINDOW = "key_not_published_outside_window"
 
 
+SOURCE_ACTIVE = "source_active"
+"""The receiver's check of a table's activation (receiver/activation.py): not a row fact, so not
+a CheckName, but named here with them so that no row check or expectation takes it."""
+
+
 def _check(name: CheckName, passed: bool, detail: str) -> Check:
     """The one place a row check's result becomes a Check value."""
     return Check(str(name), passed, detail)

@@ -63,7 +63,7 @@ from dogana_core.gate import RESERVED_CHECKS, Check, Receipt
 from dogana_core.manifest import Manifest
 from dogana_core.wire import decode_date, decode_datetime, encode_date, encode_datetime
 from dogana_provider import checks
-from dogana_provider.checks import CheckName, StagedRows
+from dogana_provider.checks import SOURCE_ACTIVE, CheckName, StagedRows
 from dogana_provider.sql import DECIMAL_PREFIX, Dialect, StatementFailed, display, run_or_fail
 from dogana_provider.staging import ROW_COLUMN, Staged
 
@@ -108,6 +108,7 @@ RESERVED_NAMES: dict[str, str] = {
     **{name: "the spec's check" for name in RESERVED_CHECKS},
     **{str(name): f"the receiver's check (checks.CheckName.{name.name})" for name in CheckName},
     NONE_DECLARED: "the check saying no expectation is declared",
+    SOURCE_ACTIVE: "the receiver's check of the table's activation",
 }
 """Check names an expectation may not take, with whose they are."""
 
@@ -715,7 +716,7 @@ class Reported:
         }
 
 
-_PROTOCOL = {*RESERVED_CHECKS, *(str(name) for name in CheckName)}
+_PROTOCOL = {*RESERVED_CHECKS, *(str(name) for name in CheckName), SOURCE_ACTIVE}
 
 
 def reported(receipt: Receipt) -> Reported:

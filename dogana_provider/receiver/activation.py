@@ -2,8 +2,9 @@
 
 A receiver may require activation (its stored setting, off by default; sources.py). Then every
 table is ``pending`` until it is activated, and the receiver publishes nothing for a table that
-is not ``active``: the decision is a rejection whose receiver check SOURCE_ACTIVE says what is
-missing, or when the authorization expired. The peer design's lesson (P060): an unclassified
+is not ``active``: the decision is a rejection whose receiver check SOURCE_ACTIVE (named in
+checks.py, apart from every row check and the spec's checks) says what is missing, or when the
+authorization expired. The peer design's lesson (P060): an unclassified
 source went live the moment it was registered, so the default is pending, in the code and in
 the schema, and activation is the only way to active.
 
@@ -38,12 +39,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from dogana_core.gate import Check
+from dogana_provider.checks import SOURCE_ACTIVE as SOURCE_ACTIVE  # the check this decides
 from dogana_provider.printing import when
-
-SOURCE_ACTIVE = "source_active"
-"""The receiver check a decision carries while the receiver requires activation. It names no
-row fact (checks.CheckName) and no core check of the spec (manifest, receiver_time, transition,
-together)."""
 
 ACCOUNT_WORDS = frozenset(
     {"svc", "service", "system", "automation", "bot", "airflow", "root", "admin", "daemon"}

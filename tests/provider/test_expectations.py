@@ -81,6 +81,7 @@ def test_on_violation_is_required() -> None:
         ("rows", "the receiver's check (checks.CheckName.ROWS)"),
         ("key_unique", "the receiver's check (checks.CheckName.KEY_UNIQUE)"),
         (NONE_DECLARED, "the check saying no expectation is declared"),
+        ("source_active", "the receiver's check of the table's activation"),
     ],
 )
 def test_expectation_names_colliding_with_check_names_are_refused(name: str, whose: str) -> None:
