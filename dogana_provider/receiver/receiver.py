@@ -37,6 +37,12 @@ lock, since an authorization may expire, or a table be deactivated, between the 
 accepted receipt carries SOURCE_ACTIVE passed; a receiver that does not require activation adds
 no check. A replay is an answer, not a publication, and is given whatever the table's state.
 
+A delivery whose only failures are violated hold expectations is held (hold, holds.py): nothing
+is published and no receipt recorded; its staged rows wait, never swept, until a person releases
+it (release: the acceptance it would have been, or, if the table moved on, decided again under
+the lock as a stale decision is) or discards it (discard: a rejection). The decision handed back
+names its hold, and publish refuses it (HeldDelivery).
+
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
 the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
 """
@@ -48,28 +54,39 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from dogana_core.contract import Contract
 from dogana_core.errors import InconsistentPublication, InvalidContract, SerializationError
-from dogana_core.gate import Check, Gate, Outcome, Receipt
+from dogana_core.gate import CORE_CHECKS, Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks, expectations
 from dogana_provider.expectations import Expectations
+from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import (
     add_missing_columns,
     count_published,
     existing_columns,
     lock_before_snapshot,
 )
-from dogana_provider.receiver.activation import SourceState
+from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
+from dogana_provider.receiver.holds import NotHeld, Release, Violations
 from dogana_provider.receiver.sources import Sources
 from dogana_provider.receiver.steps import STAGING_PREFIX, Checked, Steps, UnknownTable, stamp
-from dogana_provider.receiver.store import LOADING, RECORDED, Store, TableState, Verified
+from dogana_provider.receiver.store import (
+    HELD,
+    LOADING,
+    RECORDED,
+    HeldTable,
+    Hold,
+    Store,
+    TableState,
+    Verified,
+)
 from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
 from dogana_provider.receiver.transactions import (
     Connect,
@@ -81,42 +98,73 @@ from dogana_provider.receiver.transactions import (
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop
 
-__all__ = ["Decision", "Held", "Receiver", "Snapshot", "UnknownTable", "dialect_of"]
+__all__ = [
+    "Decision",
+    "Held",
+    "HeldDelivery",
+    "Hold",
+    "NotHeld",
+    "Receiver",
+    "Snapshot",
+    "UnknownTable",
+    "dialect_of",
+]
 
-HOLD_NOT_SUPPORTED = "hold is not yet supported: rejected as a block, nothing published"
+
+class HeldDelivery(ValueError):
+    """A held delivery's decision handed to publish: only a release publishes it."""
 
 
 @dataclass(frozen=True)
 class Decision:
-    """The outcome of steps 1 to 3. staged is kept only for an acceptance still to publish."""
+    """The outcome of steps 1 to 3. staged is kept only for an acceptance still to publish.
+
+    A held delivery's decision names its hold: its receipt is the decision as it stands (refused
+    until a person releases it, its held checks failed) and is not recorded; its staged rows
+    belong to the hold, not to this decision, so nothing that drops a decision's rows reaches
+    them.
+    """
 
     receipt: Receipt
     staged: Staged | None = None
+    hold: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.hold is not None and self.staged is not None:
+            raise ValueError("Decision: a held delivery's staged rows are its hold's")
 
     @property
     def to_publish(self) -> bool:
         return self.receipt.outcome is Outcome.ACCEPTED and self.staged is not None
 
+    @property
+    def held(self) -> bool:
+        return self.hold is not None
+
     def to_dict(self) -> dict[str, Any]:
-        """JSON for XCom: the receipt's wire dict and where the staged rows wait."""
+        """JSON for XCom: the receipt's wire dict, where the staged rows wait, and the hold."""
         return {
             "receipt": self.receipt.to_dict(),
             "staged": None if self.staged is None else staged_to_dict(self.staged),
+            "hold": self.hold,
         }
 
     @classmethod
     def from_dict(cls, data: Any) -> Decision:
-        if not isinstance(data, dict) or set(data) != {"receipt", "staged"}:
+        # Without "hold": a decision handed over before holds existed.
+        if not isinstance(data, dict) or set(data) - {"hold"} != {"receipt", "staged"}:
             raise SerializationError("Decision", "expected an object with receipt and staged")
         staged = None if data["staged"] is None else staged_from_dict(data["staged"])
-        return cls(Receipt.from_dict(data["receipt"]), staged)
+        hold = data.get("hold")
+        if hold is not None and not isinstance(hold, str):
+            raise SerializationError("Decision.hold", f"{hold!r} is not a hold id")
+        return cls(Receipt.from_dict(data["receipt"]), staged, hold)
 
 
 @dataclass(frozen=True)
 class Held:
     """A delivery to hold (Receiver.hold): its protocol checks passed, no block is violated, and
-    at least one hold is. rejection is the receipt with every check, the holds failed;
-    acceptance() is what publishing it would record."""
+    at least one hold is. rejection is the receipt with every check, the holds failed."""
 
     state: TableState
     manifest: Manifest
@@ -124,11 +172,6 @@ class Held:
     rejection: Receipt
     checked: Checked
     now: datetime
-
-    def acceptance(self, source: str | None = None) -> Receipt:
-        """The receipt a release publishes, its holds' Checks passed with their details kept."""
-        checks = [*self.checked.rows, *expectations.checks_of(self.checked.results, held=True)]
-        return Gate.evaluate(self.state.ledger, self.manifest, checks, now=self.now, source=source)
 
 
 @dataclass(frozen=True)
@@ -238,7 +281,8 @@ class Receiver:
     # The four steps ---------------------------------------------------------------------------
 
     def receive(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Receipt:
-        """All four steps: decide, then publish an acceptance."""
+        """All four steps: decide, then publish an acceptance. A held delivery's receipt is its
+        decision as it stands, not recorded (decide's Decision names the hold)."""
         decision = self.decide(path, manifest, table=table)
         return self.publish(decision) if decision.to_publish else decision.receipt
 
@@ -250,11 +294,14 @@ class Receiver:
             state = self.steps.state(connection, table)
             original = self.store.accepted(connection, table, manifest.identity)
             activation = self.steps.activation(connection, table)
+            held = self.store.held_for(connection, table, manifest.identity)
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
             sha256 = None if manifest.content_hash is None else file_sha256(path)
             return Decision(self._replay(state, manifest, original, sha256, now))
+        if held is not None:  # its rows wait for a person already: never staged twice
+            return self._still_held(state, held, now)
         preflight = Gate.preflight(state.ledger, manifest, now=now)
         if not all(check.passed for check in preflight):
             return Decision(self._reject(state.ledger, manifest, preflight, now))
@@ -273,23 +320,22 @@ class Receiver:
         return Decision(receipt, staged)
 
     def hold(self, held: Held) -> Decision:
-        """Decide a delivery whose protocol checks passed and whose only rejecting failures are
-        violated hold expectations: nothing is published, whatever holding does.
-
-        Holding (keeping the staged rows for a person to release or discard) is not built yet:
-        the delivery is rejected as a block would reject it, each hold's detail saying so.
-        """
-        holds = {r.name for r in held.checked.results if r.violated}
-        checks = tuple(
-            Check(c.name, False, f"{c.detail}; {HOLD_NOT_SUPPORTED}")
-            if c.name in holds and not c.passed
-            else c
-            for c in held.rejection.checks
+        """Hold a delivery whose protocol checks passed and whose only rejecting failures are
+        violated hold expectations (holds.py): nothing is published and no receipt recorded;
+        its staged rows wait, never swept, tied to the hold, until a person releases or
+        discards it. The decision handed back names the hold; its receipt is the decision as
+        it stands (refused until released), recorded only with the hold."""
+        declared = Expectations(tuple(result.expectation for result in held.checked.results))
+        table = HeldTable(
+            held.state.table,
+            held.staged,
+            held.manifest,
+            held.state.contract,
+            held.rejection.checks,
+            declared,
+            held.state.head,
         )
-        receipt = Gate.reject(
-            held.state.ledger, held.manifest, checks, now=held.now, source=self.source
-        )
-        return self._rejected(receipt, held.staged)
+        return Decision(held.rejection, hold=holding.hold(self.steps, table).hold_id)
 
     def _rejected(self, receipt: Receipt, staged: Staged) -> Decision:
         """Record a rejection decided on staged rows, and drop them."""
@@ -305,6 +351,12 @@ class Receiver:
         table, when given, is the one table the caller publishes: a decision for another is
         refused (refuse), whatever its outcome, so a sender never chooses the table.
         """
+        if decision.held:
+            raise HeldDelivery(
+                f"{decision.receipt.table}: delivery {decision.receipt.manifest.identity[:12]} is "
+                f"held as {decision.hold}: nothing is published without a release "
+                "(Receiver.release, or `dogana hold release`)"
+            )
         if table is not None and decision.receipt.table != table:
             return self.refuse(decision, table)
         if not decision.to_publish:
@@ -376,9 +428,9 @@ class Receiver:
         MariaDB cannot join to it), those whose load was killed (MariaDB committed the CREATE;
         the loader's session lock is gone), and those created more than older_than ago (a
         decision nobody published: publishing it after the sweep raises and changes nothing).
-        Never one a live loader holds. Only this store's staging tables are considered. Safe
-        to repeat and to run beside gates and publishers, as long as older_than is longer than
-        a decision waits for its publish.
+        Never one a live loader holds, nor a held delivery's (holds.py), whatever its age. Only
+        this store's staging tables are considered. Safe to repeat and to run beside gates and
+        publishers, as long as older_than is longer than a decision waits for its publish.
         """
         try:
             cutoff = stamp(self.clock() - older_than)
@@ -388,6 +440,8 @@ class Receiver:
             noted = self.store.staging_tables(connection)
         swept = []
         for staging, _table, created_at, state in noted:
+            if state == HELD:
+                continue  # a held delivery's rows wait for a person, however long
             young = created_at > cutoff
             if young and state not in (RECORDED, LOADING):
                 continue  # a decision that may still be published
@@ -407,11 +461,50 @@ class Receiver:
             return False
         return self.store.staging_state(connection, staging) == LOADING
 
-    def discard(self, decision: Decision) -> None:
-        """Drop a decision's staging table (nothing is recorded): after a rejection, or to give
-        up an acceptance without publishing it."""
+    # Held deliveries (holds.py) ---------------------------------------------------------------
+
+    def holds(self, table: str | None = None, *, held: bool = True) -> list[Hold]:
+        """The held deliveries, oldest first (those holding table, when given); held=False
+        lists the ended ones too."""
+        return holding.holds(self.steps, table, held=held)
+
+    def find_hold(self, hold_id: str) -> Hold:
+        """A hold by its id, ended or not; NotHeld when this receiver has none by that id."""
+        return holding.find(self.steps, hold_id)
+
+    def violations(self, hold: Hold, limit: int) -> list[Violations]:
+        """The staged rows violating each held expectation of a hold still held: up to limit
+        of them, and their count."""
+        return holding.violations(self.steps, hold, limit)
+
+    def release(self, hold_id: str, *, by: str) -> tuple[Receipt, ...]:
+        """Publish a held delivery, released by the person ``by``: as it would have been, or
+        decided again if its table moved on (a refusal recorded as a rejection). One receipt
+        per table it holds. NotHeld, changing nothing, when it is unknown or already ended."""
+        return holding.release(self.steps, hold_id, by, self._decide_held)
+
+    @overload
+    def discard(self, decision: Decision) -> None: ...
+
+    @overload
+    def discard(self, decision: str, *, by: str, reason: str = "") -> tuple[Receipt, ...]: ...
+
+    def discard(
+        self, decision: Decision | str, *, by: str | None = None, reason: str = ""
+    ) -> tuple[Receipt, ...] | None:
+        """Give up a decision, or end a hold.
+
+        A Decision: its staging table is dropped and nothing is recorded (after a rejection, or
+        to give up an acceptance without publishing it). A hold id: the held delivery is
+        refused by the person ``by``, a rejection receipt per table naming the held checks, who,
+        when and the reason; its staged rows are dropped. NotHeld, changing nothing, when the
+        hold is unknown or already ended.
+        """
+        if isinstance(decision, str):
+            return holding.discard(self.steps, decision, by or "", reason)  # "": no name given
         if decision.staged is not None:
             self.steps.discard((decision.staged,))
+        return None
 
     # Reading ----------------------------------------------------------------------------------
 
@@ -506,6 +599,45 @@ class Receiver:
             checked.rows.append(active)
         receipt = Gate.evaluate(state.ledger, manifest, checked.checks, now=now, source=self.source)
         return receipt, checked
+
+    def _still_held(self, state: TableState, hold_id: str, now: datetime) -> Decision:
+        """A delivery decided again while held: answered with its hold, as it stands."""
+        (held,) = [
+            one for one in holding.find(self.steps, hold_id).tables if one.table == state.table
+        ]
+        receipt = Gate.reject(state.ledger, held.manifest, held.checks, now=now, source=self.source)
+        return Decision(receipt, hold=hold_id)
+
+    def _decide_held(
+        self,
+        connection: Any,
+        state: TableState,
+        held: HeldTable,
+        release: Release,
+        now: datetime,
+    ) -> Receipt:
+        """A held delivery decided on its release, on the table's locked state: refused when
+        the table may not be published now (activation); the acceptance it would have been
+        when the head is the one it was decided on, its held checks released; else decided
+        again as a stale decision is (never a rebased plan), its held checks released again,
+        and any other failure refusing it."""
+        # The table's activation as it is now: a table no longer active refuses the release.
+        source = self.steps.activation(connection, state.table, lock=True).at(now)
+        if state.head == held.base_publication_id and state.contract == held.contract:
+            found = [c for c in release.checks(held.checks) if c.name != SOURCE_ACTIVE]
+            active = source.check()
+            checks = (*found, active) if active is not None else tuple(found)
+        else:
+            receipt = self._decide_again(connection, state, held.manifest, held.staged, source)
+            if receipt.outcome is not Outcome.REJECTED:
+                return receipt  # accepted now, or a replay (published meanwhile)
+            checks = release.checks(receipt.checks)
+            if not release.covers(receipt):  # refused for more than what was released
+                core = [check for check in receipt.checks if check.name in CORE_CHECKS]
+                return Gate.reject(
+                    state.ledger, held.manifest, (*core, *checks), now=now, source=self.source
+                )
+        return Gate.evaluate(state.ledger, held.manifest, checks, now=now, source=self.source)
 
     def _decide_again(
         self,

@@ -56,16 +56,22 @@ from typing import Any
 
 from dogana_core.contract import Contract, check_identifier
 from dogana_core.errors import InconsistentPublication, InvalidContract
-from dogana_core.gate import Outcome, Receipt
+from dogana_core.gate import Check, Outcome, Receipt
 from dogana_core.ledger import Ledger
+from dogana_core.manifest import Manifest
 from dogana_core.region import RegionMap
 from dogana_core.stored import Index, checked, stored_form
 from dogana_provider.expectations import Expectations
+from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.sql import Dialect, StatementFailed, declared_types, execute, run_or_fail
+from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).
-WAITING, RECORDED, LOADING = 0, 1, 2
+WAITING, RECORDED, LOADING, HELD = 0, 1, 2, 3
+
+# The states of a hold ({prefix}_holds.state).
+HOLDING, RELEASED, DISCARDED = "held", "released", "discarded"
 
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
 FEW = 64  # chunks fetched by name, at most; a state read missing more reads the table's all
@@ -100,8 +106,46 @@ class Verified:
     head: str
 
 
+@dataclass(frozen=True)
+class HeldTable:
+    """One table of a held delivery, as it was decided: nothing of it is published."""
+
+    table: str
+    staged: Staged
+    manifest: Manifest
+    contract: Contract
+    checks: tuple[Check, ...]
+    """Every check the decision ran, the violated hold expectations failed."""
+    expectations: Expectations
+    """The expectations the decision ran, as declared then: a person is shown the rows that
+    violate the held ones, whatever the table declares since."""
+    base_publication_id: str
+    """The table's head the decision was made on: a release publishes on it, or decides again."""
+
+
+@dataclass(frozen=True)
+class Hold:
+    """A held delivery, kept whole until a person ends it: a row per table it holds in the
+    store, one table's as long as groups are not held (together.py)."""
+
+    hold_id: str
+    tables: tuple[HeldTable, ...]
+    held_at: datetime
+    state: str
+    """HOLDING, RELEASED or DISCARDED."""
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    reason: str | None = None
+    outcome: str | None = None
+    """The outcome recorded when it ended: accepted, replayed or rejected."""
+
+    @property
+    def held(self) -> bool:
+        return self.state == HOLDING
+
+
 class Store:
-    """Statements on the two storage tables, for one dialect and prefix."""
+    """Statements on the store's tables, for one dialect and prefix."""
 
     def __init__(self, dialect: Dialect, prefix: str = "dogana") -> None:
         check_identifier(f"{prefix}_receipts", "store prefix")
@@ -113,6 +157,8 @@ class Store:
         self.staging = dialect.quote(f"{prefix}_staging")
         self.chunks = dialect.quote(f"{prefix}_chunks")
         self.expectations_table = dialect.quote(f"{prefix}_expectations")
+        self.holds = dialect.quote(f"{prefix}_holds")
+        self._holds_exist = False
         self.p = dialect.placeholder
         self.own_names = tuple(
             f"{prefix}_{name}"
@@ -123,6 +169,7 @@ class Store:
                 "staging",
                 "expectations",
                 "chunks",
+                "holds",
             )
         )
         """The names this store's tables and index take in the database."""
@@ -166,6 +213,27 @@ class Store:
             f"CREATE TABLE IF NOT EXISTS {self.expectations_table} ("
             "table_name VARCHAR(64) NOT NULL PRIMARY KEY, "
             f"expectations {document} NOT NULL)",
+            f"CREATE TABLE IF NOT EXISTS {self.holds} ("
+            "hold_id VARCHAR(96) NOT NULL, "
+            "table_name VARCHAR(64) NOT NULL, "
+            "seq BIGINT NOT NULL, "
+            "position SMALLINT NOT NULL, "
+            "manifest_identity VARCHAR(64) NOT NULL, "
+            "staging_table VARCHAR(64) NOT NULL, "
+            f"manifest {document} NOT NULL, "
+            f"contract {document} NOT NULL, "
+            f"checks {document} NOT NULL, "
+            f"expectations {document} NOT NULL, "
+            f"staged {document} NOT NULL, "
+            "base_publication_id VARCHAR(64) NOT NULL, "
+            "held_at VARCHAR(32) NOT NULL, "
+            "state VARCHAR(16) NOT NULL, "
+            "decided_by VARCHAR(200), "
+            "decided_at VARCHAR(32), "
+            f"reason {document}, "
+            "outcome VARCHAR(16), "
+            "PRIMARY KEY (hold_id, table_name), "
+            "UNIQUE (table_name, seq))",
         ]
         _execute_all(connection, statements)
 
@@ -477,6 +545,15 @@ class Store:
             (staging,),
         )
 
+    def staging_held(self, connection: Any, staging: str) -> None:
+        """The staging table's rows belong to a hold now: kept, whatever their age, until a
+        person releases or discards it. Called in the transaction that records the hold."""
+        execute(
+            connection,
+            f"UPDATE {self.staging} SET recorded = {HELD} WHERE staging_table = {self.p}",
+            (staging,),
+        )
+
     def staging_state(self, connection: Any, staging: str) -> int | None:
         """A noted staging table's state, or None when it is no longer noted."""
         row = _one(
@@ -497,7 +574,7 @@ class Store:
 
         A handful of rows (one per decision in flight), so read whole.
         """
-        if not declared_types(connection, self.dialect, self.own_names[-1]):
+        if not declared_types(connection, self.dialect, f"{self.prefix}_staging"):
             return []
         cursor = connection.cursor()
         try:
@@ -508,6 +585,130 @@ class Store:
             return [(str(a), str(b), str(c), int(d)) for a, b, c, d in cursor.fetchall()]
         finally:
             cursor.close()
+
+    # Holds ----------------------------------------------------------------------------------
+
+    def next_hold(self, connection: Any, table: str) -> int:
+        """The number of the table's next hold, from 1; the caller holds the table's lock."""
+        row = _one(
+            connection, f"SELECT MAX(seq) FROM {self.holds} WHERE table_name = {self.p}", (table,)
+        )
+        return int(row[0] or 0) + 1 if row is not None else 1
+
+    def add_hold(
+        self, connection: Any, hold_id: str, seq: int, position: int, held: HeldTable, at: str
+    ) -> None:
+        """Record one table of a held delivery; the caller holds the table's lock."""
+        execute(
+            connection,
+            f"INSERT INTO {self.holds} (hold_id, table_name, seq, position, manifest_identity, "
+            "staging_table, manifest, contract, checks, expectations, staged, "
+            "base_publication_id, held_at, state) VALUES "
+            f"({', '.join(self.p for _ in range(14))})",
+            (
+                hold_id,
+                held.table,
+                seq,
+                position,
+                held.manifest.identity,
+                held.staged.table,
+                held.manifest.to_json(),
+                held.contract.to_json(),
+                json.dumps([check.to_dict() for check in held.checks]),
+                json.dumps(held.expectations.to_dict()),
+                json.dumps(staged_to_dict(held.staged)),
+                held.base_publication_id,
+                at,
+                HOLDING,
+            ),
+        )
+
+    def end_hold(
+        self,
+        connection: Any,
+        hold_id: str,
+        state: str,
+        by: str,
+        at: str,
+        reason: str | None,
+        outcome: str,
+    ) -> None:
+        """Record a held delivery's end: released or discarded, by whom, when, why, and the
+        outcome recorded for it; the caller holds its tables' locks."""
+        execute(
+            connection,
+            f"UPDATE {self.holds} SET state = {self.p}, decided_by = {self.p}, "
+            f"decided_at = {self.p}, reason = {self.p}, outcome = {self.p} "
+            f"WHERE hold_id = {self.p} AND state = {self.p}",
+            (state, by, at, reason, outcome, hold_id, HOLDING),
+        )
+
+    def held_for(self, connection: Any, table: str, manifest_identity: str) -> str | None:
+        """The hold still holding this manifest identity on this table, if any."""
+        if not self._has_holds(connection):
+            return None
+        row = _one(
+            connection,
+            f"SELECT hold_id FROM {self.holds} WHERE table_name = {self.p} "
+            f"AND manifest_identity = {self.p} AND state = {self.p}",
+            (table, manifest_identity, HOLDING),
+        )
+        return None if row is None else str(row[0])
+
+    def hold(self, connection: Any, hold_id: str) -> Hold | None:
+        """A hold by its id, ended or not; None when there is none."""
+        if not self._has_holds(connection):
+            return None
+        found = self._holds(connection, f"hold_id = {self.p}", (hold_id,))
+        return found[0] if found else None
+
+    def holds_of(
+        self, connection: Any, table: str | None = None, *, held: bool = True
+    ) -> list[Hold]:
+        """The holds (still held ones only, unless held=False), oldest first, those holding
+        table when it is given; none before the store has a holds table.
+
+        A handful of rows (a hold waits for a person), so read whole.
+        """
+        if not self._has_holds(connection):
+            return []
+        where, params = ["1 = 1"], []
+        if table is not None:
+            where.append(
+                f"hold_id IN (SELECT hold_id FROM {self.holds} WHERE table_name = {self.p})"
+            )
+            params.append(table)
+        if held:
+            where.append(f"state = {self.p}")
+            params.append(HOLDING)
+        return self._holds(connection, " AND ".join(where), tuple(params))
+
+    def _has_holds(self, connection: Any) -> bool:
+        """Whether the holds table exists: a store made before holds has none until the next
+        registration (create) or hold. Once seen, it is not looked up again."""
+        if not self._holds_exist:
+            self._holds_exist = bool(
+                declared_types(connection, self.dialect, f"{self.prefix}_holds")
+            )
+        return self._holds_exist
+
+    def _holds(self, connection: Any, where: str, params: tuple[Any, ...]) -> list[Hold]:
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                "SELECT hold_id, table_name, staging_table, manifest, contract, checks, "
+                "expectations, staged, base_publication_id, held_at, state, decided_by, "
+                f"decided_at, reason, outcome FROM {self.holds} WHERE {where} "
+                "ORDER BY held_at, hold_id, position",
+                params,
+            )
+            rows = cursor.fetchall()
+        finally:
+            cursor.close()
+        holds: dict[str, list[tuple[Any, ...]]] = {}
+        for row in rows:
+            holds.setdefault(str(row[0]), []).append(tuple(row))
+        return [_hold(hold_id, rows) for hold_id, rows in holds.items()]
 
     # Verification ---------------------------------------------------------------------------
 
@@ -602,6 +803,32 @@ def _index(text: str) -> Index:
 def stamp(moment: datetime) -> str:
     """A UTC instant as fixed-width text, so that text order is time order on every database."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _hold(hold_id: str, rows: list[tuple[Any, ...]]) -> Hold:
+    tables = tuple(
+        HeldTable(
+            table=str(row[1]),
+            staged=staged_from_dict(json.loads(row[7])),
+            manifest=Manifest.from_json(row[3]),
+            contract=_contract(row[4]),
+            checks=tuple(Check.from_dict(check) for check in json.loads(row[5])),
+            expectations=Expectations.from_dict(json.loads(row[6])),
+            base_publication_id=str(row[8]),
+        )
+        for row in rows
+    )
+    first = rows[0]
+    return Hold(
+        hold_id,
+        tables,
+        datetime.fromisoformat(first[9]),
+        str(first[10]),
+        decided_by=None if first[11] is None else str(first[11]),
+        decided_at=None if first[12] is None else datetime.fromisoformat(first[12]),
+        reason=None if first[13] is None else str(first[13]),
+        outcome=None if first[14] is None else str(first[14]),
+    )
 
 
 def _execute_all(connection: Any, statements: list[str]) -> None:

@@ -10,7 +10,8 @@ Delivery and Replay):
        recorded for every table, and nothing is staged; so does one table the receiver may not
        publish (activation.py): its receipt names what it lacks, the others' the table
     3. stage every file, check its rows and run its expectations; Group.apply decides them
-       together, so one table's violated block (or hold: a group is not held) rejects the group
+       together, so one table's violated block rejects the group; so does a violated hold, its
+       detail saying why (GROUP_NOT_HELD): holds.py holds one table's delivery, not a group's
     4. one transaction locks every table's head (in name order, so two groups cannot deadlock),
        judges every table's activation again, decides the whole group again if any head or
        contract moved, then runs every plan and saves every ledger and receipt, or nothing
@@ -28,10 +29,11 @@ from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
+from dogana_provider.expectations import Consequence
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.activation import SourceState
 from dogana_provider.receiver.hashing import file_sha256
-from dogana_provider.receiver.steps import Steps
+from dogana_provider.receiver.steps import Checked, Steps
 from dogana_provider.receiver.store import TableState
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
 from dogana_provider.staging import Staged
@@ -177,7 +179,7 @@ def _evaluate(
     ):
         return group.apply(_ledgers(states), manifests, now=now, sources=sources)
     outcomes = {
-        table: steps.row_checks(connection, states[table], manifests[table], files).checks
+        table: _not_held(steps.row_checks(connection, states[table], manifests[table], files))
         for table, files in zip(group.tables, staged, strict=True)
     }
     for table, outcome in outcomes.items():
@@ -185,6 +187,24 @@ def _evaluate(
         if check is not None:
             outcome.append(check)
     return group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
+
+
+GROUP_NOT_HELD = (
+    "a group is not held (holds.py holds one table's delivery, not a group's): rejected as one, "
+    "nothing published"
+)
+
+
+def _not_held(checked: Checked) -> list[Check]:
+    """A table's checks in a group, each violated hold's failure saying why the group is
+    rejected rather than held."""
+    holds = {r.name for r in checked.results if r.violated and r.consequence is Consequence.HOLD}
+    return [
+        Check(c.name, False, f"{c.detail}; {GROUP_NOT_HELD}")
+        if c.name in holds and not c.passed
+        else c
+        for c in checked.checks
+    ]
 
 
 def _recorded(steps: Steps, connection: Any, manifests: Mapping[str, Manifest]) -> list[Receipt]:

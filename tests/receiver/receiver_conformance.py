@@ -1,6 +1,7 @@
 """The receiver's conformance suite: one test class every database's test module inherits.
 
-Source activation's cases are in activation_conformance.py, a class this one inherits.
+Source activation's cases are in activation_conformance.py, held deliveries' in
+hold_conformance.py: classes this one inherits.
 
 A subclass sets ``dialect`` and provides a ``connect`` fixture (a factory of new DB-API
 connections to its real database). Nothing here skips: a store that cannot honestly pass a check
@@ -24,6 +25,7 @@ import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 import pytest
 from activation_conformance import ActivationConformance
+from hold_conformance import HoldConformance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from receiver_deliveries import (
@@ -198,7 +200,7 @@ class _FaultyCursor:
         return getattr(self._cursor, name)
 
 
-class ReceiverConformance(ActivationConformance):
+class ReceiverConformance(ActivationConformance, HoldConformance):
     dialect: Dialect
     driver_error: type[Exception]
     """The DB-API driver's base error: a lost connection may surface as one."""
@@ -1591,21 +1593,26 @@ class ReceiverConformance(ActivationConformance):
             (warned,) = expectations.reported(receipt).violations
             assert warned.passed and warned.detail.startswith("violated (warn): could not run: ")
             return
-        receipt = receiver.receive(*delivery)
-        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
+        decision = receiver.decide(*delivery)
+        if consequence == "hold":  # held: nothing published, nothing recorded (holds.py)
+            assert decision.held and self.state(receiver, source.table) == before
+            receipt = decision.receipt
+        else:
+            receipt = decision.receipt
+            self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
         (failed,) = receipt.failed
         assert failed.detail.startswith(f"violated ({consequence}): could not run: ")
 
     def test_a_violated_hold_publishes_nothing(self, receiver: Receiver, source: Source) -> None:
-        """Until holding is built, a violated hold is rejected, never published."""
+        """Held, not published, nothing recorded (hold_conformance.py has the rest)."""
         before = self.baseline(receiver, source)
         maximum = {"max": {"less_than": 4, "on_violation": "hold"}}
         self.expect(receiver, source, column_mapping={"id": maximum})
         source.put(7, 1, "seven", at(3))
-        receipt = receiver.receive(*source.full(at(4)))
-        self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
-        (failed,) = receipt.failed
-        assert failed.detail.startswith("violated (hold): max 7 (less_than 4), 1 row; ")
+        decision = receiver.decide(*source.full(at(4)))
+        assert decision.held and self.state(receiver, source.table) == before
+        (failed,) = decision.receipt.failed
+        assert failed.detail == "violated (hold): max 7 (less_than 4), 1 row"
 
     def test_a_hold_beside_a_block_is_rejected_as_the_block(
         self, receiver: Receiver, source: Source
