@@ -9,6 +9,8 @@
     dogana sweep RECEIVER      drop the staging tables of a live receiver that nothing will use
     dogana require-activation, activate, deactivate
                                a live receiver's sources (sources_cli.py)
+    dogana holds RECEIVER      the deliveries a live receiver holds for a person (holds_cli.py)
+    dogana hold ACTION RECEIVER ID     show, release or discard one held delivery
 
 claims and fold read a table of a live receiver instead of files with --receiver and --table;
 a receiver is an Airflow connection id or a database URL (sqlite:///, postgresql://, mysql://).
@@ -979,6 +981,9 @@ def build_parser() -> argparse.ArgumentParser:
     from dogana_provider import sources_cli  # it imports this module's helpers
 
     sources_cli.add_commands(command)
+    from dogana_provider import holds_cli  # it imports this module's helpers
+
+    holds_cli.add_commands(command, _Parser)
     return parser
 
 

@@ -23,6 +23,13 @@ rejection is
 saved as a receipt by the receiver and FAILS the task with every failed check, named; it is not
 retried, since the same delivery would be refused again. A replay succeeds, and publish then
 changes nothing.
+
+A held delivery (an expectation declared on_violation="hold" was violated, holds.py) is shown in
+the log for a person: each held expectation, the rows violating it (up to show_rows, through
+printing.text_table) and their count, and the exact commands that release or discard it. The
+task then fails, not retried, so the publish task never runs and the on-call is alerted. Once a
+person has released it, clearing the task finds the release's acceptance as a replay, and the
+publish task emits the Asset event a publication owes.
 """
 
 from __future__ import annotations
@@ -49,6 +56,7 @@ from dogana_provider.expectations import (
     InvalidExpectation,
     reported,
 )
+from dogana_provider.hold_report import held_names, hold_lines
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
@@ -56,6 +64,8 @@ from dogana_provider.receiver.receiver import Decision, Receiver
 
 SWEEP_AFTER = timedelta(days=1)
 """How long a decision's staging table waits for its publish before a gate sweeps it."""
+SHOW_ROWS = 20
+"""How many rows violating a held expectation the log shows, beside their count."""
 SIDECAR_SUFFIX = ".json"
 DELIVERED = "delivered"  # beside the decision in the XCom: the files publish removes
 
@@ -82,6 +92,8 @@ class GateOperator(BaseOperator):
         common-sql's ``column_mapping`` and ``checks`` with an ``on_violation`` each), or for a
         group a mapping from table to them. Stored in the receiver before deciding, replacing
         what it held; ``{}`` declares none. None (the default): the receiver's stay as they are.
+    :param show_rows: on a held delivery, how many of the rows violating each held expectation
+        the task's log shows, beside their count (default 20).
     :param sweep_after: before deciding, the receiver's staging tables nothing will use are
         dropped (Receiver.sweep): those of a recorded decision or of a killed load at once, and
         those of a decision not published within sweep_after (default a day; it must be longer
@@ -108,9 +120,11 @@ class GateOperator(BaseOperator):
         table: str | Sequence[str] | None = None,
         sweep_after: timedelta | None = SWEEP_AFTER,
         expectations: Expectations | Mapping[str, Any] | None = None,
+        show_rows: int = SHOW_ROWS,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.show_rows = show_rows
         self.expectations = declared_expectations(expectations, f"{self.task_id}: expectations")
         self.contract = contract_field(contract)
         self.table = table
@@ -147,7 +161,7 @@ class GateOperator(BaseOperator):
         self._declare(receiver, [table or manifest.table])
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest, table=table)
-        return {**self._handed_over(decision), DELIVERED: [uri]}
+        return {**self._handed_over(receiver, decision), DELIVERED: [uri]}
 
     def _table_of(self, manifest: Manifest) -> str | None:
         """The table a single delivery is decided for: the configured one (a manifest naming
@@ -180,14 +194,34 @@ class GateOperator(BaseOperator):
             log = self.log.warning if check.passed else self.log.error
             log("%s: expectation %s %s", receipt.table, check.name, check.detail)
 
-    def _handed_over(self, decision: Decision) -> dict[str, Any]:
+    def _handed_over(self, receiver: Receiver, decision: Decision) -> dict[str, Any]:
         receipt = decision.receipt
         self._receipts = [receipt]
+        if decision.hold is not None:
+            self._held(receiver, decision.hold)
         self.log.info("%s: %s", receipt.table, receipt_line(receipt))
         self._log_expectations(receipt)
         if receipt.outcome is Outcome.REJECTED:
             raise AirflowFailException(rejection_message(receipt))
         return decision.to_dict()
+
+    def _held(self, receiver: Receiver, hold_id: str) -> None:
+        """Show a person what holds the delivery, and how to end the hold; then fail, not
+        retried: the publish downstream must not run, and the on-call is alerted."""
+        hold = receiver.find_hold(hold_id)
+        violations = receiver.violations(hold, self.show_rows)
+        # One record per line, so that the tables' columns line up in the task's log.
+        for line in "\n".join(hold_lines(hold, violations, receiver=self.receiver_conn_id)).split(
+            "\n"
+        ):
+            self.log.warning("%s", line)
+        tables = ", ".join(held.table for held in hold.tables)
+        raise AirflowFailException(
+            f"{tables}: delivery held as {hold_id} (nothing published, nothing recorded yet): "
+            f"{held_names(hold)}; a person ends it with `dogana hold release "
+            f"{self.receiver_conn_id} {hold_id} --by NAME` or `dogana hold discard ...`, "
+            "then clears this task to hand the release's receipt to the publish task"
+        )
 
     def _from_drop_folder(self, receiver: Receiver) -> Any:
         folder = Path(str(self.drop_folder))
@@ -219,7 +253,7 @@ class GateOperator(BaseOperator):
                 self.log.info("%s: already published (replay), passed over", path.name)
                 continue
             self.log.info("%s: decided", path.name)
-            return self._handed_over(decision)
+            return self._handed_over(receiver, decision)
         raise AirflowSkipException(
             f"drop folder {folder}: no new delivery matching {self.pattern!r}"
         )

@@ -20,6 +20,9 @@ own event, and the claims it states are true. The extra's "expectations" states 
 receipt says of the table's quality expectations: ``none_declared``, or how many were met and
 each violation (a warned delivery is published) by name, with its detail.
 
+A held decision is never published: the task fails naming the hold, since only a person's
+release publishes it (Receiver.release).
+
 Once published (or replayed), the delivery's files the gate names under "delivered" are removed,
 unless ``[dogana] keep_published`` keeps them for the retention's sweep (deliveries.py).
 """
@@ -124,6 +127,14 @@ class PublishOperator(BaseOperator):
         items = data["decisions"] if grouped else [data]
         decisions = [Decision.from_dict(item) for item in items]
         self._decisions, self._receipts = decisions, [d.receipt for d in decisions]  # lineage
+        held = sorted({d.hold for d in decisions if d.hold is not None})
+        if held:
+            # Only a person's release publishes a held delivery (Receiver.release).
+            raise AirflowFailException(
+                f"{', '.join(d.receipt.table for d in decisions)}: held as {', '.join(held)}; "
+                "nothing is published without a release: `dogana hold release "
+                f"{self.receiver_conn_id} {held[0]} --by NAME`, then clear the gate task"
+            )
         self._refuse_other_tables(hook, decisions)
         self._check_outlets([decision.receipt.table for decision in decisions])
         if grouped:

@@ -7,7 +7,9 @@ check, fold, claims. An example that stops working fails here.
 
 from __future__ import annotations
 
+import json
 import os
+import sqlite3
 import subprocess
 from datetime import timedelta
 from pathlib import Path
@@ -25,10 +27,16 @@ from cli_fixtures import (
     write,
     write_contract,
 )
+from test_cli_holds import hold_two
+
+from dogana_provider.receiver import Receiver
+from dogana_provider.sql import SQLITE
 
 COMMANDS = ["manifest", "check", "fold", "claims"]
 SOURCE_COMMANDS = ["require-activation", "activate", "deactivate"]
 """Commands on a live receiver whose examples run here: on sqlite:///warehouse.db."""
+HOLD_COMMANDS = ["holds", "hold"]
+"""Commands whose examples read a live receiver: sqlite:///warehouse.db, or dogana_default."""
 
 
 def examples(command: str, cwd: Path) -> list[str]:
@@ -49,7 +57,7 @@ def examples(command: str, cwd: Path) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("command", [*COMMANDS, *SOURCE_COMMANDS])
+@pytest.mark.parametrize("command", [*COMMANDS, *SOURCE_COMMANDS, *HOLD_COMMANDS])
 def test_every_command_has_examples_and_its_exit_status(tmp_path: Path, command: str) -> None:
     result = dogana(command, "--help", cwd=tmp_path)
     assert result.code == 0
@@ -105,3 +113,28 @@ def test_the_source_commands_help_examples_run_as_written(tmp_path: Path) -> Non
                 timeout=120,
             )  # fmt: skip
             assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+
+
+@pytest.mark.airflow  # the commands open the receiver through DoganaHook
+def test_the_receiver_examples_run_as_written(tmp_path: Path) -> None:
+    """The holds examples against a receiver holding orders-1 and orders-2, by URL and as the
+    connection dogana_default."""
+    path = tmp_path / "warehouse.db"
+    hold_two(Receiver(lambda: sqlite3.connect(path), SQLITE), tmp_path)
+    env = {
+        **os.environ,
+        "PATH": f"{DOGANA.parent}{os.pathsep}{os.environ['PATH']}",
+        "AIRFLOW_CONN_DOGANA_DEFAULT": json.dumps({"conn_type": "sqlite", "host": str(path)}),
+    }
+    for command in HOLD_COMMANDS:
+        for line in examples(command, tmp_path):
+            done = subprocess.run(
+                ["bash", "-c", line],
+                cwd=tmp_path,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+    assert Receiver(lambda: sqlite3.connect(path), SQLITE).holds() == []
