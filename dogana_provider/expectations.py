@@ -720,9 +720,17 @@ _PROTOCOL = {*RESERVED_CHECKS, *(str(name) for name in CheckName), SOURCE_ACTIVE
 
 
 def reported(receipt: Receipt) -> Reported:
-    """A receipt's expectation checks: every check that is not a protocol check. A receipt from
-    before expectations existed, or one decided before they ran, reads as none declared."""
-    found = tuple(c for c in receipt.checks if c.name not in _PROTOCOL and c.name != NONE_DECLARED)
+    """A receipt's expectation checks: those no protocol or receiver check names, whose detail
+    starts with an expectation's verdict (Result.detail), so that a receiver check added later is
+    never taken for one. A receipt from before expectations existed, or one decided before they
+    ran, reads as none declared."""
+    found = tuple(
+        c
+        for c in receipt.checks
+        if c.name not in _PROTOCOL
+        and c.name != NONE_DECLARED
+        and c.detail.startswith((f"{MET}:", f"{VIOLATED} ("))
+    )
     return Reported(bool(found), found)
 
 

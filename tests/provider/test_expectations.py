@@ -6,14 +6,16 @@ Running them on staged rows is the receiver's, in the conformance suite on every
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dogana_core.gate import Check
+from dogana_core import Contract, Shape
+from dogana_core.gate import Check, Gate
+from dogana_core.ledger import Ledger
 from dogana_provider.expectations import (
     NONE_DECLARED,
     Bounds,
@@ -27,6 +29,7 @@ from dogana_provider.expectations import (
     checks_of,
     held,
     none_declared,
+    reported,
 )
 
 DECLARED: dict[str, Any] = {
@@ -255,3 +258,22 @@ def test_bad_input_is_a_named_error_or_an_acceptance(data: Any) -> None:
         assert str(exc)
         return
     assert Expectations.from_dict(declared.to_dict()) == declared
+
+
+def test_a_receipt_reports_as_expectations_only_checks_with_their_verdicts() -> None:
+    """A receiver check that is not an expectation (its detail starts with no verdict) is never
+    reported as one, met or violated."""
+    contract = Contract("orders", ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    at = datetime(2026, 11, 23, tzinfo=UTC)
+    receipt = Gate.evaluate(
+        Ledger.new(contract),
+        contract.manifest("full", at, rows=1),
+        [
+            Check("some_receiver_check", True, "what it checked"),
+            Check("amount.min", True, "violated (warn): min -5 (geq_to 0), 1 row"),
+        ],
+        now=at + timedelta(hours=1),
+    )
+    found = reported(receipt)
+    assert [c.name for c in found.checks] == ["amount.min"]
+    assert found.short == "0 met, 1 violated (warn)"
