@@ -252,6 +252,17 @@ def execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
         cursor.close()
 
 
+def fetch_one(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> tuple[Any, ...] | None:
+    """The first row of one statement on a DB-API connection (None if none), closing its cursor."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+        return None if row is None else tuple(row)
+    finally:
+        cursor.close()
+
+
 def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, str]:
     """Each column of a table with the type its database declares for it, as its catalog says.
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from dogana_core.contract import check_identifier
 from dogana_provider.receiver.activation import SourceRecord, Status
-from dogana_provider.receiver.store import _one, stamp
-from dogana_provider.sql import Dialect, declared_types, execute
+from dogana_provider.receiver.store import stamp
+from dogana_provider.sql import Dialect, declared_types, execute, fetch_one
 
 REQUIRE_ACTIVATION = "require_activation"
 RECEIVER_WIDE = "*"  # the log's table name for a change of a receiver's setting
@@ -112,7 +112,7 @@ class SourceStore:
     def required(self, connection: Any) -> bool:
         if not self.ready(connection):
             return False
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT setting_value FROM {self.settings} WHERE name = {self.p}",
             (REQUIRE_ACTIVATION,),
@@ -141,7 +141,7 @@ class SourceStore:
         if not self.ready(connection):
             return None
         suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT {_COLUMNS} FROM {self.sources} WHERE table_name = {self.p}{suffix}",
             (table,),
@@ -197,7 +197,7 @@ class SourceStore:
     ) -> None:
         """Add one line to the log: never updated, never deleted. The caller holds the table's
         record row (or, for the setting, the setting's) so that lines are numbered in order."""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT MAX(seq) FROM {self.log_table} WHERE table_name = {self.p}",
             (table,),
@@ -238,7 +238,7 @@ class SourceStore:
 
     def last_event(self, connection: Any, table: str) -> tuple[str, datetime] | None:
         """The table's latest log line's event and instant."""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT event, event_at FROM {self.log_table} WHERE table_name = {self.p} "
             f"ORDER BY seq DESC LIMIT 1",

@@ -64,7 +64,14 @@ from dogana_core.stored import Index, checked, stored_form
 from dogana_provider.expectations import Expectations
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
-from dogana_provider.sql import Dialect, StatementFailed, declared_types, execute, run_or_fail
+from dogana_provider.sql import (
+    Dialect,
+    StatementFailed,
+    declared_types,
+    execute,
+    fetch_one,
+    run_or_fail,
+)
 from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).
@@ -246,7 +253,7 @@ class Store:
         SQLite the caller's BEGIN IMMEDIATE already holds the database's write lock.
         """
         suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT contract, ledger FROM {self.tables} WHERE table_name = {self.p}{suffix}",
             (table,),
@@ -414,7 +421,7 @@ class Store:
         if receipt.replayed:
             raise ValueError("a replay repeats a stored acceptance; it is not stored again")
         table = receipt.table
-        seq, publications = _one(
+        seq, publications = fetch_one(
             connection,
             # Two MAXes, each its own subquery, so that each is read from the end of its index
             # (a COUNT, or two aggregates in one SELECT, read every receipt of the table): the
@@ -444,7 +451,7 @@ class Store:
 
     def accepted(self, connection: Any, table: str, manifest_identity: str) -> Receipt | None:
         """The acceptance of this manifest identity on this table, if any (the replay lookup)."""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT receipt FROM {self.receipts} "
             f"WHERE table_name = {self.p} AND manifest_identity = {self.p} "
@@ -455,7 +462,7 @@ class Store:
 
     def last_accepted(self, connection: Any, table: str) -> Receipt | None:
         """The table's latest acceptance, the one its published rows are as of."""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} "
             f"AND publication = (SELECT MAX(publication) FROM {self.receipts} "
@@ -501,7 +508,7 @@ class Store:
             latest = [Receipt.from_json(text) for (text,) in cursor.fetchall()]
         finally:
             cursor.close()
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT receipt, publication FROM {self.receipts} WHERE table_name = {self.p} "
             f"AND publication IS NOT NULL ORDER BY publication DESC LIMIT 1",
@@ -556,7 +563,7 @@ class Store:
 
     def staging_state(self, connection: Any, staging: str) -> int | None:
         """A noted staging table's state, or None when it is no longer noted."""
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT recorded FROM {self.staging} WHERE staging_table = {self.p}",
             (staging,),
@@ -590,7 +597,7 @@ class Store:
 
     def next_hold(self, connection: Any, table: str) -> int:
         """The number of the table's next hold, from 1; the caller holds the table's lock."""
-        row = _one(
+        row = fetch_one(
             connection, f"SELECT MAX(seq) FROM {self.holds} WHERE table_name = {self.p}", (table,)
         )
         return int(row[0] or 0) + 1 if row is not None else 1
@@ -647,7 +654,7 @@ class Store:
         """The hold still holding this manifest identity on this table, if any."""
         if not self._has_holds(connection):
             return None
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT hold_id FROM {self.holds} WHERE table_name = {self.p} "
             f"AND manifest_identity = {self.p} AND state = {self.p}",
@@ -718,7 +725,7 @@ class Store:
         Raises InconsistentPublication naming what differs: an unregistered table, a head that
         is not the stored ledger's, a fold that fails, or a fold that differs from the ledger.
         """
-        row = _one(
+        row = fetch_one(
             connection,
             f"SELECT contract, ledger, publication_id FROM {self.tables} "
             f"WHERE table_name = {self.p}",
@@ -834,13 +841,3 @@ def _hold(hold_id: str, rows: list[tuple[Any, ...]]) -> Hold:
 def _execute_all(connection: Any, statements: list[str]) -> None:
     for sql in statements:
         execute(connection, sql)
-
-
-def _one(connection: Any, sql: str, params: tuple[Any, ...]) -> tuple[Any, ...] | None:
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-        return None if row is None else tuple(row)
-    finally:
-        cursor.close()
