@@ -506,6 +506,12 @@ def _receiver_status(status: Any) -> str:
         for table in status.tables
         for check in table.expectations.violations
     ]
+    lines += [
+        f"  {table.table}: held {hold.hold_id} since {when(hold.held_at)}, waiting for a person "
+        f"(dogana hold show {status.receiver} {hold.hold_id})"
+        for table in status.tables
+        for hold in table.held
+    ]
     return "\n".join(lines)
 
 
@@ -526,6 +532,7 @@ def _table_status(status: Any) -> str:
         f"  expectations     {', '.join(table.declared.names) or 'none_declared'}",
         f"  last publication {table.expectations.short}",
         *(f"    {c.name} {c.detail}" for c in table.expectations.violations),
+        f"  held             {', '.join(h.hold_id for h in table.held) or '-'}",
         f"  activation       {table.activation.line()}",
         *activation_lines(table.activation),
         "",

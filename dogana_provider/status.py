@@ -1,5 +1,6 @@
-"""What a receiver holds now: every table's claims, rows, last receipts and activation (pending,
-active until X, expired at X, or not required: receiver/activation.py), in one committed state.
+"""What a receiver holds now: every table's claims, rows, last receipts, activation (pending,
+active until X, expired at X, or not required: receiver/activation.py) and the deliveries held
+for a person (receiver/holds.py), in one committed state.
 
 Read through DoganaHook.committed, the read transaction the ClaimsSensor's ledgers come from, so
 a group's tables are never shown at two instants. `dogana status` prints it, and the Airflow UI
@@ -25,6 +26,7 @@ from dogana_provider.expectations import NONE_DETAIL, Expectations, Reported, re
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.receiver.activation import Activation, SourceState
 from dogana_provider.receiver.receiver import UnknownTable
+from dogana_provider.receiver.store import Hold
 from dogana_provider.sql import declared_types
 
 
@@ -42,6 +44,7 @@ class TableStatus:
     last_publication: Receipt | None
     activation: SourceState
     declared: Expectations = field(default_factory=Expectations)  # quality expectations
+    held: tuple[Hold, ...] = ()  # deliveries waiting for a person to release or discard them
 
     @property
     def expectations(self) -> Reported:
@@ -80,6 +83,9 @@ class TableStatus:
                 "last_publication": self.expectations.summary,
             },
             "activation": activation_summary(self.activation),
+            "held": [
+                {"hold_id": hold.hold_id, "held_at": _iso(hold.held_at)} for hold in self.held
+            ],
         }
 
 
@@ -137,6 +143,7 @@ def read_status(
             claims = Claims.at(now, NO_LIMIT, [(table, region) for region in span])
             declared = store.expectations(connection, table)
             activation = Activation(table, required, records.get(table)).at(now)
+            held = tuple(store.holds_of(connection, table))
             found.append(
                 TableStatus(
                     table,
@@ -149,6 +156,7 @@ def read_status(
                     last,
                     activation=activation,
                     declared=declared,
+                    held=held,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, dialect.name, now, tuple(found))

@@ -8,6 +8,7 @@ two deliveries are held: orders-1 with two negative amounts, orders-2 with one.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
@@ -124,6 +125,21 @@ def test_holds_lists_each_held_delivery_with_the_expectations_it_violated(
     assert all(line.endswith("amount.min") for line in lines[3:])
     other = dogana("holds", live.url, "--table", "invoices", cwd=tmp_path)
     assert other.out.splitlines() == [f"receiver {live.url}: 0 held deliveries of table invoices"]
+
+
+def test_status_names_each_held_delivery_until_a_person_ends_it(
+    live: Live, tmp_path: Path
+) -> None:
+    status = dogana("status", live.url, cwd=tmp_path)
+    assert status.code == 0, status.err
+    held = [line.split(" since ")[0] for line in status.out.splitlines() if " held " in line]
+    assert held == ["  orders: held orders-1", "  orders: held orders-2"]
+    assert f"(dogana hold show {live.url} orders-1)" in status.out
+    table = dogana("status", live.url, "--table", "orders", cwd=tmp_path)
+    assert "  held             orders-1, orders-2" in table.out.splitlines()
+    dogana("hold", "release", live.url, "orders-1", "--by", PERSON, cwd=tmp_path)
+    shown = json.loads(dogana("status", live.url, "--json", cwd=tmp_path).out)
+    assert [hold["hold_id"] for hold in shown["tables"][0]["held"]] == ["orders-2"]
 
 
 def test_hold_show_prints_the_violating_rows_up_to_the_limit_and_their_count(
