@@ -19,7 +19,9 @@ table, or for its group of tables read together in one snapshot (delivery_task_g
                     for a group a mapping from table to them.
 
 A file's expectations are its gate's (GateOperator's expectations=), stored in the receiver for
-the table at each run; a file declaring none leaves what the receiver holds.
+the table at each run. The file is the whole declaration: a table whose file declares none has
+none, so a rule removed from the file stops being enforced rather than lingering. A delivery
+mapped over contracts_in_folder takes them from expectations_in_folder of the same folder.
 
 A file that does not parse, or that declares something dogana cannot prove (a tombstone shape
 without a deleted column, a key column of no known type...), becomes no DAG: the dag-processor
@@ -73,12 +75,18 @@ class ContractFile:
     """Each table's quality expectations, by table; a table declaring none is left out."""
 
     def gate(self) -> dict[str, Any]:
-        """delivery_task_group's expectations: each table's dict, by table; none declared,
-        nothing (the receiver's stay as they are)."""
-        if not self.expectations:
-            return {}
-        by_table = {table: e.to_dict() for table, e in self.expectations.items()}
-        return {"expectations": by_table}
+        """delivery_task_group's expectations: each table's dict, by table, ``{}`` for a table
+        declaring none. The file is the whole declaration: an expectation removed from it is
+        removed from the receiver, rather than left enforcing a rule nobody declares."""
+        return {"expectations": self.declared()}
+
+    def declared(self) -> dict[str, Any]:
+        """Every table's expectations as a dict (``{}``: none declared), by table."""
+        none = Expectations()
+        return {
+            contract.table: self.expectations.get(contract.table, none).to_dict()
+            for contract in self.contracts
+        }
 
     def extract(self) -> dict[str, Any]:
         """ExtractOperator's arguments for the declared columns, in order and with their types."""
@@ -283,3 +291,22 @@ def contracts_in_folder(folder: str) -> list[Any]:
         else [contract.to_dict() for contract in item.contracts]
         for item in files
     ]
+
+
+@task
+def expectations_in_folder(folder: str) -> dict[str, Any]:
+    """The quality expectations of a folder's files, read when the task runs: every table's
+    (``{}`` for one declaring none), by table, for the gates of a delivery mapped over
+    contracts_in_folder of the same folder::
+
+        delivery_task_group.partial(
+            source_conn_id="shop_db",
+            receiver_conn_id="warehouse",
+            expectations=expectations_in_folder(folder),
+        ).expand(contract=contracts_in_folder(folder))
+
+    A broken file fails the task naming every broken file, as contracts_in_folder does."""
+    files, errors = read_contract_folder(folder)
+    if errors:
+        raise InvalidContractFile("\n".join(str(error) for error in errors))
+    return {table: item for found in files for table, item in found.declared().items()}

@@ -106,8 +106,9 @@ class GateOperator(BaseOperator):
         "drop_folder",
         "pattern",
         "contract",
+        "expectations",
     )
-    template_fields_renderers = {"contract": "json"}
+    template_fields_renderers = {"contract": "json", "expectations": "json"}
 
     def __init__(
         self,
@@ -125,7 +126,9 @@ class GateOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         self.show_rows = show_rows
-        self.expectations = declared_expectations(expectations, f"{self.task_id}: expectations")
+        # Kept as JSON, read at run time: an upstream task's output (expectations_in_folder)
+        # arrives only then. A value given in the DAG is checked now, when the DAG is parsed.
+        self.expectations = expectations_field(expectations, f"{self.task_id}: expectations")
         self.contract = contract_field(contract)
         self.table = table
         self.sweep_after = sweep_after
@@ -175,10 +178,13 @@ class GateOperator(BaseOperator):
 
     def _declare(self, receiver: Receiver, tables: Sequence[str]) -> None:
         """Store the declared expectations of the tables about to be decided."""
-        if self.expectations is None:
+        by_table = declared_expectations(
+            native(self.expectations, "expectations"), f"{self.task_id}: expectations"
+        )
+        if by_table is None:
             return
         for table in tables:
-            declared = self.expectations.get(table, self.expectations.get(None))
+            declared = by_table.get(table, by_table.get(None))
             if declared is None:
                 continue
             receiver.declare(table, declared)
@@ -314,6 +320,19 @@ class GateOperator(BaseOperator):
     def get_openlineage_facets_on_failure(self, task_instance: Any) -> Any:
         """A rejection too: its failure event names every check, the failed ones unsuccessful."""
         return self.get_openlineage_facets_on_complete(task_instance)
+
+
+def expectations_field(value: Any, where: str = "expectations") -> Any:
+    """An expectations argument as the operator keeps it: as JSON (by table where given by
+    table), so that Rendered Templates shows it; an upstream task's output (an XComArg) or a
+    template as given, to be read when the task runs."""
+    if value is None or isinstance(value, str) or not isinstance(value, Expectations | Mapping):
+        return value
+    declared = declared_expectations(value, where)
+    assert declared is not None
+    if set(declared) == {None}:
+        return declared[None].to_dict()
+    return {table: item.to_dict() for table, item in declared.items()}
 
 
 def declared_expectations(

@@ -4,11 +4,14 @@ others load."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
-from example_runs import EXAMPLES, Databases, asset_events, load_example, now, states
+from example_runs import EXAMPLES, Databases, asset_events, load_example, now, states, write_dag
+
+from dogana_core import Shape
 
 pytestmark = pytest.mark.airflow
 
@@ -150,3 +153,67 @@ def test_contracts_in_folder_lists_each_file_a_group_as_a_list_and_refuses_a_bro
     (tmp_path / "broken.json").write_text("{", encoding="utf-8")
     with pytest.raises(InvalidContractFile, match=r"broken\.json"):
         contracts_in_folder.function(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    "databases", ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+def test_a_delivery_mapped_over_a_folder_gates_each_table_with_its_files_expectations(
+    databases: Databases, airflow_home: Path, tmp_path: Path
+) -> None:
+    """contracts_in_folder with expectations_in_folder: each mapped gate runs its own file's
+    expectations, so a file's block refuses its table's delivery while the others publish, and
+    a table whose file declares none says none_declared."""
+    from soft_deletes import orders_contract
+
+    from dogana_core import Contract
+
+    orders, suppliers = f"orders_{databases.uid}", f"suppliers_{databases.uid}"
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    block = {"column_mapping": {"amount_cents": {"min": {"geq_to": 0, "on_violation": "block"}}}}
+    (folder / "orders.json").write_text(
+        json.dumps({"contracts": [orders_contract(orders).to_dict()], "expectations": block})
+    )
+    plain = Contract(suppliers, ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    (folder / "suppliers.json").write_text(plain.to_json())
+    databases.activate([orders, suppliers])
+    databases.create(
+        f"CREATE TABLE {orders} (id BIGINT PRIMARY KEY, amount_cents BIGINT, "
+        "updated_at TIMESTAMPTZ NOT NULL, deleted BOOLEAN NOT NULL)"
+    )
+    databases.source(
+        f"INSERT INTO {orders} VALUES (?, ?, ?, ?)", (1, 500, now(), False), (2, -5, now(), False)
+    )
+    databases.create(f"CREATE TABLE {suppliers} (id BIGINT PRIMARY KEY, name TEXT)")
+    databases.source(f"INSERT INTO {suppliers} VALUES (?, ?)", (1, "Paper Co"))
+    module = write_dag(
+        airflow_home,
+        f"folder_{databases.uid}",
+        f"""
+import datetime
+from airflow.sdk import DAG
+from dogana_provider.contract_files import contracts_in_folder, expectations_in_folder
+from dogana_provider.task_groups.delivery import delivery_task_group
+
+START = datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc)
+with DAG("folder_{databases.uid}", schedule=None, start_date=START, catchup=False) as dag:
+    delivery_task_group.partial(
+        source_conn_id="dogana_source",
+        receiver_conn_id="dogana_default",
+        expectations=expectations_in_folder({str(folder)!r}),
+    ).expand(contract=contracts_in_folder({str(folder)!r}))
+""",
+    )
+
+    databases.run(module.dag)
+
+    (refused,) = databases.receipts(orders)
+    assert refused.outcome == "rejected"
+    assert [(c.name, c.detail) for c in refused.failed] == [
+        ("amount_cents.min", "violated (block): min -5 (geq_to 0), 1 row")
+    ]
+    assert databases.hook.receiver.ledger(orders).publication_id is None
+    (published,) = databases.receipts(suppliers)
+    assert published.outcome == "accepted"
+    assert [c.detail for c in published.checks if c.name == "expectations"] == ["none_declared"]

@@ -42,6 +42,8 @@ def test_a_dogana_group_file_declares_them_by_table(tmp_path: Path) -> None:
     contracts = [contract("invoices"), contract("lines")]
     path.write_text(json.dumps({"contracts": contracts, "expectations": {"lines": LINES}}))
     assert set(read_contract_file(path).expectations) == {"lines"}
+    none = Expectations().to_dict()  # the file is the whole declaration: invoices declares none
+    assert read_contract_file(path).gate() == {"expectations": {"invoices": none, "lines": LINES}}
     path.write_text(json.dumps({"contracts": contracts, "expectations": {"orders": LINES}}))
     with pytest.raises(InvalidContractFile, match="orders: not a table of the file"):
         read_contract_file(path)
