@@ -83,7 +83,7 @@ class Ledger(Wire):
             # A map is checked whole when built and kept valid by every replace; its endpoints
             # share one type, so one endpoint tells whether it fits this contract's domain.
             if len(regions) > 1:
-                _check_endpoint(regions[0].high, self.contract)
+                _check_endpoint(regions.a_bounded_end(), self.contract)
         else:
             if isinstance(regions, str | bytes) or not isinstance(regions, Iterable):
                 raise InvalidContract("Ledger.regions: expected a sequence of Region")

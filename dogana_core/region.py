@@ -192,7 +192,9 @@ def _endpoint_type(value: Any, what: str, expected: LogicalType | None) -> Logic
 # The persistent partition -----------------------------------------------------------------------
 
 CHUNK = 64
-"""Regions per chunk at most; a splice keeps chunks at least half full where it can."""
+"""Regions per chunk at most. A splice keeps chunks at least half full where it can, and fills
+them whole at the end of the map, where a history grows a day at a time: only the last chunk
+is then short, and a long history has half as many chunks to read, store and hash."""
 
 
 class Chunk:
@@ -244,6 +246,15 @@ class Chunk:
         self.regions = regions
         self.lows = tuple(region.low for region in regions)
         return getattr(self, name)
+
+    @property
+    def decoded(self) -> bool:
+        """Whether the regions are at hand: built with them, or read and decoded since."""
+        try:
+            object.__getattribute__(self, "regions")  # not __getattr__, which would decode
+        except AttributeError:
+            return False
+        return True
 
     @property
     def canonical(self) -> bytes:
@@ -423,6 +434,13 @@ class RegionMap(Sequence[Region]):
             else:
                 yield [_clip(region, low, high) for region in chunk.regions[first : last + 1]]
 
+    def a_bounded_end(self) -> Scalar | None:
+        """An end of a region that is a value, None when the one region is the whole domain:
+        the second chunk's first low end where there is one, so no chunk is decoded for it."""
+        if len(self._chunks) > 1:
+            return self._heads[1]  # type: ignore[no-any-return]
+        return self[0].high
+
     # Storage -------------------------------------------------------------------------------------
 
     @property
@@ -505,14 +523,16 @@ class RegionMap(Sequence[Region]):
         (ki, pi), (kj, pj) = first, last
         run = [*self._chunks[ki].regions[:pi], *regions, *self._chunks[kj].regions[pj + 1 :]]
         # A short run borrows a neighbouring chunk so that chunks stay at least half full and
-        # the chunk index stays about len / CHUNK long however the history grew.
-        if len(run) < CHUNK // 2 and ki > 0:
+        # the chunk index stays about len / CHUNK long however the history grew; the last
+        # chunk may stay short, since the chunks a growing history fills before it are whole.
+        at_end = kj + 1 == len(self._chunks)
+        if len(run) < CHUNK // 2 and ki > 0 and not at_end:
             ki -= 1
             run[:0] = self._chunks[ki].regions
-        elif len(run) < CHUNK // 2 and kj + 1 < len(self._chunks):
+        elif len(run) < CHUNK // 2 and not at_end:
             kj += 1
             run.extend(self._chunks[kj].regions)
-        middle = _chunked(run)
+        middle = _chunked(run, whole=at_end)
         return RegionMap(
             (*self._chunks[:ki], *middle, *self._chunks[kj + 1 :]),
             (*self._heads[:ki], *(chunk.head for chunk in middle), *self._heads[kj + 1 :]),
@@ -580,7 +600,13 @@ _DEFAULTS: dict[str, Any] = {spec.name: spec.default for spec in fields(Region)}
 _FIELDS = {"kind", *_CODECS}
 
 
-def _chunked(regions: Sequence[Region]) -> tuple[Chunk, ...]:
+def _chunked(regions: Sequence[Region], *, whole: bool = False) -> tuple[Chunk, ...]:
+    """Chunks of at most CHUNK regions, of even lengths, or (whole) full but for the last."""
+    if whole:
+        return tuple(
+            Chunk(tuple(regions[start : start + CHUNK]))
+            for start in range(0, max(1, len(regions)), CHUNK)
+        )
     count = max(1, -(-len(regions) // CHUNK))
     size, extra = divmod(len(regions), count)
     chunks: list[Chunk] = []

@@ -25,6 +25,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from dogana_core.contract import Contract
 from dogana_core.errors import SerializationError
@@ -50,13 +51,20 @@ def digest(chunk: Chunk) -> str:
     return name
 
 
+def named(ledger: Ledger) -> dict[str, Chunk]:
+    """The chunks of a ledger by digest, in order."""
+    regions = ledger.regions
+    assert isinstance(regions, RegionMap)
+    return {digest(chunk): chunk for chunk in regions.chunks}
+
+
 def stored_form(ledger: Ledger) -> tuple[str, dict[str, bytes]]:
     """The index of a ledger, and the bytes of its chunks by digest."""
     regions = ledger.regions
     assert isinstance(regions, RegionMap)
     chunks = regions.chunks
     index = {
-        "chunks": [[c.count, _HEAD.encode(c.head, True), digest(c)] for c in chunks],
+        "chunks": [[c.count, _head_form(c), digest(c)] for c in chunks],
         "generation": Optional(PositionCodec()).encode(ledger.generation, False),
         "publication_id": ledger.publication_id,
         "stored": STORED,
@@ -97,22 +105,45 @@ class Index:
             ),
         )
 
-    @property
+    @cached_property
     def digests(self) -> tuple[str, ...]:
         return tuple(name for _, _, name in self.chunks)
 
-    def ledger(self, contract: Contract, chunks: Mapping[str, bytes]) -> Ledger:
+    def ledger(self, contract: Contract, chunks: Mapping[str, bytes | Chunk]) -> Ledger:
         """The ledger under contract, from its chunks' bytes (each checked against its digest
-        by whoever read it); no region is decoded until one is read."""
+        by whoever read it), or from chunks a reader kept by digest; no region is decoded
+        until one is read.
+
+        A chunk is the same for every ledger that names its digest, so a kept one is shared
+        as it is, with the regions it decoded and the claims it stated: a ledger read again
+        decodes nothing an earlier read of it did."""
         missing = [name for name in self.digests if name not in chunks]
         if missing:
             raise SerializationError("stored ledger", f"chunk {missing[0]} is missing")
         stored = []
         for count, head, name in self.chunks:
-            chunk = Chunk.stored(chunks[name], count, head)
+            found = chunks[name]
+            if isinstance(found, Chunk):
+                if found.count != count or found.head != head:
+                    raise SerializationError(
+                        "Ledger.regions",
+                        f"chunk {name} holds {found.count} regions from {found.head!r}, its "
+                        f"index says {count} from {head!r}",
+                    )
+                stored.append(found)
+                continue
+            chunk = Chunk.stored(found, count, head)
             chunk.memo["digest"] = name  # checked by its reader: not hashed again to store it
             stored.append(chunk)
         return Ledger(contract, RegionMap.of_chunks(stored), self.generation, self.publication_id)
+
+
+def _head_form(chunk: Chunk) -> JSON:
+    """The wire form of a chunk's first low end, encoded once per chunk."""
+    form: JSON = chunk.memo.get("head")
+    if form is None and chunk.head is not None:
+        form = chunk.memo["head"] = _HEAD.encode(chunk.head, True)
+    return form
 
 
 def _entry(entry: JSON, where: str) -> tuple[int, Scalar | None, str]:
@@ -121,7 +152,27 @@ def _entry(entry: JSON, where: str) -> tuple[int, Scalar | None, str]:
     count, name = read_integer(entry[0], where), entry[2]
     if count < 1 or not isinstance(name, str) or not SHA256_HEX.fullmatch(name):
         raise SerializationError(where, "a chunk holds a region or more, named by its SHA-256")
-    return count, _HEAD.decode(entry[1], where), name
+    head = entry[1]
+    if isinstance(head, dict) and len(head) == 1:
+        # A tagged end: the index after each publication repeats the ends of every chunk it
+        # did not touch, so each is decoded once per process.
+        ((tag, body),) = head.items()
+        if isinstance(body, str):
+            try:
+                return count, _tagged_head(tag, body), name
+            except SerializationError:
+                pass  # decoded again below, so that the error names this entry
+    return count, _HEAD.decode(head, where), name
+
+
+@lru_cache(maxsize=2**16)
+def _tagged_head(tag: str, body: str) -> Scalar | None:
+    return _HEAD.decode({tag: body}, "stored ledger")
+
+
+def forget() -> None:
+    """Forget the index ends decoded so far, as a new process starts without them."""
+    _tagged_head.cache_clear()
 
 
 def checked(name: str, chunk: bytes) -> bytes:

@@ -50,6 +50,8 @@ def utc(value: datetime, what: str = "datetime") -> datetime:
     """The same instant in UTC; a naive datetime is refused (Trust model 4)."""
     if not isinstance(value, datetime):
         raise InvalidContract(f"{what}: expected a datetime, got {type(value).__name__}")
+    if value.tzinfo is UTC:
+        return value  # already the instant in UTC: every decoded and stored date is
     if value.tzinfo is None or value.utcoffset() is None:
         raise InvalidContract(f"{what}: naive datetime {value.isoformat()} carries no UTC offset")
     try:

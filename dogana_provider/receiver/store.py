@@ -35,10 +35,12 @@ manifest identity for acceptances only (NULL otherwise), under a unique constrai
 itself refuses a second publication of one manifest identity (NULLs never collide, on every
 supported database, so rejections may repeat).
 
-A chunk's bytes are kept in this process once read or written (KEPT), so that a state read
-fetches only the chunks it has not seen, usually the one or two the last publication made. They
-are kept by digest, checked when read, so what is kept can never be stale: another ledger,
-another process's publication or another database names other chunks, never other bytes for one.
+A chunk is kept in this process once read or written (KEPT), so that a state read fetches only
+the chunks it has not seen, usually the one or two the last publication made, and decodes none
+an earlier read decoded: a publication reads the chunk its decision decoded, and claims over a
+table read again state nothing anew. Chunks are kept by digest, their bytes checked when read,
+so what is kept can never be stale: another ledger, another process's publication or another
+database names other chunks, never other bytes for one.
 
 Nothing here commits: the caller owns the transaction (transactions.py).
 """
@@ -54,13 +56,14 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
+from dogana_core import stored
 from dogana_core.contract import Contract, check_identifier
 from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import Check, Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_core.region import RegionMap
-from dogana_core.stored import Index, checked, stored_form
+from dogana_core.region import Chunk, RegionMap
+from dogana_core.stored import Index, checked, named, stored_form
 from dogana_provider.expectations import Expectations
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
@@ -370,7 +373,7 @@ class Store:
                 f"DELETE FROM {self.chunks} WHERE table_name = {self.p} AND digest = {self.p}",
                 (table, name),
             )
-        KEPT.keep(chunks.items())
+        KEPT.keep(named(ledger).items())
         return index
 
     def _digests(self, connection: Any, table: str) -> list[str]:
@@ -392,14 +395,17 @@ class Store:
             # Stored as wire JSON before stored.py's form; the next publication stores it anew.
             return Ledger.from_json(text)
         index = _index(text) if kept else Index.read(text)
-        chunks = KEPT.get(index.digests) if kept else {}
+        chunks: dict[str, bytes | Chunk] = dict(KEPT.get(index.digests)) if kept else {}
         missing = [name for name in index.digests if name not in chunks]
         if missing:
             for name, regions in self._read_chunks(connection, table, missing):
                 if name in missing:
                     chunks[name] = checked(name, regions.encode("utf-8"))
-            KEPT.keep((name, chunks[name]) for name in missing if name in chunks)
-        return index.ledger(_contract(contract), chunks)
+        ledger = index.ledger(_contract(contract), chunks)
+        if missing:
+            read = named(ledger)
+            KEPT.keep((name, read[name]) for name in missing)
+        return ledger
 
     def _read_chunks(self, connection: Any, table: str, names: list[str]) -> list[tuple[str, str]]:
         sql = f"SELECT digest, regions FROM {self.chunks} WHERE table_name = {self.p}"
@@ -762,37 +768,73 @@ class Store:
 
 
 class Kept:
-    """Chunks' bytes by digest, the most recently used up to a total size, for every thread."""
+    """Chunks by digest, the most recently used up to a total size, for every thread.
+
+    A chunk is charged its bytes while its regions are not decoded, and DECODED times its
+    bytes once they are (its Region objects and their values), as a get finds it.
+    """
+
+    DECODED = 4
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._chunks: OrderedDict[str, bytes] = OrderedDict()
+        # name: [chunk, its charge, whether it was charged decoded]
+        self._chunks: OrderedDict[str, list[Any]] = OrderedDict()
         self._held = 0
         self._lock = threading.Lock()
 
-    def get(self, names: Iterable[str]) -> dict[str, bytes]:
+    def get(self, names: Iterable[str]) -> dict[str, Chunk]:
         found = {}
         with self._lock:
             for name in names:
-                chunk = self._chunks.get(name)
-                if chunk is not None:
+                kept = self._chunks.get(name)
+                if kept is not None:
+                    chunk = kept[0]
+                    if not kept[2] and chunk.decoded:
+                        self._held -= kept[1]
+                        kept[1:] = [self._charge(chunk), True]
+                        self._held += kept[1]
                     self._chunks.move_to_end(name)
                     found[name] = chunk
+            self._trim()
         return found
 
-    def keep(self, chunks: Iterable[tuple[str, bytes]]) -> None:
+    def keep(self, chunks: Iterable[tuple[str, Chunk]]) -> None:
         with self._lock:
             for name, chunk in chunks:
                 if name not in self._chunks:
-                    self._chunks[name] = chunk
-                    self._held += len(chunk)
+                    self._chunks[name] = [chunk, self._charge(chunk), chunk.decoded]
+                    self._held += self._chunks[name][1]
                 self._chunks.move_to_end(name)
-            while self._held > self.size and self._chunks:
-                self._held -= len(self._chunks.popitem(last=False)[1])
+            self._trim()
+
+    def clear(self) -> None:
+        """Forget every chunk, as a new process starts without any."""
+        with self._lock:
+            self._chunks.clear()
+            self._held = 0
+
+    def _charge(self, chunk: Chunk) -> int:
+        return len(chunk.canonical) * (self.DECODED if chunk.decoded else 1)
+
+    def _trim(self) -> None:
+        while self._held > self.size and self._chunks:
+            self._held -= self._chunks.popitem(last=False)[1][1]
 
 
 KEPT = Kept(64 * 2**20)
-"""This process's chunks: a ledger of 20,000 daily regions is about 3 MiB of them."""
+"""This process's chunks: a ledger of 20,000 daily regions is about 3 MiB of bytes, and four
+times that with every region decoded (claims over the whole table decode them all)."""
+
+
+def forget() -> None:
+    """Forget what this process keeps of stored ledgers (their chunks, indexes and contracts),
+    as a new process starts without it: bench/ledger.py measures a step as a new task's process
+    runs it. Nothing else needs it: what is kept is named by what it holds, never stale."""
+    KEPT.clear()
+    _index.cache_clear()
+    _contract.cache_clear()
+    stored.forget()
 
 
 @lru_cache(maxsize=256)

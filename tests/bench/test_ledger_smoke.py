@@ -19,5 +19,8 @@ def test_ledger_bench_runs_every_part_and_its_history_verifies(postgres_url: str
     assert "claims over the whole table, first asked" in output, output
     for database in ("SQLite", "PostgreSQL"):
         assert f"{database}: 200 publications stored" in output, output
-    assert output.count("the 201th delivery costs") == 2, output
-    assert output.count("verified: the stored ledger is the fold of its 205 receipts") == 2
+    assert output.count("whole-table claims of the ledger a state read gives") == 2, output
+    for where in ("in one process", "each step in a new process"):
+        assert output.count(f"more, {where} (the least of 5 each)") == 2, output
+    assert output.count("the 201th delivery costs") == 4, output
+    assert output.count("verified: the stored ledger is the fold of its 210 receipts") == 2

@@ -299,6 +299,18 @@ def test_many_regions_span_several_chunks_and_stay_a_partition() -> None:
     assert len(ledger.apply(make(ORDERS, "full", SUNDAY + timedelta(days=60))).regions) == 1
 
 
+def test_a_history_growing_at_its_end_fills_every_chunk_but_the_last() -> None:
+    """A table delivered a day at a time grows its ledger at the end: its chunks are filled
+    whole there, so a long history has as few chunks to read, store and hash as it can."""
+    ledger = Ledger.new(ORDERS)
+    for n in range(3 * CHUNK):
+        low = date(2020, 1, 1) + timedelta(days=2 * n)
+        ledger = ledger.apply(make(ORDERS, "day", SUNDAY + n * HOUR, window=(low, low)))
+    counts = [chunk.count for chunk in ledger.regions.chunks]  # type: ignore[attr-defined]
+    assert counts[:-1] == [CHUNK] * (len(counts) - 1), counts
+    assert sum(counts) == 6 * CHUNK + 1
+
+
 def test_regions_over_cuts_regions_to_the_bounds() -> None:
     ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
     ledger = ledger.apply(make(ORDERS, "day", MONDAY, window=(day(5), day(6))))

@@ -30,7 +30,7 @@ from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
 from dogana_core.region import Chunk, RegionMap
-from dogana_core.stored import Index, stored_form
+from dogana_core.stored import Index, named, stored_form
 from dogana_core.values import successor
 
 CONTRACT = Contract(
@@ -429,6 +429,50 @@ def test_a_stored_chunk_that_does_not_match_its_index_is_refused_naming_it() -> 
     del chunks[index["chunks"][2][2]]
     with pytest.raises(SerializationError, match=r"chunk [0-9a-f]{64} is missing"):
         Index.read(text).ledger(CONTRACT, chunks)
+
+
+def daily(days: int) -> Ledger:
+    ledger = Ledger.new(CONTRACT)
+    for number in range(days):
+        day = FIRST + timedelta(days=2 * number)
+        ledger = ledger.apply(CONTRACT.manifest("day", SUNDAY + number * HOUR, window=(day, day)))
+    return ledger
+
+
+def test_a_kept_chunk_is_shared_by_the_ledger_read_with_it_as_it_is() -> None:
+    """A reader keeps the chunks it read by digest (receiver/store.py): a ledger read again
+    with them shares them, the regions they decoded and the claims they stated included."""
+    ledger = daily(200)
+    text, chunks = stored_form(ledger)
+    first = Index.read(text).ledger(CONTRACT, chunks)
+    first.claims(SUNDAY, limit=NO_LIMIT)  # decodes every chunk and states its claims
+    again = Index.read(text).ledger(CONTRACT, named(first))
+    assert list(named(again).values()) == list(named(first).values())
+    assert all(a is b for a, b in zip(named(again).values(), named(first).values(), strict=True))
+    assert again == ledger
+    assert again.identity == ledger.identity
+    assert again.claims(SUNDAY, limit=NO_LIMIT) == ledger.claims(SUNDAY, limit=NO_LIMIT)
+
+
+def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> None:
+    ledger = daily(100)
+    text, _ = stored_form(ledger)
+    names = Index.read(text).digests
+    kept = named(ledger)
+    kept[names[1]], kept[names[0]] = kept[names[0]], kept[names[1]]  # each under the other's name
+    with pytest.raises(SerializationError, match=rf"chunk {names[0]} holds .* its index says"):
+        Index.read(text).ledger(CONTRACT, kept)
+
+
+def test_a_stored_ledger_of_another_window_type_is_refused_before_a_chunk_is_decoded() -> None:
+    ledger = daily(200)
+    text, chunks = stored_form(ledger)
+    timed = CONTRACT.replace(
+        types=tuple((n, "datetime" if n == "received_on" else t) for n, t in CONTRACT.types)
+    )
+    unreadable = dict.fromkeys(chunks, b"not a region")  # decoding any of them would raise
+    with pytest.raises(InvalidContract, match="expected datetime"):
+        Index.read(text).ledger(timed, unreadable)
 
 
 @settings(max_examples=3, deadline=None)
