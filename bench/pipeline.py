@@ -35,7 +35,7 @@ timed test: it prints ratios measured in this one run, it never fails on time.
     PYTHONPATH=. .venv/bin/python bench/pipeline.py                   # 1,000,000 rows
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 100000 --databases postgresql
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --large           # and 10,000,000 on PostgreSQL
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's run
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's runs
 """
 
 from __future__ import annotations
@@ -452,15 +452,22 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             profiler.disable()
             profiler.dump_stats(args.profile_to)
         database.change(args.rows)
+        if args.profile_to:
+            profiler = cProfile.Profile()
+            profiler.enable()
         started = time.perf_counter()
         changes = dogana_steps(home, "changes")
+        changes_seconds = time.perf_counter() - started
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(args.profile_to.replace(".prof", ".changes.prof"))
         return {
             "seconds": seconds,
             "steps": steps,
             "baseline_mib": baseline,
             "peak_mib": max(peaks.values()),
             "step_peaks_mib": peaks,
-            "changes_seconds": time.perf_counter() - started,
+            "changes_seconds": changes_seconds,
             "changes_steps": changes,
         }
     if args.child == "GenericTransfer":
@@ -806,7 +813,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated, of " + ", ".join(DATABASES),
     )
     parser.add_argument("--quick", action="store_true", help="no dlt, no dag.test()")
-    parser.add_argument("--profile", action="store_true", help="cProfile dogana's full delivery")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="cProfile dogana's full delivery and its changes delivery, apart",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the bench's folder")
     for hidden in ("--child", "--database", "--home", "--run", "--result", "--profile-to"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)

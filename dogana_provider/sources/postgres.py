@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from dogana_provider.sources.bulk import postgres_read
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource, utc_instant
+from dogana_provider.sources.bulk import FEW_ROWS, postgres_read
+from dogana_provider.sources.snapshot import Connect, Snapshot, SnapshotSource, utc_instant
 from dogana_provider.sql import POSTGRES
 
 
@@ -50,7 +50,14 @@ class PgSnapshot:
 
 
 class PostgresSnapshots(SnapshotSource):
+    """few_rows: a read the planner expects to hold at most this many rows is read through
+    the read's own cursor when it does (bulk.py); 0 reads every one through ADBC."""
+
     dialect = POSTGRES
+
+    def __init__(self, connect: Connect, *, few_rows: int = FEW_ROWS, **options: Any) -> None:
+        super().__init__(connect, **options)
+        self.few_rows = few_rows
 
     def placeholder(self, name: str) -> str:
         return f"%({name})s"
@@ -105,7 +112,7 @@ class PostgresSnapshots(SnapshotSource):
     def bulk_read(
         self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
     ) -> AbstractContextManager[Any]:
-        return postgres_read(snapshot, sql, params, columns)
+        return postgres_read(snapshot, sql, params, columns, few_rows=self.few_rows)
 
     def streaming_cursor(self, connection: Any) -> Any:
         # A named cursor is a server-side cursor: rows arrive fetchmany by fetchmany.

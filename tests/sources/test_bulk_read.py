@@ -1,5 +1,6 @@
 """The bulk read (sources/bulk.py) writes the very file the row-by-row read writes, in the very
-snapshot: PostgreSQL through ADBC, against the same source read through psycopg's cursor.
+snapshot: PostgreSQL through ADBC, against the same source read through psycopg's cursor. A read
+of few rows is read through the read's own cursor instead, and writes that file too.
 
 SQLite and MariaDB have no bulk read (no second connection can share their read's snapshot), so
 their row-by-row read is the only one and the source conformance suites cover it.
@@ -117,12 +118,15 @@ def test_the_bulk_read_writes_the_file_the_row_by_row_read_writes(
             )
     connect = lambda: psycopg.connect(postgres_url)  # noqa: E731
     example = uuid.uuid4().hex  # tmp_path is one folder for every example
-    bulk, bulk_hash = read(PostgresSnapshots(connect), table, tmp_path / f"{example}.bulk.parquet")
+    adbc = PostgresSnapshots(connect, few_rows=0)
+    bulk, bulk_hash = read(adbc, table, tmp_path / f"{example}.bulk.parquet")
     slow, slow_hash = read(RowByRow(connect), table, tmp_path / f"{example}.rows.parquet")
     fast_rows, slow_rows = pq.read_table(bulk), pq.read_table(slow)
     assert fast_rows.schema == slow_rows.schema
     assert fast_rows.to_pylist() == slow_rows.to_pylist()
     assert bulk_hash == slow_hash  # the same bytes: the same Parquet file
+    _, few_hash = read(PostgresSnapshots(connect), table, tmp_path / f"{example}.few.parquet")
+    assert few_hash == slow_hash
 
 
 def test_the_bulk_read_sees_the_read_snapshot_not_a_later_commit(
@@ -130,17 +134,53 @@ def test_the_bulk_read_sees_the_read_snapshot_not_a_later_commit(
 ) -> None:
     with psycopg.connect(postgres_url, autocommit=True) as connection:
         connection.execute(f"INSERT INTO {table} (id, amount) VALUES (1, 1.50)")
-    source = PostgresSnapshots(lambda: psycopg.connect(postgres_url))
+    source = PostgresSnapshots(lambda: psycopg.connect(postgres_url), few_rows=0)
     request = ExtractionRequest(table, "full", UNTIL)
     read_ = Read(contract_of(table), request, Relation(table=table), tmp_path / "t.parquet")
-    caplog.set_level(logging.INFO, logger="dogana_provider.sources.extract")
+    caplog.set_level(logging.INFO, logger="dogana_provider.sources")
     with source.snapshot(UNTIL) as snapshot:
         with psycopg.connect(postgres_url, autocommit=True) as connection:
             connection.execute(f"INSERT INTO {table} (id, amount) VALUES (2, 2.50)")
         [done] = read_all(snapshot, [read_])
     assert f"{table}: bulk read" in caplog.text
+    assert "read's own cursor" not in caplog.text
     assert pq.read_table(done.path).column("id").to_pylist() == [1]
     assert done.manifest.rows == 1
+
+
+def test_a_read_of_few_rows_is_read_through_the_reads_own_cursor_in_its_snapshot(
+    postgres_url: str, table: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """ADBC's connection costs more than a few rows take through the read's own cursor."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"INSERT INTO {table} (id, amount) VALUES (1, 1.50)")
+        connection.execute(f"ANALYZE {table}")
+    source = PostgresSnapshots(lambda: psycopg.connect(postgres_url))
+    request = ExtractionRequest(table, "full", UNTIL)
+    read_ = Read(contract_of(table), request, Relation(table=table), tmp_path / "t.parquet")
+    caplog.set_level(logging.INFO, logger="dogana_provider.sources")
+    with source.snapshot(UNTIL) as snapshot:
+        with psycopg.connect(postgres_url, autocommit=True) as connection:
+            connection.execute(f"INSERT INTO {table} (id, amount) VALUES (2, 2.50)")
+        [done] = read_all(snapshot, [read_])
+    assert "read through the read's own cursor: 1 rows" in caplog.text
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+    assert done.manifest.rows == 1
+
+
+def test_a_read_of_more_rows_than_the_planner_expected_is_read_by_adbc_after_all(
+    postgres_url: str, table: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"INSERT INTO {table} (id) VALUES (0)")
+        connection.execute(f"ANALYZE {table}")  # the planner expects about one row
+        connection.execute(f"INSERT INTO {table} (id) SELECT generate_series(1, 20)")
+    caplog.set_level(logging.INFO, logger="dogana_provider.sources")
+    source = PostgresSnapshots(lambda: psycopg.connect(postgres_url), few_rows=5)
+    path, _ = read(source, table, tmp_path / "t.parquet")
+    assert "read's own cursor" not in caplog.text
+    assert f"{table}: bulk read" in caplog.text
+    assert pq.read_table(path).column("id").to_pylist() == list(range(21))
 
 
 def test_a_numeric_without_precision_is_read_row_by_row_and_named(
@@ -170,12 +210,16 @@ def test_timestamps_keep_their_microseconds(postgres_url: str, table: str, tmp_p
             f"INSERT INTO {table} (id, at, naive) VALUES (1, %s, %s)",
             (moment, moment.replace(tzinfo=None) - timedelta(microseconds=1)),
         )
-    path, _ = read(
-        PostgresSnapshots(lambda: psycopg.connect(postgres_url)), table, tmp_path / "t.parquet"
-    )
-    [row] = pq.read_table(path).to_pylist()
-    assert row["at"] == moment
-    assert row["naive"] == moment - timedelta(microseconds=1)
+        connection.execute(f"ANALYZE {table}")  # the planner expects the one row there is
+    for few_rows in (0, 1):  # through ADBC, and through the read's own cursor
+        path, _ = read(
+            PostgresSnapshots(lambda: psycopg.connect(postgres_url), few_rows=few_rows),
+            table,
+            tmp_path / f"t{few_rows}.parquet",
+        )
+        [row] = pq.read_table(path).to_pylist()
+        assert row["at"] == moment
+        assert row["naive"] == moment - timedelta(microseconds=1)
 
 
 # Staging in COPY's binary format -------------------------------------------------------------
