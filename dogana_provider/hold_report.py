@@ -30,9 +30,7 @@ def holds_table(holds: Sequence[Hold], now: datetime) -> str:
             when(hold.held_at),
             age(now - hold.held_at),
             sum(held.manifest.rows for held in hold.tables),
-            ", ".join(
-                check.name for held in hold.tables for check in held.checks if not check.passed
-            ),
+            ", ".join(check.name for held in hold.tables for check in held.held_checks),
         )
         for hold in holds
     ]
@@ -42,10 +40,7 @@ def holds_table(holds: Sequence[Hold], now: datetime) -> str:
 def held_names(hold: Hold) -> str:
     """The held expectations of a hold, each with its table: what a person must judge."""
     return ", ".join(
-        f"{check.name} on {held.table}"
-        for held in hold.tables
-        for check in held.checks
-        if not check.passed
+        f"{check.name} on {held.table}" for held in hold.tables for check in held.held_checks
     )
 
 
@@ -69,8 +64,8 @@ def hold_lines(hold: Hold, violations: Sequence[Violations], *, receiver: str) -
     for found in violations:
         lines += ["", *violation_lines(found)]
     for held in hold.tables:
-        for check in held.checks:
-            if not check.passed and (held.table, check.name) not in shown:
+        for check in held.held_checks:
+            if (held.table, check.name) not in shown:
                 lines += ["", f"{held.table}: {check.name}: {check.detail}"]
     lines.append("")
     if hold.held:

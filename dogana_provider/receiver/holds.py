@@ -6,10 +6,11 @@ the others would publish part of a read, and the dates would then claim rows the
 nothing of it is published and nothing is recorded as decided; its staged rows wait, tied to the
 decision:
 
-    hold      one transaction under the table's lock: the delivery as decided (manifest,
-              contract, checks, expectation results, staged rows, the head it was decided on)
-              in {prefix}_holds, its staging table marked HELD, which no sweep drops. No
-              receipt, the ledger unchanged. The hold is named <table>-<n>, the table's n-th.
+    hold      one transaction under the lock of every table it holds (in name order, as
+              together.py locks): each table's delivery as decided (manifest, contract, checks,
+              expectation results, staged rows, the head it was decided on) in {prefix}_holds,
+              its staging table marked HELD, which no sweep drops. No receipt, no ledger
+              changed. The hold is named <table>-<n>, its first table's n-th.
     release   one transaction under the table's lock, the hold still held: if the head is still
               the one decided on, the acceptance the decision would have been, its held checks
               passed with a detail naming who released it and when; if the table moved on, the
@@ -26,8 +27,10 @@ Who ends a hold is a person's name, given explicitly; it is never defaulted. End
 is unknown or already ended raises NotHeld and changes nothing: the check is made under the
 table's lock, so two people releasing at once publish it once.
 
-A group is not held (together.py rejects it, saying why): a hold is one table's delivery. The
-store keeps a row per table of a hold all the same, and discard ends every table a hold has.
+A group (tables read together, together.py) is held whole, one hold over every table of it:
+publishing some of its tables would break the one instant it was read at. together.py holds and
+releases it, under every table's lock; discard here ends every table a hold has, one rejection
+per table.
 """
 
 from __future__ import annotations
@@ -72,6 +75,10 @@ class NotHeld(LookupError):
     """A release or discard of a hold that does not exist, or that has already ended."""
 
 
+class HeldDelivery(ValueError):
+    """A held delivery's decision handed to publish: only a release publishes it."""
+
+
 def person(by: object) -> str:
     """The name of who ends a hold: given explicitly, nonblank, one line; never a default."""
     if not isinstance(by, str) or not by.strip():
@@ -82,18 +89,21 @@ def person(by: object) -> str:
     return name
 
 
-def hold(steps: Steps, held: HeldTable) -> Hold:
-    """Record a delivery as held; nothing published, no receipt."""
+def hold(steps: Steps, tables: Sequence[HeldTable]) -> Hold:
+    """Record a delivery (one table's, or a group's tables in the group's order) as held;
+    nothing published, no receipt."""
     with transaction(steps.connect, steps.dialect) as connection:
         steps.store.create(connection)  # a store made before holds existed gets its table
     at = steps.clock()
     with transaction(steps.connect, steps.dialect) as connection:
-        steps.locked_state(connection, held.table)  # numbers the table's holds one at a time
-        number = steps.store.next_hold(connection, held.table)
-        hold_id = f"{held.table}-{number}"
-        steps.store.add_hold(connection, hold_id, number, 0, held, stamp(at))
-        steps.store.staging_held(connection, held.staged.table)
-    return Hold(hold_id, (held,), at, HOLDING)
+        for table in sorted(held.table for held in tables):  # numbers each table's holds
+            steps.locked_state(connection, table)
+        numbers = [steps.store.next_hold(connection, held.table) for held in tables]
+        hold_id = f"{tables[0].table}-{numbers[0]}"
+        for position, (held, number) in enumerate(zip(tables, numbers, strict=True)):
+            steps.store.add_hold(connection, hold_id, number, position, held, stamp(at))
+            steps.store.staging_held(connection, held.staged.table)
+    return Hold(hold_id, tuple(tables), at, HOLDING)
 
 
 def holds(steps: Steps, table: str | None = None, *, held: bool = True) -> list[Hold]:
@@ -136,13 +146,13 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
     """Publish a held delivery as it would have been, or as decided again if the table moved on;
     decide (the receiver's) makes the decision on the locked state."""
     by = person(by)
-    (held,) = _held(steps, hold_id).tables
+    (held,) = held_still(steps, hold_id).tables
     with transaction(steps.connect, steps.dialect) as connection:
         add_missing_columns(connection, steps.dialect, held.staged, held.contract)
     ddl_joins = transactional_ddl(steps.dialect)
     with transaction(steps.connect, steps.dialect) as connection:
         state = steps.locked_state(connection, held.table)
-        _still_held(steps, connection, hold_id)
+        still_held(steps, connection, hold_id)
         now = steps.clock()
         released = Release(held, f"held as {hold_id}, released by {by} at {when(now)} UTC")
         receipt = decide(connection, state, held, released, now)
@@ -195,14 +205,14 @@ class Release:
 def discard(steps: Steps, hold_id: str, by: str, reason: str = "") -> tuple[Receipt, ...]:
     """Refuse a held delivery: a rejection naming the held checks, who, when and why."""
     by = person(by)
-    found = _held(steps, hold_id)
+    found = held_still(steps, hold_id)
     ddl_joins = transactional_ddl(steps.dialect)
     receipts = []
     with transaction(steps.connect, steps.dialect) as connection:
         states = {
             t: steps.locked_state(connection, t) for t in sorted(h.table for h in found.tables)
         }
-        _still_held(steps, connection, hold_id)
+        still_held(steps, connection, hold_id)
         now = steps.clock()
         why = f": {reason.strip()}" if reason.strip() else ""
         note = f"held as {hold_id}, discarded by {by} at {when(now)} UTC{why}"
@@ -232,14 +242,15 @@ def discard(steps: Steps, hold_id: str, by: str, reason: str = "") -> tuple[Rece
     return tuple(receipts)
 
 
-def _held(steps: Steps, hold_id: str) -> Hold:
+def held_still(steps: Steps, hold_id: str) -> Hold:
+    """A hold still held; NotHeld, saying how it ended, when it is not."""
     found = find(steps, hold_id)
     if not found.held:
         raise NotHeld(ended(found))
     return found
 
 
-def _still_held(steps: Steps, connection: Any, hold_id: str) -> None:
+def still_held(steps: Steps, connection: Any, hold_id: str) -> None:
     """The hold, read again under its table's lock: another person may have ended it."""
     found = steps.store.hold(connection, hold_id)
     if found is None or not found.held:

@@ -41,7 +41,8 @@ A delivery whose only failures are violated hold expectations is held (hold, hol
 is published and no receipt recorded; its staged rows wait, never swept, until a person releases
 it (release: the acceptance it would have been, or, if the table moved on, decided again under
 the lock as a stale decision is) or discards it (discard: a rejection). The decision handed back
-names its hold, and publish refuses it (HeldDelivery).
+names its hold, and publish refuses it (HeldDelivery). A group is held whole, one hold over
+every table (together.py), and released by together.py in one commit.
 
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
 the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
@@ -74,7 +75,7 @@ from dogana_provider.receiver.actions import (
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
-from dogana_provider.receiver.holds import NotHeld, Release, Violations
+from dogana_provider.receiver.holds import HeldDelivery, NotHeld, Release, Violations
 from dogana_provider.receiver.sources import Sources
 from dogana_provider.receiver.steps import STAGING_PREFIX, Checked, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import (
@@ -87,7 +88,12 @@ from dogana_provider.receiver.store import (
     TableState,
     Verified,
 )
-from dogana_provider.receiver.together import GroupDecision, decide_group, publish_group
+from dogana_provider.receiver.together import (
+    GroupDecision,
+    decide_group,
+    publish_group,
+    release_group,
+)
 from dogana_provider.receiver.transactions import (
     Connect,
     name_released,
@@ -109,10 +115,6 @@ __all__ = [
     "UnknownTable",
     "dialect_of",
 ]
-
-
-class HeldDelivery(ValueError):
-    """A held delivery's decision handed to publish: only a release publishes it."""
 
 
 @dataclass(frozen=True)
@@ -335,7 +337,7 @@ class Receiver:
             declared,
             held.state.head,
         )
-        return Decision(held.rejection, hold=holding.hold(self.steps, table).hold_id)
+        return Decision(held.rejection, hold=holding.hold(self.steps, (table,)).hold_id)
 
     def _rejected(self, receipt: Receipt, staged: Staged) -> Decision:
         """Record a rejection decided on staged rows, and drop them."""
@@ -480,7 +482,10 @@ class Receiver:
     def release(self, hold_id: str, *, by: str) -> tuple[Receipt, ...]:
         """Publish a held delivery, released by the person ``by``: as it would have been, or
         decided again if its table moved on (a refusal recorded as a rejection). One receipt
-        per table it holds. NotHeld, changing nothing, when it is unknown or already ended."""
+        per table it holds: a group's is published in one commit (together.py). NotHeld,
+        changing nothing, when it is unknown or already ended."""
+        if holding.find(self.steps, hold_id).grouped:
+            return release_group(self.steps, hold_id, by)
         return holding.release(self.steps, hold_id, by, self._decide_held)
 
     @overload

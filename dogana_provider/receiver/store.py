@@ -59,7 +59,7 @@ from typing import Any
 from dogana_core import stored
 from dogana_core.contract import Contract, check_identifier
 from dogana_core.errors import InconsistentPublication, InvalidContract
-from dogana_core.gate import Check, Outcome, Receipt
+from dogana_core.gate import TOGETHER, Check, Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_core.region import Chunk, RegionMap
@@ -132,11 +132,23 @@ class HeldTable:
     base_publication_id: str
     """The table's head the decision was made on: a release publishes on it, or decides again."""
 
+    @property
+    def grouped(self) -> bool:
+        """Whether this table was decided in a group (together.py): its checks carry the
+        together check, as Group.apply makes it."""
+        return any(check.name == TOGETHER for check in self.checks)
+
+    @property
+    def held_checks(self) -> tuple[Check, ...]:
+        """The checks that hold it, for a person to judge: its failed ones, less a group's
+        together check, which fails only because some table of the group is held."""
+        return tuple(c for c in self.checks if not c.passed and c.name != TOGETHER)
+
 
 @dataclass(frozen=True)
 class Hold:
     """A held delivery, kept whole until a person ends it: a row per table it holds in the
-    store, one table's as long as groups are not held (together.py)."""
+    store, one for a table's delivery, one per table, in the group's order, for a group's."""
 
     hold_id: str
     tables: tuple[HeldTable, ...]
@@ -152,6 +164,11 @@ class Hold:
     @property
     def held(self) -> bool:
         return self.state == HOLDING
+
+    @property
+    def grouped(self) -> bool:
+        """Whether it holds a group's tables (together.py releases it), even a group of one."""
+        return any(held.grouped for held in self.tables)
 
 
 class Store:

@@ -5,16 +5,26 @@ Delivery and Replay):
 
     1. replay: the group is answered with its recorded receipts when every manifest was accepted
        together (Group.replay, by the together digest), once every declared content_hash
-       matches the bytes; anything else is a new decision
+       matches the bytes; a group whose every manifest a hold still holds is answered with that
+       hold; anything else is a new decision
     2. preflight every table; one failure rejects the group (Group.apply with no row checks),
        recorded for every table, and nothing is staged; so does one table the receiver may not
        publish (activation.py): its receipt names what it lacks, the others' the table
     3. stage every file, check its rows and run its expectations; Group.apply decides them
-       together, so one table's violated block rejects the group; so does a violated hold, its
-       detail saying why (GROUP_NOT_HELD): holds.py holds one table's delivery, not a group's
+       together, so one table's violated block rejects the group. A group that Group.apply
+       would accept but for violated hold expectations is held whole (holds.py): one hold over
+       every table, nothing published, no receipt, since publishing some of its tables would
+       break the one instant they were read at
     4. one transaction locks every table's head (in name order, so two groups cannot deadlock),
        judges every table's activation again, decides the whole group again if any head or
        contract moved, then runs every plan and saves every ledger and receipt, or nothing
+
+A held group is released (release_group) as step 4 is run: under every table's lock, each
+table's activation judged again; if every head and contract is the one it was decided on, the
+acceptances Group.apply makes of its checks as decided, the held ones passing as released (who,
+when); else the group decided again from the same staged rows, as a stale decision is, the
+released checks passing again, and a refusal recorded for every table. holds.discard ends a
+group's hold as it ends any hold: a rejection per table.
 """
 
 from __future__ import annotations
@@ -29,12 +39,15 @@ from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider import checks
-from dogana_provider.expectations import Consequence
+from dogana_provider.expectations import Consequence, Expectations
+from dogana_provider.printing import when
+from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import add_missing_columns
-from dogana_provider.receiver.activation import SourceState
+from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
 from dogana_provider.receiver.hashing import file_sha256
-from dogana_provider.receiver.steps import Checked, Steps
-from dogana_provider.receiver.store import TableState
+from dogana_provider.receiver.holds import HeldDelivery, Release
+from dogana_provider.receiver.steps import Checked, Steps, stamp
+from dogana_provider.receiver.store import RELEASED, HeldTable, Hold, TableState
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
 from dogana_provider.staging import Staged
 
@@ -42,15 +55,23 @@ from dogana_provider.staging import Staged
 @dataclass(frozen=True)
 class GroupDecision:
     """Steps 1 to 3 for a group: one receipt per table, in the group's order, and the staged
-    files of an acceptance still to publish (empty otherwise)."""
+    files of an acceptance still to publish (empty otherwise).
+
+    A held group's decision names its hold; its receipts are the decision as it stands (refused
+    until a person releases it), not recorded, and its staged rows are the hold's."""
 
     group: Group
     receipts: tuple[Receipt, ...]
     staged: tuple[Staged, ...] = ()
+    hold: str | None = None
 
     @property
     def to_publish(self) -> bool:
-        return bool(self.staged) and all(r.outcome is Outcome.ACCEPTED for r in self.receipts)
+        return (
+            self.hold is None
+            and bool(self.staged)
+            and all(r.outcome is Outcome.ACCEPTED for r in self.receipts)
+        )
 
 
 def decide_group(
@@ -63,6 +84,7 @@ def decide_group(
         states = {table: steps.state(connection, table) for table in tables}
         recorded = _recorded(steps, connection, manifests)
         activations = {table: steps.activation(connection, table) for table in tables}
+        held = {steps.store.held_for(connection, t, manifests[t].identity) for t in tables}
     now = steps.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
@@ -75,6 +97,11 @@ def decide_group(
             return GroupDecision(group, replayed)
         receipts = _reject_all(steps, group, states, manifests, refused, now)
         return GroupDecision(group, _save(steps, receipts))
+    (hold_id,) = held if len(held) == 1 else (None,)
+    if hold_id is not None:  # every table's rows wait for a person already: never staged twice
+        still = _still_held(steps, group, states, hold_id, now)
+        if still is not None:
+            return still
     if not all(
         check.passed
         for table in tables
@@ -90,16 +117,25 @@ def decide_group(
         steps.stage(paths[table], manifests[table], states[table].contract) for table in tables
     )
     with transaction(steps.connect, steps.dialect, write=False) as connection:
-        receipts = _evaluate(steps, connection, group, states, manifests, staged, now, sources)
+        receipts, checked = _evaluate(
+            steps, connection, group, states, manifests, staged, now, sources
+        )
     decision = GroupDecision(group, receipts, staged)
     if decision.to_publish:
         return decision
+    if _holds_it(steps, group, states, manifests, checked, sources, now):
+        return _hold(steps, group, states, receipts, staged, checked)
     _save(steps, receipts, staged)
     steps.discard(staged)
     return GroupDecision(group, receipts)
 
 
 def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
+    if decision.hold is not None:
+        raise HeldDelivery(
+            f"{', '.join(decision.group.tables)}: group held as {decision.hold}: nothing is "
+            "published without a release (Receiver.release, or `dogana hold release`)"
+        )
     if not decision.to_publish:
         return decision.receipts
     staged = decision.staged
@@ -149,7 +185,9 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
                 return replayed
             receipts = _reject_all(steps, group, states, manifests, refused, now)
         else:
-            receipts = _evaluate(steps, connection, group, states, manifests, staged, now, sources)
+            receipts, _ = _evaluate(
+                steps, connection, group, states, manifests, staged, now, sources
+            )
         if not all(r.outcome is Outcome.ACCEPTED for r in receipts):
             for receipt in receipts:
                 steps.store.save(connection, receipt)
@@ -168,43 +206,207 @@ def _evaluate(
     staged: tuple[Staged, ...],
     now: datetime,
     active: Mapping[str, SourceState],
-) -> tuple[Receipt, ...]:
+    released: Mapping[str, Release] | None = None,
+) -> tuple[tuple[Receipt, ...], dict[str, Checked]]:
     """Preflight, row checks of every staged file (and each table's SOURCE_ACTIVE, where the
-    receiver requires activation), then Group.apply: all accepted or none."""
+    receiver requires activation), then Group.apply: all accepted or none. released, for a held
+    group's release, passes each table's released checks again. Also each table's Checked
+    (none when preflight refused the group)."""
     sources = _sources(steps, group)
     if not all(
         check.passed
         for table in group.tables
         for check in Gate.preflight(states[table].ledger, manifests[table], now=now)
     ):
-        return group.apply(_ledgers(states), manifests, now=now, sources=sources)
-    outcomes = {
-        table: _not_held(steps.row_checks(connection, states[table], manifests[table], files))
+        return group.apply(_ledgers(states), manifests, now=now, sources=sources), {}
+    checked = {
+        table: steps.row_checks(connection, states[table], manifests[table], files)
         for table, files in zip(group.tables, staged, strict=True)
     }
-    for table, outcome in outcomes.items():
+    outcomes: dict[str, list[Check]] = {}
+    for table, found in checked.items():
+        release = (released or {}).get(table)
+        outcomes[table] = list(found.checks if release is None else release.checks(found.checks))
         check = active[table].check()
         if check is not None:
-            outcome.append(check)
-    return group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
+            outcomes[table].append(check)
+    receipts = group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
+    return receipts, checked
 
 
-GROUP_NOT_HELD = (
-    "a group is not held (holds.py holds one table's delivery, not a group's): rejected as one, "
-    "nothing published"
-)
+# Holding a group (holds.py) -----------------------------------------------------------------------
 
 
-def _not_held(checked: Checked) -> list[Check]:
-    """A table's checks in a group, each violated hold's failure saying why the group is
-    rejected rather than held."""
-    holds = {r.name for r in checked.results if r.violated and r.consequence is Consequence.HOLD}
-    return [
-        Check(c.name, False, f"{c.detail}; {GROUP_NOT_HELD}")
-        if c.name in holds and not c.passed
-        else c
-        for c in checked.checks
+def _holds_it(
+    steps: Steps,
+    group: Group,
+    states: Mapping[str, TableState],
+    manifests: Mapping[str, Manifest],
+    checked: Mapping[str, Checked],
+    active: Mapping[str, SourceState],
+    now: datetime,
+) -> bool:
+    """Whether a refused group is held: some table violates a hold expectation, and with every
+    violated hold passing the group would be accepted (no protocol check, no block, no
+    together check fails for another reason)."""
+    held = {table: _held_names(found) for table, found in checked.items()}
+    if not any(held.values()):
+        return False
+    outcomes: dict[str, list[Check]] = {}
+    for table, found in checked.items():
+        outcomes[table] = [
+            Check(c.name, True, c.detail) if c.name in held[table] else c for c in found.checks
+        ]
+        check = active[table].check()
+        if check is not None:
+            outcomes[table].append(check)
+    would = group.apply(
+        _ledgers(states), manifests, now=now, outcomes=outcomes, sources=_sources(steps, group)
+    )
+    return all(receipt.outcome is Outcome.ACCEPTED for receipt in would)
+
+
+def _held_names(checked: Checked) -> set[str]:
+    return {
+        result.name
+        for result in checked.results
+        if result.violated and result.consequence is Consequence.HOLD
+    }
+
+
+def _hold(
+    steps: Steps,
+    group: Group,
+    states: Mapping[str, TableState],
+    receipts: tuple[Receipt, ...],
+    staged: tuple[Staged, ...],
+    checked: Mapping[str, Checked],
+) -> GroupDecision:
+    """Hold the group whole: every table's delivery as decided, in the group's order."""
+    tables = [
+        HeldTable(
+            receipt.table,
+            files,
+            receipt.manifest,
+            states[receipt.table].contract,
+            receipt.checks,
+            Expectations(tuple(r.expectation for r in checked[receipt.table].results)),
+            states[receipt.table].head,
+        )
+        for receipt, files in zip(receipts, staged, strict=True)
     ]
+    return GroupDecision(group, receipts, hold=holding.hold(steps, tables).hold_id)
+
+
+def _still_held(
+    steps: Steps, group: Group, states: Mapping[str, TableState], hold_id: str, now: datetime
+) -> GroupDecision | None:
+    """A group decided again while held whole: answered with its hold, as it stands. None when
+    the hold holds other tables than the group's (a new decision)."""
+    found = holding.find(steps, hold_id)
+    if not found.held or {held.table for held in found.tables} != set(group.tables):
+        return None
+    by_table = {held.table: held for held in found.tables}
+    receipts = tuple(
+        Gate.reject(
+            states[table].ledger,
+            by_table[table].manifest,
+            by_table[table].checks,
+            now=now,
+            source=steps.source,
+        )
+        for table in group.tables
+    )
+    return GroupDecision(group, receipts, hold=hold_id)
+
+
+def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
+    """Publish a held group, released by the person ``by``, in one commit under every table's
+    lock: as it would have been, or decided again if a table moved on (a refusal recorded for
+    every table). One receipt per table, in the group's order."""
+    by = holding.person(by)
+    found: Hold = holding.held_still(steps, hold_id)
+    group = Group(tuple(held.contract for held in found.tables))
+    staged = tuple(held.staged for held in found.tables)
+    with transaction(steps.connect, steps.dialect) as connection:
+        for held in found.tables:
+            add_missing_columns(connection, steps.dialect, held.staged, held.contract)
+    ddl_joins = transactional_ddl(steps.dialect)
+    with transaction(steps.connect, steps.dialect) as connection:
+        states = {table: steps.locked_state(connection, table) for table in sorted(group.tables)}
+        holding.still_held(steps, connection, hold_id)
+        now = steps.clock()
+        note = f"held as {hold_id}, released by {by} at {when(now)} UTC"
+        releases = {held.table: Release(held, note) for held in found.tables}
+        receipts = _release_locked(steps, connection, group, found, states, releases, now)
+        outcome = str(receipts[0].outcome)  # a group's tables share one outcome
+        steps.store.end_hold(connection, hold_id, RELEASED, by, stamp(now), None, outcome)
+        for files in staged:  # published, refused or replayed: the staged rows are spent
+            steps.store.staging_recorded(connection, files.table)
+        if ddl_joins:
+            for files in staged:
+                steps.drop(connection, files)
+    if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
+        steps.discard(staged)
+    return receipts
+
+
+def _release_locked(
+    steps: Steps,
+    connection: Any,
+    group: Group,
+    found: Hold,
+    states: Mapping[str, TableState],
+    releases: Mapping[str, Release],
+    now: datetime,
+) -> tuple[Receipt, ...]:
+    """A held group's decision on its released checks, on the locked states, and its writes:
+    every table published, or every table's refusal saved."""
+    manifests = {held.table: held.manifest for held in found.tables}
+    staged = tuple(held.staged for held in found.tables)
+    sources = {
+        table: steps.activation(connection, table, lock=True).at(now)
+        for table in sorted(group.tables)
+    }
+    if not all(source.publishes for source in sources.values()):
+        inactive = _inactive(steps, group, states, manifests, sources, now)
+        for receipt in inactive:
+            steps.save_refused(connection, receipt)
+        return inactive
+    fresh = all(
+        states[held.table].head == held.base_publication_id
+        and states[held.table].contract == held.contract
+        for held in found.tables
+    )
+    if fresh:
+        outcomes: dict[str, list[Check]] = {}
+        for held in found.tables:
+            released = releases[held.table].checks(held.checks)
+            checks = [c for c in released if c.name != SOURCE_ACTIVE]
+            active = sources[held.table].check()  # the table's activation as it is now
+            outcomes[held.table] = [*checks, *([active] if active is not None else [])]
+        receipts = group.apply(
+            _ledgers(states), manifests, now=now, outcomes=outcomes, sources=_sources(steps, group)
+        )
+    else:  # decided again from the same staged rows, as a stale group decision is
+        replayed = group.replay(manifests, _recorded(steps, connection, manifests))
+        if replayed is not None:
+            hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
+            refused = _other_bytes(manifests, hashes)
+            if not refused:
+                return replayed
+            receipts = _reject_all(steps, group, states, manifests, refused, now)
+        else:
+            receipts, _ = _evaluate(
+                steps, connection, group, states, manifests, staged, now, sources, releases
+            )
+    if not all(receipt.outcome is Outcome.ACCEPTED for receipt in receipts):
+        for receipt in receipts:
+            steps.store.save(connection, receipt)
+        return receipts
+    for receipt, files in zip(receipts, staged, strict=True):
+        steps.apply_accepted(connection, states[receipt.table], receipt, files)
+    return receipts
 
 
 def _recorded(steps: Steps, connection: Any, manifests: Mapping[str, Manifest]) -> list[Receipt]:

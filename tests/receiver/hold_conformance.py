@@ -6,12 +6,13 @@ staging_left, ...). One test per rule, named after it.
 
 The held delivery of every case: orders 1 to 3 published by a full read at 2h; then a changes
 read at 4h bringing order 7, named "bad", which an expectation declared on_violation hold
-refuses.
+refuses. A group (orders and lines read together) is held whole: see Groups below.
 """
 
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,13 @@ from activation_conformance import grant
 from receiver_deliveries import NOW, Source, at
 
 from dogana_core.gate import Outcome
+from dogana_core.group import Group, recorded_digest
 from dogana_provider.expectations import Expectations
 from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.activation import SOURCE_ACTIVE
 from dogana_provider.receiver.holds import NotHeld
 from dogana_provider.receiver.receiver import HeldDelivery
-from dogana_provider.receiver.together import GROUP_NOT_HELD
+from dogana_provider.receiver.together import GroupDecision
 
 PERSON = "Ada Lovelace"
 OTHER = "Grace Hopper"
@@ -318,22 +320,177 @@ class HoldConformance:
         assert self.state(receiver, source.table) == before
         assert receiver.find_hold(decision.hold).held
 
-    # Groups ----------------------------------------------------------------------------------
+    # Groups --------------------------------------------------------------------------------
+    # A group of orders and lines published together at 2h, then a group of changes reads at
+    # 4h bringing order 4 and line 7, named "bad", which lines' hold expectation refuses.
 
-    def test_a_group_with_a_violated_hold_is_rejected_saying_why(
+    def held_group(self, receiver: Receiver, uid: str, tmp_path: Path) -> HeldGroup:
+        group, orders, lines = self.pair(receiver, uid, tmp_path)
+        receiver.register(lines.contract, Expectations.from_dict(HOLD))
+        first = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        published = receiver.receive_group(group, first)
+        assert [r.outcome for r in published] == [Outcome.ACCEPTED] * 2
+        before = [self.state(receiver, source.table) for source in (orders, lines)]
+        orders.put(4, 4, "order4", at(3))
+        lines.put(7, 7, "bad", at(3))
+        deliveries = {
+            orders.table: orders.changes(at(2), at(4)),
+            lines.table: lines.changes(at(2), at(4)),
+        }
+        decision = receiver.decide_group(group, deliveries)
+        assert decision.hold is not None, [r.failed for r in decision.receipts]
+        return HeldGroup(group, orders, lines, deliveries, decision, decision.hold, before)
+
+    def group_staged(self, receiver: Receiver, held: HeldGroup) -> list[str]:
+        return self.staging_left(receiver, *(m for _, m in held.deliveries.values()))
+
+    def test_a_group_with_a_violated_hold_is_held_whole_and_nothing_of_it_published(
         self, receiver: Receiver, uid: str, tmp_path: Path
     ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        assert held.hold == f"{held.orders.table}-1"
+        assert not held.decision.to_publish and held.decision.staged == ()
+        assert [r.outcome for r in held.decision.receipts] == [Outcome.REJECTED] * 2
+        (hold,) = receiver.holds()
+        assert hold.hold_id == held.hold and hold.held and hold.grouped
+        assert [t.table for t in hold.tables] == [held.orders.table, held.lines.table]
+        assert [[c.name for c in t.held_checks] for t in hold.tables] == [[], [HELD_BY]]
+        assert [receiver.holds(s.table) for s in (held.orders, held.lines)] == [[hold], [hold]]
+        assert [self.state(receiver, s.table) for s in (held.orders, held.lines)] == held.before
+        assert len(self.group_staged(receiver, held)) == 2
+        with pytest.raises(HeldDelivery, match=f"held as {held.hold}"):
+            receiver.publish_group(held.decision)
+        assert [self.state(receiver, s.table) for s in (held.orders, held.lines)] == held.before
+
+    def test_a_group_refused_for_more_than_a_hold_is_rejected_not_held(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        """Held only when every protocol check and block passes: here the manifests' instants
+        differ, so the together check fails for more than the hold."""
         group, orders, lines = self.pair(receiver, uid, tmp_path)
         receiver.register(lines.contract, Expectations.from_dict(HOLD))
         lines.put(7, 7, "bad", at(1))
-        deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2))}
+        deliveries = {orders.table: orders.full(at(2)), lines.table: lines.full(at(2.5))}
         receipts = receiver.receive_group(group, deliveries)
         assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
-        assert [c.name for c in receipts[0].failed] == ["together"]
-        held = {c.name: c for c in receipts[1].failed}
-        assert set(held) == {HELD_BY, "together"}
-        assert held[HELD_BY].detail.endswith(GROUP_NOT_HELD)
+        assert {c.name for c in receipts[1].failed} == {HELD_BY, "together"}
+        assert "produced_at differ" in next(c for c in receipts[0].failed).detail
         assert receiver.holds() == []
         assert self.staging_left(receiver, *(m for _, m in deliveries.values())) == []
-        for source in (orders, lines):
-            assert receiver.verify(source.table).publications == 0
+        assert [receiver.receipts(s.table)[-1] for s in (orders, lines)] == list(receipts)
+
+    def test_a_group_still_held_is_answered_with_its_hold(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        again = receiver.decide_group(held.group, held.deliveries)
+        assert again.hold == held.hold and not again.to_publish
+        assert len(receiver.holds()) == 1 and len(self.group_staged(receiver, held)) == 2
+        assert [self.state(receiver, s.table) for s in (held.orders, held.lines)] == held.before
+
+    def test_a_held_group_is_never_swept_whatever_its_age(
+        self, connect: Any, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        years_later = Receiver(
+            connect, receiver.dialect, prefix=f"s{uid}", clock=lambda: NOW + timedelta(days=900)
+        )
+        assert years_later.sweep(timedelta(0)) == ()
+        assert len(self.group_staged(receiver, held)) == 2
+        assert receiver.holds()[0].held
+
+    def test_a_released_group_is_published_in_one_commit_naming_who_and_when(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        heads = [receiver.ledger(s.table).head for s in (held.orders, held.lines)]
+        receipts = receiver.release(held.hold, by=PERSON)
+        assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+        assert [r.table for r in receipts] == [held.orders.table, held.lines.table]
+        assert [r.base_publication_id for r in receipts] == heads
+        # Accepted together, as Group.apply makes it: the group replays whole.
+        digests = {recorded_digest(r) for r in receipts}
+        assert len(digests) == 1 and None not in digests
+        (released,) = [c for c in receipts[1].checks if c.name == HELD_BY]
+        assert released.passed
+        assert f"held as {held.hold}, released by {PERSON} at {WHEN}" in released.detail
+        for source in (held.orders, held.lines):
+            assert self.published(receiver, source.table) == source.expected()
+            assert receiver.verify(source.table).publications == 2
+        assert self.group_staged(receiver, held) == [] and receiver.holds() == []
+        ended = receiver.find_hold(held.hold)
+        assert (ended.state, ended.decided_by, ended.outcome) == ("released", PERSON, "accepted")
+        replayed = receiver.receive_group(held.group, held.deliveries)
+        assert [r.outcome for r in replayed] == [Outcome.REPLAYED] * 2
+
+    def test_a_held_group_released_after_a_table_moved_on_is_decided_again(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        # An empty changes read of orders up to 2.5h is published meanwhile: the held reads
+        # still fit, decided again on orders' new head.
+        between = receiver.receive(*held.orders.changes(at(2), at(2.5)))
+        assert between.outcome is Outcome.ACCEPTED, between.failed
+        lines_head = receiver.ledger(held.lines.table).head
+        receipts = receiver.release(held.hold, by=PERSON)
+        assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+        assert [r.base_publication_id for r in receipts] == [between.publication_id, lines_head]
+        (released,) = [c for c in receipts[1].checks if c.name == HELD_BY]
+        assert released.passed and f"released by {PERSON}" in released.detail
+        for source in (held.orders, held.lines):
+            assert self.published(receiver, source.table) == source.expected()
+        assert receiver.verify(held.orders.table).publications == 3
+        assert receiver.verify(held.lines.table).publications == 2
+        assert self.group_staged(receiver, held) == []
+
+    def test_a_held_group_refused_when_decided_again_is_a_rejection_of_every_table(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        # A later complete window of orders' days 1 to 3 (5h) is published meanwhile: the held
+        # orders read (4h) is older than its evidence, so the ledger refuses it now.
+        later = receiver.receive(*held.orders.window(1, 3, at(5)))
+        assert later.outcome is Outcome.ACCEPTED, later.failed
+        before = [self.state(receiver, s.table) for s in (held.orders, held.lines)]
+        receipts = receiver.release(held.hold, by=PERSON)
+        assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        assert "transition" in {c.name for c in receipts[0].failed}
+        for source, was, receipt in zip((held.orders, held.lines), before, receipts, strict=True):
+            after = self.state(receiver, source.table)
+            assert after[:2] == was[:2] and after[2] == [*was[2], receipt.identity]
+            receiver.verify(source.table)
+        assert receiver.find_hold(held.hold).outcome == "rejected"
+        assert self.group_staged(receiver, held) == []
+
+    def test_a_discarded_group_is_a_rejection_of_every_table_and_its_staged_rows_dropped(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        receipts = receiver.discard(held.hold, by=PERSON, reason="line 7 is a test line")
+        assert [r.outcome for r in receipts] == [Outcome.REJECTED] * 2
+        note = f"held as {held.hold}, discarded by {PERSON} at {WHEN}: line 7 is a test line"
+        for receipt in receipts:
+            assert receipt.failed and all(note in c.detail for c in receipt.failed)
+        assert HELD_BY in {c.name for c in receipts[1].failed}
+        for source, was, receipt in zip(
+            (held.orders, held.lines), held.before, receipts, strict=True
+        ):
+            after = self.state(receiver, source.table)
+            assert after[:2] == was[:2] and after[2] == [*was[2], receipt.identity]
+        assert self.group_staged(receiver, held) == []
+        assert receiver.find_hold(held.hold).state == "discarded"
+        with pytest.raises(NotHeld, match=f"discarded by {PERSON}"):
+            receiver.release(held.hold, by=OTHER)
+
+
+@dataclass(frozen=True)
+class HeldGroup:
+    """A held group's delivery, and each table's state (rows, ledger, receipts) before it."""
+
+    group: Group
+    orders: Source
+    lines: Source
+    deliveries: dict[str, tuple[Path, Any]]
+    decision: GroupDecision
+    hold: str
+    before: list[tuple[Any, ...]]
