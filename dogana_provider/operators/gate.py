@@ -26,10 +26,11 @@ changes nothing.
 
 A held delivery (an expectation declared on_violation="hold" was violated, holds.py) is shown in
 the log for a person: each held expectation, the rows violating it (up to show_rows, through
-printing.text_table) and their count, and the exact commands that release or discard it. The
-task then fails, not retried, so the publish task never runs and the on-call is alerted. Once a
-person has released it, clearing the task finds the release's acceptance as a replay, and the
-publish task emits the Asset event a publication owes.
+printing.text_table) and their count, and the exact commands that release or discard it; a
+group held whole shows each held table's. The task then fails, not retried, so the publish task
+never runs and the on-call is alerted. Once a person has released it, clearing the task finds
+the release's acceptance as a replay, and the publish task emits the Asset event a publication
+owes.
 """
 
 from __future__ import annotations
@@ -287,6 +288,8 @@ class GateOperator(BaseOperator):
             self._declare(receiver, group.tables)
             decision = receiver.decide_group(group, by_table)
         self._receipts = list(decision.receipts)
+        if decision.hold is not None:  # held whole: each held table's violations, then fail
+            self._held(receiver, decision.hold)
         for receipt in decision.receipts:
             self.log.info("%s: %s", receipt.table, receipt_line(receipt))
             self._log_expectations(receipt)

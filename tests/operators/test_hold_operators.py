@@ -128,3 +128,76 @@ def test_the_publish_task_never_publishes_a_held_decision(
     assert published(hook, table) == {} and hook.receiver.receipts(table) == []
     assert [hold.hold_id for hold in hook.receiver.holds(table)] == [decision.hold]
     assert asset_events(dogana_asset(table, conn_id).uri) == []
+
+
+def test_a_held_group_fails_the_gate_showing_each_held_tables_violations(
+    airflow_home: Path,
+    tmp_path: Path,
+    receiver_connection: ReceiverConnection,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A group (orders and lines read together) held whole: the gate's log shows the held
+    table's violating rows and the commands; nothing of either table is published until a
+    person releases it, and the gate run again hands the group's receipts on."""
+    conn_id, uid = receiver_connection.conn_id, uuid.uuid4().hex[:8]
+    orders, lines = f"orders_{uid}", f"lines_{uid}"
+    hook = DoganaHook(conn_id)
+    hook.receiver.register(orders_contract(orders))
+    produced = datetime.now(UTC) - timedelta(minutes=1)
+    deliveries = []
+    for table, rows in ((orders, {1: "one"}), (lines, {1: "first", 2: "bad"})):
+        contract = orders_contract(table)
+        written = write_rows(tmp_path / f"{table}.parquet", contract, rows, produced)
+        deliveries.append(
+            {
+                "manifest": written.manifest(contract, "full", produced).to_dict(),
+                "uri": Path(written.path).as_uri(),
+            }
+        )
+    hook.receiver.register(orders_contract(lines), Expectations.from_dict(HOLD))
+    path = tmp_path / "deliveries.json"
+    path.write_text(json.dumps(deliveries), encoding="utf-8")
+    body = textwrap.dedent(
+        f"""
+        import json
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            @task
+            def extract():
+                with open({str(path)!r}) as file:
+                    return json.load(file)
+
+            extract() >> GateOperator(task_id="gate", receiver_conn_id={conn_id!r}) >> (
+                PublishOperator(
+                    task_id="publish", receiver_conn_id={conn_id!r}, table={[orders, lines]!r}
+                )
+            )
+        """
+    )
+    module = write_dag(airflow_home, f"held_group_{uid}", body)
+    run = module.dag.test()
+    assert states(run) == {"extract": "success", "gate": "failed", "publish": "upstream_failed"}
+    (hold,) = hook.receiver.holds()
+    assert hold.hold_id == f"{orders}-1"
+    assert [held.table for held in hold.tables] == [orders, lines]
+    for table in (orders, lines):
+        assert published(hook, table) == {} and hook.receiver.receipts(table) == []
+
+    seen = capfd.readouterr()
+    log = "\n".join(
+        [seen.out, seen.err, *(p.read_text(errors="replace") for p in airflow_home.rglob("*.log"))]
+    )
+    assert f"hold {orders}-1 of {orders}, {lines} in receiver {conn_id}: held" in log
+    assert f"{lines}: no_bad_names: violated (hold): " in log
+    assert "1 row violate" in log
+    assert f"dogana hold release {conn_id} {orders}-1 --by" in log
+
+    receipts = hook.receiver.release(hold.hold_id, by="Ada Lovelace")
+    assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
+    again = module.dag.test()
+    assert set(states(again).values()) == {"success"}
+    replayed = [Receipt.from_dict(item).outcome for item in xcom(again, "publish")]
+    assert replayed == [Outcome.REPLAYED] * 2
+    assert published(hook, lines) == {1: "first", 2: "bad"}
