@@ -791,7 +791,7 @@ def flat(added: dict[str, dict[int, float]]) -> list[str]:
             continue
         (small, low), (large, high) = min(by_rows.items()), max(by_rows.items())
         lines.append(
-            f"{'':>16}{database} rows add flat from {small:,} to {large:,} rows: {low:.0f} MB "
+            f"{'':>17}{database} rows add flat from {small:,} to {large:,} rows: {low:.0f} MB "
             f"-> {high:.0f} MB, {met(high < 100 and high - low <= FLAT_MIB)}"
         )
     return lines

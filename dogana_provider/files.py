@@ -54,7 +54,9 @@ import pyarrow.parquet as pq
 from dogana_core.contract import IDENTIFIER, Contract, column_hash
 from dogana_core.manifest import Manifest
 
-BATCH_ROWS = 65_536
+# Rows per batch read from a file: staging's peak memory is about a batch's rows in three forms
+# (the file's, COPY's, the driver's); 32,768 rows peaked 20 MB lower than 65,536, as fast.
+BATCH_ROWS = 32_768
 CHUNK = 1 << 20  # bytes hashed per read when the parser skips a range
 PENDING_LIMIT = 64 << 20  # bytes read ahead of the hash kept to compare with later reads
 
