@@ -12,7 +12,7 @@ import json
 import sqlite3
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -21,6 +21,7 @@ import pytest
 from cli_fixtures import ORDERS, PRODUCED, dogana, order, write
 
 from dogana_core.gate import Outcome
+from dogana_core.group import Group
 from dogana_provider.expectations import Expectations
 from dogana_provider.receiver import Receiver
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
@@ -232,3 +233,42 @@ def test_a_person_ends_holds_from_the_terminal_on_a_database_server(
     assert outcomes == [Outcome.ACCEPTED, Outcome.REJECTED]
     assert server.receiver.holds() == []
     server.receiver.verify("orders")
+
+
+def test_a_group_held_whole_is_listed_and_shown_with_each_held_tables_rows(
+    tmp_path: Path,
+) -> None:
+    """orders and lines read together, lines' amount negative: one hold over both tables,
+    listed with the expectation that holds it (not the together check it fails as a result)."""
+    path = tmp_path / "group.sqlite"
+    receiver = Receiver(lambda: sqlite3.connect(path), SQLITE)
+    lines = replace(ORDERS, table="lines")
+    receiver.register(ORDERS)
+    receiver.register(lines, Expectations.from_dict(HOLD))
+    negative = [order(1, 1), order(2, 2, amount=-1.0)]
+    deliveries = {
+        "orders": (
+            write(tmp_path / "orders.parquet", [order(1, 1)]),
+            ORDERS.manifest("nightly", PRODUCED, rows=1),
+        ),
+        "lines": (
+            write(tmp_path / "lines.parquet", negative),
+            lines.manifest("nightly", PRODUCED, rows=2),
+        ),
+    }
+    decision = receiver.decide_group(Group((ORDERS, lines)), deliveries)
+    assert decision.hold == "orders-1"
+    url = f"sqlite:///{path}"
+    listed = dogana("holds", url, cwd=tmp_path)
+    assert listed.code == 0, listed.err
+    (row,) = listed.out.splitlines()[3:]
+    assert row.startswith("orders-1  orders, lines") and row.endswith("  amount.min")
+    assert "together" not in row
+    shown = dogana("hold", "show", url, "orders-1", cwd=tmp_path)
+    assert shown.code == 0, shown.err
+    out = shown.out.splitlines()
+    assert out[0] == f"hold orders-1 of orders, lines in receiver {url}: held"
+    assert any(line.startswith("lines: amount.min: violated (hold): ") for line in out)
+    assert "  1 row violate it" in out
+    assert not any(line.startswith("orders: together") for line in out)
+    assert f'  dogana hold release {url} orders-1 --by "YOUR NAME"' in out
