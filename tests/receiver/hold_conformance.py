@@ -483,6 +483,33 @@ class HoldConformance:
             receiver.release(held.hold, by=OTHER)
 
 
+    def test_two_people_releasing_a_group_at_once_publish_it_once(
+        self, connect: Any, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        barrier = threading.Barrier(2)
+        ended: dict[str, object] = {}
+
+        def release(by: str) -> None:
+            releaser = self.make(connect, uid)  # each person's own receiver and connections
+            barrier.wait(timeout=60)
+            try:
+                ended[by] = releaser.release(held.hold, by=by)
+            except NotHeld as exc:
+                ended[by] = exc
+
+        threads = [threading.Thread(target=release, args=(by,)) for by in (PERSON, OTHER)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(120)
+        assert sorted(type(result).__name__ for result in ended.values()) == ["NotHeld", "tuple"]
+        for source in (held.orders, held.lines):
+            assert receiver.verify(source.table).publications == 2  # the first group, this one
+            assert self.published(receiver, source.table) == source.expected()
+        (winner,) = [by for by, result in ended.items() if isinstance(result, tuple)]
+        assert receiver.find_hold(held.hold).decided_by == winner
+
 @dataclass(frozen=True)
 class HeldGroup:
     """A held group's delivery, and each table's state (rows, ledger, receipts) before it."""
