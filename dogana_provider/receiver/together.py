@@ -177,24 +177,8 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
     )
     if stale:
         manifests = {r.table: r.manifest for r in receipts}
-        replayed = group.replay(manifests, _recorded(steps, connection, manifests))
-        if replayed is not None:
-            hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
-            refused = _other_bytes(manifests, hashes)
-            if not refused:
-                return replayed
-            receipts = _reject_all(steps, group, states, manifests, refused, now)
-        else:
-            receipts, _ = _evaluate(
-                steps, connection, group, states, manifests, staged, now, sources
-            )
-        if not all(r.outcome is Outcome.ACCEPTED for r in receipts):
-            for receipt in receipts:
-                steps.store.save(connection, receipt)
-            return receipts
-    for receipt, files in zip(receipts, staged, strict=True):
-        steps.apply_accepted(connection, states[receipt.table], receipt, files)
-    return receipts
+        receipts = _decide_again(steps, connection, group, states, manifests, staged, now, sources)
+    return _commit(steps, connection, states, receipts, staged)
 
 
 def _evaluate(
@@ -389,17 +373,49 @@ def _release_locked(
             _ledgers(states), manifests, now=now, outcomes=outcomes, sources=_sources(steps, group)
         )
     else:  # decided again from the same staged rows, as a stale group decision is
-        replayed = group.replay(manifests, _recorded(steps, connection, manifests))
-        if replayed is not None:
-            hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
-            refused = _other_bytes(manifests, hashes)
-            if not refused:
-                return replayed
-            receipts = _reject_all(steps, group, states, manifests, refused, now)
-        else:
-            receipts, _ = _evaluate(
-                steps, connection, group, states, manifests, staged, now, sources, releases
-            )
+        receipts = _decide_again(
+            steps, connection, group, states, manifests, staged, now, sources, releases
+        )
+    return _commit(steps, connection, states, receipts, staged)
+
+
+def _decide_again(
+    steps: Steps,
+    connection: Any,
+    group: Group,
+    states: Mapping[str, TableState],
+    manifests: Mapping[str, Manifest],
+    staged: tuple[Staged, ...],
+    now: datetime,
+    active: Mapping[str, SourceState],
+    released: Mapping[str, Release] | None = None,
+) -> tuple[Receipt, ...]:
+    """A group decided again on its locked states from the same staged rows, never a rebased
+    plan: the replay of its recorded acceptances (refused if the bytes differ), else preflight,
+    row checks and Group.apply (_evaluate)."""
+    replayed = group.replay(manifests, _recorded(steps, connection, manifests))
+    if replayed is None:
+        return _evaluate(
+            steps, connection, group, states, manifests, staged, now, active, released
+        )[0]
+    hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
+    refused = _other_bytes(manifests, hashes)
+    if not refused:
+        return replayed
+    return _reject_all(steps, group, states, manifests, refused, now)
+
+
+def _commit(
+    steps: Steps,
+    connection: Any,
+    states: Mapping[str, TableState],
+    receipts: tuple[Receipt, ...],
+    staged: tuple[Staged, ...],
+) -> tuple[Receipt, ...]:
+    """Step 4's writes of a group decided on its locked states: a replay writes nothing, a
+    rejection every table's receipt, an acceptance every table's rows, ledger and receipt."""
+    if any(receipt.replayed for receipt in receipts):
+        return receipts
     if not all(receipt.outcome is Outcome.ACCEPTED for receipt in receipts):
         for receipt in receipts:
             steps.store.save(connection, receipt)
