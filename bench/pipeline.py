@@ -21,11 +21,13 @@ date, timestamptz with microseconds, boolean) is moved into an empty target data
                       a one-task DAG's run: what Airflow itself adds per task
 
 Each variant runs in its own process into a target emptied before it, so its peak memory is its
-own; "rows add" is that peak above the process's RSS once Airflow, pyarrow, the drivers and
-dogana are imported, before any row moves. Every target is then compared with the source by
-count and an aggregate of every column. After the full delivery, dogana's process changes 10,000
-rows spread across the source (every N/10,000th id) and delivers them as a changes delivery,
-read by the cursor column, which the source indexes as a source read by changes would.
+own; "rows add" is a step's peak RSS (the kernel's VmHWM, reset before each step) above the
+process's RSS once Airflow, pyarrow, the drivers and dogana are imported, before any row moves,
+printed per step; the delivery's is the largest, and should stay flat from 1M to 10M rows.
+Every target is then compared with the source by count and an aggregate of every column. After
+the full delivery, dogana's process changes 10,000 rows spread across the source (every
+N/10,000th id) and delivers them as a changes delivery, read by the cursor column, which the
+source indexes as a source read by changes would.
 
 The targets (issue 9): PostgreSQL within 2x of the floor; SQLite at least 2x ahead of
 GenericTransfer; MariaDB within 3x of the floor and ahead of GenericTransfer; rows add under
