@@ -39,9 +39,9 @@ _NOTHING = pa.scalar(b"", pa.binary())
 _EPOCH_DAYS = 10_957  # 1970-01-01 to 2000-01-01
 _EPOCH_MICROSECONDS = _EPOCH_DAYS * 86_400_000_000
 _LITTLE = sys.byteorder == "little"
-# The standard library's array type codes of each width, and what int64 fits.
+# The standard library's array type codes of each byte width.
 _CODES = {1: "B", 2: "h", 4: "i", 8: "q"}  # 8: "q" holds a float64's bytes as well
-_INT64_DIGITS = 18
+_INT64_DIGITS = 18  # a decimal of up to 18 digits has its unscaled integer in an int64
 
 
 def tuples(numbers: range, columns: Sequence[pa.Array], logical: Sequence[str]) -> pa.Buffer:
