@@ -151,11 +151,11 @@ def test_the_report_reads_like_dbt_source_freshness() -> None:
     )
     assert report[1].split() == [
         "table", "state", "complete", "as", "of", "deletions", "as", "of", "exact", "as", "of",
-        "age", "warn", "after", "error", "after", "status",
+        "age", "warn", "after", "error", "after", "expectations", "status",
     ]  # fmt: skip
     assert report[3].split() == [
         "orders", "complete", "2026-11-30", "00:00:02", "2026-11-30", "00:00:02",
-        "2026-11-30", "00:00:02", "1d", "6h", "1d", "2h", "-", "WARN",
+        "2026-11-30", "00:00:02", "1d", "6h", "1d", "2h", "-", "none_declared", "WARN",
     ]  # fmt: skip
     assert report[4].split()[:3] == ["customers", "missing", "-"]
     assert report[5] == "0 PASS, 1 WARN, 1 ERROR"
