@@ -96,6 +96,7 @@ from dogana_provider.receiver.together import (
 )
 from dogana_provider.receiver.transactions import (
     Connect,
+    Reusing,
     name_released,
     streaming_cursor,
     transaction,
@@ -200,6 +201,8 @@ class Receiver:
     ) -> None:
         """require_activation=True switches the receiver's stored setting on at the next
         registration, when it is off (sources.py); it never switches it off."""
+        if dialect.name == "postgresql":
+            connect = Reusing(connect)  # transactions.py: a connection per delivery step
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
         self.dialect = dialect

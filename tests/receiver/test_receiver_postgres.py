@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import psycopg2
 import psycopg2.errors
@@ -18,6 +19,7 @@ from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_th
 from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
+from dogana_provider.receiver.transactions import Reusing, transaction
 from dogana_provider.sql import POSTGRES
 
 pytestmark = pytest.mark.postgres
@@ -154,3 +156,66 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
         assert suite.staging_left(receiver, decision.receipt.manifest) == []
     finally:
         drop_tables(postgres_url, uid)
+
+
+class Counted:
+    """A connection factory that counts the connections it opens (each a real one)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.opened: list[Any] = []
+
+    def __call__(self) -> Any:
+        self.opened.append(psycopg2.connect(self.url))
+        return self.opened[-1]
+
+
+def test_a_postgres_receiver_lends_its_next_transaction_the_connection_the_last_gave_back(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """A delivery's steps run about a dozen transactions, one after another: one connection."""
+    uid = uuid.uuid4().hex[:10]
+    counted = Counted(postgres_url)
+    receiver = TestPostgres().make(counted, uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    try:
+        receiver.register(source.contract)
+        source.put(1, 1, "one", at(1))
+        assert receiver.receive(*source.full(at(2))).outcome is Outcome.ACCEPTED
+        assert len(counted.opened) == 1
+    finally:
+        for connection in counted.opened:
+            connection.close()
+        drop_tables(postgres_url, uid)
+
+
+def test_a_connection_whose_transaction_raised_is_closed_not_lent_again(
+    postgres_url: str,
+) -> None:
+    counted = Counted(postgres_url)
+    receiver = TestPostgres().make(counted, uuid.uuid4().hex[:10])
+    with (
+        pytest.raises(psycopg2.errors.UndefinedTable),
+        transaction(receiver.connect, receiver.dialect) as connection,
+    ):
+        connection.cursor().execute("SELECT * FROM dogana_no_such_table")
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        assert connection is not counted.opened[0]
+    assert counted.opened[0].closed
+    assert len(counted.opened) == 2
+    counted.opened[1].close()
+
+
+def test_a_connection_that_waited_longer_than_it_stays_fresh_is_closed_not_lent(
+    postgres_url: str,
+) -> None:
+    """A receiver a long-lived process keeps must not meet a connection the server closed."""
+    counted = Counted(postgres_url)
+    connect = Reusing(counted, fresh=0.05)
+    with transaction(connect, POSTGRES):
+        pass
+    time.sleep(0.1)
+    with transaction(connect, POSTGRES) as connection:
+        assert connection is not counted.opened[0]
+    assert counted.opened[0].closed
+    counted.opened[1].close()
