@@ -49,7 +49,7 @@ from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
 from dogana_provider.files import UnreadableFile, file_column_hash
 from dogana_provider.sql import Dialect, StatementFailed, declared_types, display, run_or_fail
-from dogana_provider.staging import ROW_COLUMN, Staged
+from dogana_provider.staging import Staged, row_number
 
 EXAMPLES = 3  # example rows a failing check quotes
 
@@ -362,6 +362,7 @@ class StagedRows:
         self.contract = contract
         self.manifest = manifest
         self.table = dialect.quote(staged.table)
+        self.row = row_number(dialect, (name for name, _ in staged.columns))
         self.p = dialect.placeholder
         deleted = contract.deleted_column
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
@@ -511,10 +512,9 @@ class StagedRows:
             *self.contract.key,
             *([subject] if subject and subject not in self.contract.key else []),
         ]
-        columns = ", ".join(self.q(c) for c in [ROW_COLUMN, *shown])
+        columns = ", ".join([self.row, *(self.q(c) for c in shown)])
         rows = self.execute(
-            f"SELECT {columns} FROM {self.table} WHERE {sql} "
-            f"ORDER BY {self.q(ROW_COLUMN)} LIMIT {EXAMPLES}",
+            f"SELECT {columns} FROM {self.table} WHERE {sql} ORDER BY {self.row} LIMIT {EXAMPLES}",
             params,
         )
         return "; ".join(
@@ -618,8 +618,8 @@ class StagedRows:
                 CheckName.KEY_UNIQUE, True, f"every key ({self.key_names()}) appears once"
             )
         examples = self.execute(
-            f"SELECT {keys}, COUNT(*), MIN({self.q(ROW_COLUMN)}) {grouped} "
-            f"ORDER BY MIN({self.q(ROW_COLUMN)}) LIMIT {EXAMPLES}",
+            f"SELECT {keys}, COUNT(*), MIN({self.row}) {grouped} "
+            f"ORDER BY MIN({self.row}) LIMIT {EXAMPLES}",
             [],
         )
         width = len(self.contract.key)
@@ -720,8 +720,8 @@ class StagedRows:
             )
         keys = ", ".join(self.q(k, "s") for k in self.contract.key)
         examples = self.execute(
-            f"SELECT s.{self.q(ROW_COLUMN)}, {keys}, {self.q(window, 'p')} {joined} "
-            f"ORDER BY s.{self.q(ROW_COLUMN)} LIMIT {EXAMPLES}",
+            f"SELECT s.{self.row}, {keys}, {self.q(window, 'p')} {joined} "
+            f"ORDER BY s.{self.row} LIMIT {EXAMPLES}",
             params,
         )
         width = len(self.contract.key)

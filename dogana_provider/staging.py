@@ -6,9 +6,11 @@ INFILE on MariaDB where the connection allows it, and executemany otherwise (SQL
 staging table sits beside, never inside, the published table; nothing here commits, so the
 caller owns the transaction.
 
-Every staging table starts with ROW_COLUMN, the row's position in the file counted from 1 (for a
-CSV file, the first line after the header is row 1). Checks quote it in their details, so a
-person can find the offending row in the file.
+Every staging table numbers its rows by their position in the file counted from 1 (for a CSV
+file, the first line after the header is row 1), in its first column ROW_COLUMN, or on SQLite in
+the table's rowid (row_number), which a swap (receiver/actions.py) need not drop: SQLite drops
+a column by rewriting every row. Checks quote it in their details, so a person can find the
+offending row in the file.
 
 stage_file never raises for a file it cannot read: it drops what it staged and returns a Staged
 whose ``unreadable`` says why, with the SHA-256 of the bytes all the same, because the receiver
@@ -24,7 +26,7 @@ from __future__ import annotations
 import io
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ from dogana_core.contract import Contract
 from dogana_provider import copy_binary
 from dogana_provider.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.sql import Dialect, execute
+from dogana_provider.sqlite_load import ROWID_NAMES, Preloaded, copy_loaded
 
 ROW_COLUMN = "_dogana_row"
 
@@ -68,6 +71,23 @@ class Staged:
         return dict(self.columns).get(column)
 
 
+def row_number(dialect: Dialect, columns: Iterable[str]) -> str:
+    """The SQL name of a staging table's row number, given its staged columns: on SQLite its
+    rowid, under the first of its names (ROWID_NAMES) no column takes, since a column of the
+    same name hides it; elsewhere (or were all three taken) ROW_COLUMN, quoted."""
+    if dialect.name == "sqlite":
+        taken = {column.lower() for column in columns}
+        free = next((name for name in ROWID_NAMES if name not in taken), None)
+        if free is not None:
+            return free
+    return dialect.quote(ROW_COLUMN)
+
+
+def stores_row_column(dialect: Dialect, columns: Iterable[str]) -> bool:
+    """Whether the staging table has a ROW_COLUMN column (not SQLite's rowid)."""
+    return row_number(dialect, columns) == dialect.quote(ROW_COLUMN)
+
+
 def bound_columns(contract: Contract) -> list[str]:
     """The columns the contract types: key, window, cursor and deleted, in the contract's order."""
     return [column for column, _ in contract.types]
@@ -81,12 +101,14 @@ def stage_file(
     contract: Contract,
     *,
     columns: Sequence[str] | None = None,
+    preloaded: Preloaded | None = None,
 ) -> Staged:
     """Create ``table`` and stream the file's rows into it: ``columns`` of the file, or all.
 
     A column named in ``columns`` that the file does not carry is skipped, so a caller can ask
     for the contract's bound columns and get those the file has (the deleted column may be
-    absent). The file's bytes are hashed while they are read.
+    absent). The file's bytes are hashed while they are read. With ``preloaded`` (SQLite, every
+    column: sqlite_load.py), the rows were read and checked already, and are copied from it.
     """
     path = str(path)
     with DeliveredFile(path, contract) as delivered:
@@ -106,12 +128,20 @@ def stage_file(
             types = tuple((c.name, str(c.logical)) for c in staged)
             _create(connection, dialect, table, types)
             created = True
-            rows = _insert(connection, dialect, table, delivered, types)
-            digest = delivered.sha256()
+            digest: str | None
+            if preloaded is None:
+                rows = _insert(connection, dialect, table, delivered, types)
+                digest = delivered.sha256()
+            else:
+                if preloaded.error is not None:
+                    raise preloaded.error
+                row = row_number(dialect, (n for n, _ in types))
+                copy_loaded(connection, dialect, table, row, [n for n, _ in types])
+                rows, digest = preloaded.rows, preloaded.sha256
         except UnreadableFile as error:
             if created:
                 drop(connection, dialect, table)
-            digest_ = _digest_or_none(delivered)
+            digest_ = _digest_or_none(delivered) if preloaded is None else preloaded.sha256
             return Staged(
                 path,
                 table,
@@ -134,7 +164,9 @@ def drop(connection: Any, dialect: Dialect, table: str) -> None:
 def _create(
     connection: Any, dialect: Dialect, table: str, types: tuple[tuple[str, str], ...]
 ) -> None:
-    columns = [f"{dialect.quote(ROW_COLUMN)} {dialect.column_type('int')} NOT NULL"]
+    columns = []
+    if stores_row_column(dialect, (name for name, _ in types)):
+        columns.append(f"{dialect.quote(ROW_COLUMN)} {dialect.column_type('int')} NOT NULL")
     columns += [f"{dialect.quote(name)} {dialect.column_type(kind)}" for name, kind in types]
     execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
 
@@ -147,7 +179,8 @@ def _insert(
     types: tuple[tuple[str, str], ...],
 ) -> int:
     names = [ROW_COLUMN, *(name for name, _ in types)]
-    quoted = ", ".join(dialect.quote(n) for n in names)
+    row = row_number(dialect, names[1:])
+    quoted = ", ".join([row, *(dialect.quote(n) for n in names[1:])])
     if dialect.name == "postgresql":
         # COPY is PostgreSQL's bulk load: executemany costs a round trip per row (~50x slower).
         # Its binary format costs the server half what parsing text does (copy_binary.py).
@@ -169,7 +202,7 @@ def _insert(
         for batch in delivered.batches([name for name, _ in types]):
             numbers = range(rows + 1, rows + batch.num_rows + 1)
             try:
-                _refuse_unstorable(dialect, delivered.path, batch, types)
+                refuse_unstorable(dialect, delivered.path, batch, types)
                 if dialect.name == "postgresql":
                     logical = [kind for _, kind in types]
                     tuples = copy_binary.tuples(numbers, batch.columns, logical)
@@ -253,7 +286,7 @@ YEARS = (1, 9999)
 SQLite's fixed-width text, whose order is time order only while every year has four."""
 
 
-def _refuse_unstorable(
+def refuse_unstorable(
     dialect: Dialect, path: str, batch: pa.RecordBatch, types: tuple[tuple[str, str], ...]
 ) -> None:
     """Values the database would refuse, lose or misorder, which no driver error reports.

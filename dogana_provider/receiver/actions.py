@@ -42,7 +42,7 @@ from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.receiver.transactions import schema_lock
 from dogana_provider.sql import Dialect, execute
-from dogana_provider.staging import ROW_COLUMN, Staged
+from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
 
 
 def published_columns(staged: Staged, contract: Contract) -> list[tuple[str, str]]:
@@ -186,7 +186,8 @@ def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contrac
     transaction: live rows only, the published columns only, the old table's indexes rebuilt."""
     source, target = dialect.quote(staged.table), dialect.quote(contract.table)
     deleted = contract.deleted_column
-    dropped = [ROW_COLUMN]
+    stored = stores_row_column(dialect, (name for name, _ in staged.columns))
+    dropped = [ROW_COLUMN] if stored else []  # SQLite's rowid numbers the rows otherwise
     if deleted is not None and staged.logical(deleted):
         execute(
             connection,
@@ -198,7 +199,7 @@ def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contrac
         # Marks the columns dropped; the rows are not rewritten.
         drops = ", ".join(f"DROP COLUMN {dialect.quote(name)}" for name in dropped)
         execute(connection, f"ALTER TABLE {source} {drops}")
-    else:
+    else:  # SQLite rewrites every row for each (none, most often)
         for name in dropped:
             execute(connection, f"ALTER TABLE {source} DROP COLUMN {dialect.quote(name)}")
     execute(connection, f"DROP TABLE {target}")

@@ -28,7 +28,8 @@ from dogana_provider.receiver.source_store import EXPIRED, SourceStore
 from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, hold_name, transaction
 from dogana_provider.sql import Dialect
-from dogana_provider.staging import Staged, drop, stage_file
+from dogana_provider.sqlite_load import attaching, preloaded
+from dogana_provider.staging import ROW_COLUMN, Staged, drop, refuse_unstorable, stage_file
 
 STAGING_PREFIX = "dogana_stage_"
 
@@ -130,17 +131,23 @@ class Steps:
     def stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
         """Step 3's load: the file's rows in a new staging table, committed for publish."""
         name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
-        with transaction(self.connect, self.dialect) as connection:
-            # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash after
-            # it leaves the table LOADING where sweep finds it, and finds its loader gone.
-            hold_name(connection, self.dialect, name)
-            self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
-            staged = stage_file(connection, self.dialect, name, path, contract)
-            if staged.unreadable is None:
-                create_published(connection, self.dialect, staged, contract)
-                self.store.staging_loaded(connection, name)
-            else:  # stage_file dropped it already
-                self.store.remove_staging(connection, name)
+        # SQLite reads the file into a private one first, attached to the transaction's
+        # connection, from which its rows are copied in one statement (sqlite_load.py).
+        with preloaded(path, contract, self.dialect, ROW_COLUMN, refuse_unstorable) as loaded:
+            connect = self.connect if loaded is None else attaching(self.connect, loaded)
+            with transaction(connect, self.dialect) as connection:
+                # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash
+                # after it leaves the table LOADING where sweep finds it, and its loader gone.
+                hold_name(connection, self.dialect, name)
+                self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
+                staged = stage_file(
+                    connection, self.dialect, name, path, contract, preloaded=loaded
+                )
+                if staged.unreadable is None:
+                    create_published(connection, self.dialect, staged, contract)
+                    self.store.staging_loaded(connection, name)
+                else:  # stage_file dropped it already
+                    self.store.remove_staging(connection, name)
         return staged
 
     def row_checks(

@@ -15,16 +15,36 @@ Arrow column the driver returns is then converted to that schema exactly (intege
 int64, numeric's text to decimal(p,s), timestamps to microseconds in UTC, a naive one read as
 UTC); a value that does not fit fails the read naming the column, as on the row-by-row path.
 
+SQLite's ADBC driver (adbc-driver-sqlite, installed with dogana) reads on the reader, the second
+connection sqlite.py brackets with markers so that its snapshot is provably the read's. SQLite
+describes no column, so every column must be typed (the contract, column_types, or the table's
+declared types). The driver types each column by the values of its first batch and converts
+later values of another storage class silently (an INTEGER to text in a text column), where the
+row-by-row path refuses them; so the statement replaces each value that would be converted by
+one the driver cannot hide (an X'FF' blob, which is no UTF-8 text and no number), and a column
+the driver typed otherwise than its values (or stopped on) sends the whole read row by row, in
+the same snapshot, before its file is kept. The arrays are then converted by columns.py exactly
+as it converts the driver's Python values (Columns.arrow_column).
+
 The row-by-row path (columns.py) stays for what this cannot serve, each logged by name when it
 is taken:
 
-    the driver is missing      the adbc extra is not installed, or the connection is not psycopg
+    the driver is missing      the adbc extra is not installed, or the connection is not psycopg;
+                               SQLite: adbc-driver-sqlite is not installed
     types from values          a column the driver does not type (numeric without a precision,
-                               json, arrays), so only its first values can tell its type
+                               json, arrays; on SQLite a column with no declared type), so only
+                               its first values can tell its type
     types told otherwise       the contract or column_types types a column otherwise than the
                                database (0/1 integers read as bool, say)
     a null parameter           a bound value is null, which ADBC cannot type
-    SQLite, MariaDB            no second connection can share their read's snapshot
+    MariaDB                    no second connection can share its read's snapshot
+    SQLite, no reader          an in-memory database, attached databases (sqlite.py)
+    SQLite, the statement      calls dogana_utc() or dogana_date() (a datetime or date cursor or
+                               window), which only the read's connection has, or the reader
+                               cannot prepare it
+    SQLite, mixed values       a column holds values of more than one storage class (numbers in
+                               a text column, text or huge integers in a decimal one, blobs),
+                               found while reading: the file so far is dropped
 
 And one case where the row-by-row conversion is the faster: a read of few rows, a changes read
 most often. ADBC's connection costs about 40 ms before its first row (the driver loads the
@@ -48,8 +68,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dogana_provider.sources.columns import Columns, UnsupportedColumn, described_type
+from dogana_provider.sources.columns import (
+    DECIMAL_PREFIX,
+    Columns,
+    UnsupportedColumn,
+    described_type,
+)
 from dogana_provider.sources.snapshot import Snapshot
+from dogana_provider.sql import SQLITE
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +118,8 @@ def settled_schema(
     for column in description:
         name = renames.get(str(column[0]), str(column[0]))
         described = described_type(snapshot.dialect.name, column)
+        if described is None and snapshot.dialect is SQLITE and name in typed:
+            continue  # SQLite describes no column: its type is the one typed (declared, say)
         if described is None:
             raise SlowPath(f"column {name}: the database does not type it, its values must")
         if name in typed and typed[name] != described:
@@ -277,3 +305,93 @@ def _converted(
                 array = pc.fill_null(array, False)
             arrays.append(array)
         yield pa.RecordBatch.from_arrays(arrays, schema=columns.schema)
+
+
+# SQLite -------------------------------------------------------------------------------------------
+
+# Beyond 2**53 a REAL holds no longer every integer: such a decimal is left to the row-by-row path.
+_EXACT = 2**53
+_SQLITE_FUNCTIONS = ("dogana_utc(", "dogana_date(")
+
+
+def sqlite_serves(sql: str) -> None:
+    """SlowPath unless the reader can run the statement: it lacks dogana_utc() and
+    dogana_date(), which compare datetimes and dates (sources/sqlite.py)."""
+    if any(function in sql for function in _SQLITE_FUNCTIONS):
+        raise SlowPath("the statement calls dogana_utc() or dogana_date(), which the reader lacks")
+
+
+@contextmanager
+def sqlite_read(
+    reader: Any,
+    sql: str,
+    params: Mapping[str, Any],
+    columns: Columns,
+    declared: Mapping[str, str],
+    batch_rows: int,
+) -> Iterator[BulkRead]:
+    """The statement's rows from the reader (sqlite.Reader, in the read's snapshot), in batches
+    of batch_rows (the driver types each column by the values of its first batch).
+
+    declared holds the declared type of each column of a table read (none for a query), which
+    tells the columns whose values are all text (TEXT affinity) from the others.
+    """
+    with reader.read(_guarded(sql, columns, declared), params, batch_rows) as batches:
+        yield BulkRead(columns.schema, _sqlite_converted(batches, columns))
+
+
+def _guarded(sql: str, columns: Columns, declared: Mapping[str, str]) -> str:
+    """The statement, each value the driver would convert silently replaced by X'FF'."""
+    selected = []
+    for name, logical in zip(columns.source_names, columns.logical, strict=True):
+        try:
+            column = f"dogana_bulk.{SQLITE.quote(name)}"
+        except ValueError:
+            raise SlowPath(f"column {name!r}: the name cannot be quoted") from None
+        text_only = name in declared and _text_affinity(declared[name])
+        if logical in ("str", "date", "datetime") and not text_only:
+            # A number among text would come out as its text: it comes out as X'FF' instead.
+            column = f"CASE WHEN {column} < '' THEN X'FF' ELSE {column} END"
+        elif logical.startswith(DECIMAL_PREFIX) and not text_only:
+            # Numbers come out as REALs (exact below 2**53), text and huge ones as X'FF'.
+            column = (
+                f"CASE WHEN {column} >= '' OR {column} <= -{_EXACT} OR {column} >= {_EXACT} "
+                f"THEN X'FF' ELSE {column} * 1.0 END"
+            )
+        selected.append(column)
+    return f"SELECT {', '.join(selected)} FROM ({sql}) AS dogana_bulk"
+
+
+def _text_affinity(declared: str) -> bool:
+    """Whether SQLite stores every value of a column declared so as text (or a blob): its rules
+    for a column's affinity, in their order (INT first, then CHAR, CLOB, TEXT)."""
+    text = declared.upper()
+    return "INT" not in text and any(word in text for word in ("CHAR", "CLOB", "TEXT"))
+
+
+def _sqlite_converted(
+    batches: Iterator[pa.RecordBatch], columns: Columns
+) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        arrays = [
+            columns.arrow_column(index, _faithful(columns, index, batch.column(index)))
+            for index in range(batch.num_columns)
+        ]
+        yield pa.RecordBatch.from_arrays(arrays, schema=columns.schema)
+
+
+def _faithful(columns: Columns, index: int, array: pa.Array) -> pa.Array:
+    """The array, when it holds exactly what sqlite3 would have returned; SlowPath otherwise."""
+    name, logical = columns.names[index], columns.logical[index]
+    kind = array.type
+    if array.null_count == len(array) or pa.types.is_int64(kind):
+        return array  # the driver refuses any other value in an integer column
+    if pa.types.is_float64(kind) and (logical == "float" or logical.startswith(DECIMAL_PREFIX)):
+        return array  # INTEGERs among the REALs are converted as sqlite3's float() would
+    if pa.types.is_string(kind) and logical not in ("int", "float", "bool"):
+        try:
+            array.validate(full=True)  # X'FF' or another blob that is no UTF-8 text
+        except pa.ArrowInvalid:
+            raise SlowPath(f"column {name}: values of another storage class among text") from None
+        return array
+    raise SlowPath(f"column {name}: the driver typed it {kind} by its first values, not {logical}")

@@ -276,6 +276,32 @@ class Columns:
         ]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
+    def arrow_column(self, index: int, array: pa.Array) -> pa.Array:
+        """A column a driver returned as Arrow (ADBC's SQLite reader, bulk.py), converted exactly
+        as batch() converts the same values as Python objects.
+
+        The array must hold exactly the values the DB-API driver would return (the caller makes
+        sure of it): then batch() would find one Python type in them, the one of the array's
+        type, and so take the same path here, in Arrow where batch() does, value by value where
+        it does.
+        """
+        name, kind, arrow = self.names[index], self.logical[index], self.schema[index].type
+        base = "decimal" if kind.startswith(DECIMAL_PREFIX) else kind
+        python = _PYTHON_TYPES.get(array.type)
+        converted: pa.Array | None = None
+        if array.null_count == len(array):
+            converted = pa.nulls(len(array), arrow)
+        elif python in _ARROW_TAKES[base]:
+            with suppress(pa.ArrowInvalid):
+                converted = array.cast(arrow)
+        elif python is not None and (parse := _ARROW_PARSES.get((base, frozenset({python})))):
+            converted = parse(array, arrow)
+        if converted is None:
+            return self._array(name, kind, arrow, array.to_pylist())
+        if name == self.false_when_null and converted.null_count:
+            converted = pc.fill_null(converted, False)
+        return converted
+
     def _array(self, name: str, kind: str, arrow: pa.DataType, values: Sequence[Any]) -> pa.Array:
         if name == self.false_when_null:
             values = [False if value is None else value for value in values]
@@ -332,15 +358,26 @@ _ARROW_TAKES: dict[str, tuple[type, ...]] = {
 # so a value that does not fit fails naming it exactly as before.
 
 
-def _text(values: Sequence[Any]) -> pa.Array:
+# The Python type of each Arrow type a driver returns, as its DB-API cursor would return it.
+_PYTHON_TYPES: dict[pa.DataType, type] = {
+    pa.int64(): int,
+    pa.float64(): float,
+    pa.string(): str,
+    pa.large_string(): str,
+}
+
+
+def _text(values: Sequence[Any] | pa.Array) -> pa.Array:
     """str values, or the bytes a driver left undecoded (MySQLdb, as mysql.py asks), as text."""
+    if isinstance(values, pa.Array):
+        return values.cast(pa.string())
     first = next((value for value in values if value is not None), None)
     if isinstance(first, bytes):
         return pa.array(values, pa.binary()).cast(pa.string())
     return pa.array(values, pa.string())
 
 
-def _text_datetimes(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+def _text_datetimes(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa.Array | None:
     try:
         text = _text(values)
     except pa.ArrowInvalid:  # bytes that are not UTF-8
@@ -352,39 +389,43 @@ def _text_datetimes(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | Non
     return None
 
 
-def _text_dates(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+def _text_dates(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa.Array | None:
     with suppress(pa.ArrowInvalid):
         return _text(values).cast(arrow)
     return None
 
 
-def _text_decimals(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+def _text_decimals(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa.Array | None:
     with suppress(pa.ArrowInvalid):
         return _text(values).cast(arrow)
     return None
 
 
-def _int_bools(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
-    ints = pa.array(values, pa.int64())
+def _int_bools(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa.Array | None:
+    ints = values if isinstance(values, pa.Array) else pa.array(values, pa.int64())
     bounds = pc.min_max(ints).as_py()
     if bounds["min"] is not None and (bounds["min"] < 0 or bounds["max"] > 1):
         return None
     return ints.cast(arrow)
 
 
-def _number_decimals(values: Sequence[Any], arrow: pa.DataType) -> pa.Array | None:
+def _number_decimals(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa.Array | None:
     # SQLite's NUMERIC affinity stores 1.25 as a REAL and 5.00 as the INTEGER 5. Arrow prints a
     # float's shortest round-trip digits, as repr does (1e-07 spelled 1e-7); an integer is exact
     # as a float below 2**53, checked first.
     with suppress(pa.ArrowInvalid, OverflowError):
-        floats = pa.array(values, pa.float64())
+        floats = (
+            values.cast(pa.float64())
+            if isinstance(values, pa.Array)
+            else pa.array(values, pa.float64())
+        )
         largest = pc.max(pc.abs(floats)).as_py()
         if largest is None or largest < 2**53:
             return floats.cast(pa.string()).cast(arrow)
     return None
 
 
-Parse = Callable[[Sequence[Any], pa.DataType], "pa.Array | None"]
+Parse = Callable[[Any, pa.DataType], "pa.Array | None"]
 _ARROW_PARSES: dict[tuple[str, frozenset[type]], Parse] = {
     ("datetime", frozenset({str})): _text_datetimes,
     ("date", frozenset({str})): _text_dates,

@@ -124,8 +124,14 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         with _bulk(snapshot, reading, params, typed, contract) as bulk:
             if bulk is not None:
                 writer = _writer(read, bulk.schema, row_group_rows, overwrite)
-                for batch in bulk.batches:
-                    writer.write(batch)
+                try:
+                    for batch in bulk.batches:
+                        writer.write(batch)
+                except SlowPath as why:
+                    # Found while reading (SQLite's mixed values): the same snapshot, row by row.
+                    log.info("%s: read row by row after all: %s", contract.table, why)
+                    writer.abort()
+                    writer = None
         if writer is None:
             writer = _row_by_row(snapshot, reading, params, typed, read, row_group_rows, overwrite)
         written = writer.close()
@@ -160,7 +166,7 @@ def _bulk(
     contract: Contract,
 ) -> Iterator[BulkRead | None]:
     """The bulk read of the statement (bulk.py), or None with the reason it cannot serve it."""
-    sql = reading.rows()
+    sql = reading.rows(snapshot.produced_at)
     with ExitStack() as stack:
         try:
             columns = settled_schema(
@@ -170,7 +176,9 @@ def _bulk(
                 reading.renames(),
                 contract.deleted_column,
             )
-            bulk = stack.enter_context(snapshot.source.bulk_read(snapshot, sql, params, columns))
+            bulk = stack.enter_context(
+                snapshot.source.bulk_read(snapshot, sql, params, columns, reading.relation)
+            )
         except SlowPath as why:
             log.info("%s: read row by row: %s", contract.table, why)
             bulk = None
@@ -198,7 +206,7 @@ def _row_by_row(
     writer: DeliveryWriter | None = None
     columns: Columns | None = None
     try:
-        for description, rows in snapshot.stream(reading.rows(), params):
+        for description, rows in snapshot.stream(reading.rows(snapshot.produced_at), params):
             if columns is None:
                 columns = Columns(
                     snapshot.dialect.name,

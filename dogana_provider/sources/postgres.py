@@ -110,7 +110,12 @@ class PostgresSnapshots(SnapshotSource):
         connection.autocommit = True
 
     def bulk_read(
-        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+        self,
+        snapshot: Snapshot,
+        sql: str,
+        params: Mapping[str, Any],
+        columns: Any,
+        relation: Any = None,
     ) -> AbstractContextManager[Any]:
         return postgres_read(snapshot, sql, params, columns, few_rows=self.few_rows)
 

@@ -10,6 +10,11 @@ applied outside it, so they hold whatever the query does:
     sequence changes          cursor in (since, generation]
     with a window             and the window filter too
 
+On SQLite a datetime cursor or window compares through dogana_utc() (sources/sqlite.py), a
+Python function no index can serve; the filter is then preceded by text ranges of the column
+that hold every text it can match (sqlite.text_ranges), so that a changes read looks its rows
+up in the cursor column's index and calls dogana_utc() on those alone, not on every row.
+
 A live row is one whose soft-delete flag is false or null. Only a tombstone shape delivers the
 flagged rows, as tombstones; every other shape leaves them out, since only a tombstone shape may
 deliver true (Contract and shapes, Deleted column).
@@ -31,6 +36,7 @@ from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint, Deletions
 from dogana_core.values import Position
+from dogana_provider.sources.sqlite import text_ranges
 from dogana_provider.sql import Dialect
 
 SUBQUERY = "dogana_source"
@@ -155,7 +161,7 @@ class Reading:
         since = request.since
         if isinstance(since, datetime):
             since = dialect.bind("datetime", since)
-        return {
+        params = {
             "since": since,
             "until": dialect.bind("datetime", request.until),
             "produced_at": dialect.bind("datetime", produced_at),
@@ -163,6 +169,33 @@ class Reading:
             "window_high": dialect.bind(window_type, window[1]) if window_type else None,
             "generation": generation,
         }
+        for column, ranges in self._ranges(produced_at).items():
+            for index, (low, high) in enumerate(ranges):
+                params[f"dogana_{column}_{index}_low"] = low
+                params[f"dogana_{column}_{index}_high"] = high
+        return params
+
+    def _ranges(self, produced_at: datetime | None) -> dict[str, list[tuple[str, str]]]:
+        """SQLite's text ranges (sqlite.text_ranges) of the window and the cursor filters, by
+        the filter's name, where the column is a datetime and the bounds allow them."""
+        if self.dialect.name != "sqlite":
+            return {}
+        contract, request = self.contract, self.request
+        found: dict[str, list[tuple[str, str]]] = {}
+        low, high = request.window or (None, None)
+        if isinstance(low, datetime) and isinstance(high, datetime):
+            found["window"] = text_ranges(low, high) or []
+        cursor = contract.cursor_column
+        since = request.since
+        if (
+            self.shape.checkpoint is Checkpoint.TIMESTAMP
+            and cursor is not None
+            and str(contract.type_of(cursor)) == "datetime"
+            and isinstance(since, datetime)
+            and produced_at is not None
+        ):
+            found["cursor"] = text_ranges(since, produced_at) or []
+        return {name: ranges for name, ranges in found.items() if ranges}
 
     # Expressions ----------------------------------------------------------------------------
 
@@ -193,21 +226,41 @@ class Reading:
         # A null flag is not deleted. PostgreSQL wants a boolean flag column.
         return f"({quoted} IS NULL OR {quoted} = FALSE)"
 
-    def _filters(self) -> list[str]:
+    def _in_ranges(self, name: str, column: str, ranges: list[tuple[str, str]]) -> str:
+        """The stored text of column inside one of the ranges bound for the filter name."""
+        quoted = self.dialect.quote(column)
+        return (
+            "("
+            + " OR ".join(
+                f"({quoted} > {self.ph(f'dogana_{name}_{i}_low')} "
+                f"AND {quoted} < {self.ph(f'dogana_{name}_{i}_high')})"
+                for i in range(len(ranges))
+            )
+            + ") AND "
+        )
+
+    def _filters(self, produced_at: datetime | None = None) -> list[str]:
         contract, shape = self.contract, self.shape
+        ranges = self._ranges(produced_at)
         filters = []
         if self.request.window is not None and contract.window_column is not None:
             column = self._column(contract.window_column)
             kind = str(contract.window_type)
+            looked_up = ""
+            if "window" in ranges:
+                looked_up = self._in_ranges("window", contract.window_column, ranges["window"])
             filters.append(
-                f"{column} >= {self._bound('window_low', kind)} "
+                f"{looked_up}{column} >= {self._bound('window_low', kind)} "
                 f"AND {column} <= {self._bound('window_high', kind)}"
             )
         cursor = contract.cursor_column
         if shape.checkpoint is Checkpoint.TIMESTAMP and cursor is not None:
             column = self._column(cursor)
             high = self.ph("produced_at")
-            filters.append(f"{column} > {self.ph('since')} AND {column} <= {high}")
+            looked_up = ""
+            if "cursor" in ranges:
+                looked_up = self._in_ranges("cursor", cursor, ranges["cursor"])
+            filters.append(f"{looked_up}{column} > {self.ph('since')} AND {column} <= {high}")
         if shape.checkpoint is Checkpoint.SEQUENCE and cursor is not None:
             column = self._column(cursor)
             high = self.ph("generation")
@@ -220,14 +273,15 @@ class Reading:
     def _where(self, filters: list[str]) -> str:
         return f" WHERE {' AND '.join(filters)}" if filters else ""
 
-    def rows(self) -> str:
-        """The statement that streams the delivery's rows (a null flag is written false)."""
+    def rows(self, produced_at: datetime | None = None) -> str:
+        """The statement that streams the delivery's rows (a null flag is written false); with
+        the read's produced_at, SQLite's cursor filter looks its rows up by text ranges too."""
         relation = self.relation.render(self.dialect)
         columns = list(self.relation.columns or ())
         if columns and self.tombstones and self.flag is not None and self.flag not in columns:
             columns.append(self.flag)
         chosen = ", ".join(self.dialect.quote(c) for c in columns) if columns else "*"
-        return f"SELECT {chosen} FROM {relation}{self._where(self._filters())}"
+        return f"SELECT {chosen} FROM {relation}{self._where(self._filters(produced_at))}"
 
     def generation(self) -> str:
         """The statement that finds the position the read issues: the largest cursor visible.
@@ -246,5 +300,5 @@ class Reading:
 
 def bounds(params: Mapping[str, Any]) -> str:
     """The bounds of a read as a log line shows them (no credentials are among them)."""
-    shown = {k: v for k, v in params.items() if v is not None}
+    shown = {k: v for k, v in params.items() if v is not None and not k.startswith("dogana_")}
     return ", ".join(f"{k}={v}" for k, v in shown.items())

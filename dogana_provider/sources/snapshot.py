@@ -196,10 +196,16 @@ class SnapshotSource(ABC):
         return connection.cursor()
 
     def bulk_read(
-        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+        self,
+        snapshot: Snapshot,
+        sql: str,
+        params: Mapping[str, Any],
+        columns: Any,
+        relation: Any = None,
     ) -> AbstractContextManager[Any]:
         """The statement's rows straight into Arrow, in this snapshot (sources/bulk.py), or
-        bulk.SlowPath naming why not; by default no second connection can share the read."""
+        bulk.SlowPath naming why not; by default no second connection can share the read.
+        relation is what the statement reads from (selection.Relation)."""
         from dogana_provider.sources.bulk import SlowPath
 
         raise SlowPath(f"no bulk read shares a {self.dialect.name} read's snapshot")

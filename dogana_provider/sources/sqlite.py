@@ -13,14 +13,39 @@ SQLite stores datetimes as text in whatever form its writers chose. Comparisons 
 through dogana_utc(), a function registered on the connection that spells any ISO 8601 text (with
 or without an offset; without one it is UTC) in one fixed-width UTC form, the form values are
 bound in (sql.sqlite_datetime), so text order is time order; dates likewise through dogana_date.
+
+The rows of a full read go straight into Arrow through ADBC's SQLite driver (adbc-driver-sqlite,
+sources/bulk.py), in a process of its own (sources/sqlite_reader.py: the driver's copy of SQLite
+must not share a process with sqlite3's on one file), started at the first such read. Its
+connection takes its own read transaction, which must show exactly what the read's shows:
+SQLite cannot hand a snapshot from one connection to another. A witness, a third connection
+(sqlite3, idle), reads data_version before the clock reading t and again once the reader's
+snapshot is taken. Equal values prove no connection committed between the two readings, an
+interval that holds t, the read's snapshot and the reader's: both show the database at t. A
+commit in between (a busy source) leaves the rows to sqlite3, in the read's own snapshot, as
+they are whenever there is no reader: the driver is not installed, the database is not a file
+(in memory), other databases are attached to the read's connection (the reader would not see
+them), or the statement compares through dogana_utc(), which the reader lacks (a changes read:
+few rows, looked up by text ranges). Each case is named in the log.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, suppress
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from dogana_provider.sources.snapshot import SnapshotSource
+import pyarrow as pa
+
+from dogana_provider.sources.bulk import SlowPath, sqlite_read, sqlite_serves
+from dogana_provider.sources.snapshot import Connect, Snapshot, SnapshotSource
 from dogana_provider.sql import SQLITE, sqlite_datetime
 
 
@@ -37,6 +62,56 @@ def normalized_datetime(value: Any) -> str | None:
     return sqlite_datetime(value)
 
 
+# Text ranges -------------------------------------------------------------------------------------
+
+DAY_MARGIN = timedelta(days=2)
+"""More than the widest offset (under 24 hours) on each side: a stored text's own date is within
+a day of the UTC date of the instant it spells; the second day is slack that costs nothing."""
+MAX_YEARS = 8
+"""Past this many years between the bounds, no ranges: the read scans, as it did."""
+
+
+def text_ranges(low: datetime, high: datetime) -> list[tuple[str, str]] | None:
+    """Text ranges (exclusive at both ends) that hold every text dogana_utc() reads as an instant
+    in [low, high], so that a filter through dogana_utc() may first look the cursor column's
+    index up by them and call dogana_utc() only on the rows found; None when they would span
+    more than MAX_YEARS years.
+
+    Why no such text is missed: dogana_utc() reads a text with datetime.fromisoformat, whose
+    every accepted text starts with the four digits of a year and then spells a date in one
+    of these forms (tests/sources/test_text_ranges.py holds the list against the Python that
+    runs): YYYY-MM-DD, YYYYMMDD, YYYY-Www[-D], YYYYWww[D]. The text spells a local time L with
+    an offset under 24 hours from the UTC instant, so L's date is within a day of the instant's
+    UTC date, and the extended form's text starts with that date: it sorts between the day
+    before the low date's and the day after the high date's (with DAY_MARGIN). The basic form
+    sorts among the texts starting with its year and a digit; the week forms among those
+    starting with their week-numbering year and W or -W, which is the calendar year of the
+    date or the one before or after. Numbers sort before every text and blobs after, so they
+    fall in no range: dogana_utc() refused them, and the filter no longer looks at them.
+    The bounds are never numbers (SQLite would compare a NUMERIC column with them as numbers).
+    """
+    try:
+        first = normalized_instant(low).date() - DAY_MARGIN
+        last = normalized_instant(high).date() + DAY_MARGIN
+        extended = ((first - timedelta(days=1)).isoformat(), (last + timedelta(days=1)).isoformat())
+    except OverflowError:  # within days of year 1 or 9999
+        return None
+    if last.year - first.year > MAX_YEARS:
+        return None
+    ranges = [extended]
+    for year in range(first.year, last.year + 1):
+        ranges.append((f"{year:04d}/", f"{year:04d}:"))  # a digit follows the year
+    for year in range(max(1, first.year - 1), min(9999, last.year + 1) + 1):
+        ranges.append((f"{year:04d}W", f"{year:04d}X"))
+        ranges.append((f"{year:04d}-W", f"{year:04d}-X"))
+    return ranges
+
+
+def normalized_instant(value: datetime) -> datetime:
+    """An aware UTC datetime; a naive one is UTC, as dogana_utc() reads it."""
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
 def normalized_date(value: Any) -> str | None:
     if value is None:
         return None
@@ -47,6 +122,11 @@ def normalized_date(value: Any) -> str | None:
 
 class SqliteSnapshots(SnapshotSource):
     dialect = SQLITE
+
+    def __init__(self, connect: Connect, **options: Any) -> None:
+        super().__init__(connect, **options)
+        # Per open read connection (by id): its witness, or why it has none (SlowPath's text).
+        self._witnesses: dict[int, Witness | str] = {}
 
     def placeholder(self, name: str) -> str:
         return f":{name}"
@@ -65,28 +145,216 @@ class SqliteSnapshots(SnapshotSource):
     def marker(self, connection: Any) -> Any:
         return connection.execute("PRAGMA data_version").fetchone()[0]
 
+    def reading(self, connection: Any) -> tuple[Any, datetime]:
+        """The witness's marker and the read's, then the clock (see the module docstring)."""
+        witness = self._witnesses.get(id(connection))
+        if witness is None:
+            try:
+                witness = Witness.beside(connection, self.connect)
+            except SlowPath as why:
+                witness = str(why)
+            self._witnesses[id(connection)] = witness
+        if isinstance(witness, Witness):
+            witness.before = witness.marker()
+        return super().reading(connection)
+
     def begin(self, connection: Any) -> Any:
-        connection.execute("BEGIN")
-        # The first read takes the snapshot; the marker is then read inside it.
-        connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
-        return connection.execute("PRAGMA data_version").fetchone()[0]
+        try:
+            connection.execute("BEGIN")
+            # The first read takes the snapshot; the marker is then read inside it.
+            connection.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            return connection.execute("PRAGMA data_version").fetchone()[0]
+        except BaseException:
+            self._close_witness(connection)
+            raise
 
     def settled(self, before: Any, inside: Any) -> bool:
         return bool(before == inside)
 
     def end(self, connection: Any) -> None:
+        self._close_witness(connection)
         if connection.in_transaction:
             connection.execute("ROLLBACK")
 
+    def bulk_read(
+        self,
+        snapshot: Snapshot,
+        sql: str,
+        params: Mapping[str, Any],
+        columns: Any,
+        relation: Any = None,
+    ) -> AbstractContextManager[Any]:
+        sqlite_serves(sql)  # before the reader starts
+        witness = self._witnesses.get(id(snapshot.connection), "no witness of the read")
+        if not isinstance(witness, Witness):
+            raise SlowPath(witness)
+        try:
+            reader = witness.reader()
+        except SlowPath as why:
+            self._close_witness(snapshot.connection, str(why))
+            raise
+        declared = declarations(snapshot.connection, relation)
+        return sqlite_read(reader, sql, params, columns, declared, snapshot.fetch_rows)
+
     def declared_types(self, connection: Any, relation: Any) -> dict[str, str]:
-        table = getattr(relation, "table", None)
-        if table is None:
-            return {}
-        schema, _, name = table.rpartition(".")
-        pragma = f"PRAGMA {SQLITE.quote(schema)}.table_info" if schema else "PRAGMA table_info"
-        rows = connection.execute(f"{pragma}({SQLITE.quote(name)})").fetchall()
-        declared = {row[1]: declared_type(row[2] or "") for row in rows}
+        declared = {
+            column: declared_type(text)
+            for column, text in declarations(connection, relation).items()
+        }
         return {column: kind for column, kind in declared.items() if kind is not None}
+
+    def _close_witness(self, connection: Any, why: str | None = None) -> None:
+        witness = self._witnesses.pop(id(connection), None)
+        if isinstance(witness, Witness):
+            witness.close()
+        if why is not None:
+            self._witnesses[id(connection)] = why
+
+
+class Witness:
+    """An idle sqlite3 connection to the read's file whose data_version, read before the clock
+    and again after the reader's snapshot, proves the reader's snapshot is the read's."""
+
+    def __init__(self, connection: Any, path: str, timeout: int) -> None:
+        self.connection = connection
+        self.path = path
+        self.timeout = timeout
+        self.before: Any = None
+        self._reader: Reader | None = None
+
+    @classmethod
+    def beside(cls, read: Any, connect: Connect) -> Witness:
+        """The witness of a read's connection, or SlowPath when no reader could serve it."""
+        if importlib.util.find_spec("adbc_driver_sqlite") is None:
+            raise SlowPath("adbc-driver-sqlite is not installed")
+        files = read.execute("PRAGMA database_list").fetchall()
+        attached = [name for _, name, _ in files if name not in ("main", "temp")]
+        if attached:
+            raise SlowPath(f"databases are attached to the read's connection: {attached}")
+        [path] = [file for _, name, file in files if name == "main"]
+        if not path:
+            raise SlowPath("the database is in memory: no other process can read it")
+        [(timeout,)] = read.execute("PRAGMA busy_timeout").fetchall()
+        connection = connect()
+        connection.isolation_level = None
+        return cls(connection, str(path), int(timeout))
+
+    def marker(self) -> Any:
+        return self.connection.execute("PRAGMA data_version").fetchone()[0]
+
+    def reader(self) -> Reader:
+        """The reader in its snapshot, proven the read's; started at the first call."""
+        if self._reader is None:
+            reader = Reader(self.path, self.timeout)
+            try:
+                reader.begin()
+                if self.marker() != self.before:
+                    raise SlowPath(
+                        "a commit fell between the clock reading and the reader's snapshot"
+                    )
+            except BaseException:
+                reader.close()
+                raise
+            self._reader = reader
+        return self._reader
+
+    def close(self) -> None:
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
+        with suppress(Exception):
+            self.connection.close()
+
+
+class Reader:
+    """The reader process (sources/sqlite_reader.py), its connection open on the read's file."""
+
+    SCRIPT = Path(__file__).with_name("sqlite_reader.py")
+
+    def __init__(self, path: str, timeout: int) -> None:
+        # Without site (-S): the process imports the driver and pyarrow only, from the paths
+        # this one imports them from, and starts in a fifth of a second.
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        self.process = subprocess.Popen(
+            [sys.executable, "-S", str(self.SCRIPT)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=environment,
+        )
+        self.usable = True
+        try:
+            self._ask(op="open", path=path, busy_timeout=timeout)
+        except BaseException:
+            self.close()
+            raise
+
+    def _ask(self, **command: Any) -> Any:
+        assert self.process.stdin is not None
+        try:
+            self.process.stdin.write(json.dumps(command).encode() + b"\n")
+            self.process.stdin.flush()
+        except OSError as exc:
+            raise SlowPath(f"the reader process is gone: {exc}") from None
+        return self._answer()
+
+    def _answer(self) -> Any:
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline()
+        if not line:
+            self.usable = False
+            raise SlowPath(f"the reader process ended (exit code {self.process.poll()})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise SlowPath(f"the reader: {answer['error']}")
+        return answer["ok"]
+
+    def begin(self) -> None:
+        self._ask(op="begin")
+
+    @contextmanager
+    def read(
+        self, sql: str, params: Mapping[str, Any], batch_rows: int
+    ) -> Iterator[Iterator[pa.RecordBatch]]:
+        """The statement's record batches, as the driver typed them; SlowPath if it cannot."""
+        if not self.usable:
+            raise SlowPath("the reader stopped in the middle of an earlier read")
+        plain = (str, int, float, bool, type(None))
+        if not all(isinstance(value, plain) for value in params.values()):
+            raise SlowPath("a bound value is no text, number or null")
+        self._ask(op="read", sql=sql, params=dict(params), batch_rows=batch_rows)
+        self.usable = False  # until the stream and its last line are read
+        yield self._batches()
+
+    def _batches(self) -> Iterator[pa.RecordBatch]:
+        yield from pa.ipc.open_stream(self.process.stdout)
+        self._answer()  # the driver's error, if it stopped
+        self.usable = True
+
+    def close(self) -> None:
+        if not self.usable:
+            self.process.kill()  # stopped in the middle of a stream, it could wait forever
+        with suppress(Exception):
+            assert self.process.stdin is not None
+            self.process.stdin.close()  # the end of its input: it rolls back and leaves
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        with suppress(Exception):
+            assert self.process.stdout is not None
+            self.process.stdout.close()
+
+
+def declarations(connection: Any, relation: Any) -> dict[str, str]:
+    """Each column of a table relation with its declared type as written; {} for a query."""
+    table = getattr(relation, "table", None)
+    if table is None:
+        return {}
+    schema, _, name = table.rpartition(".")
+    pragma = f"PRAGMA {SQLITE.quote(schema)}.table_info" if schema else "PRAGMA table_info"
+    rows = connection.execute(f"{pragma}({SQLITE.quote(name)})").fetchall()
+    return {row[1]: row[2] or "" for row in rows}
 
 
 def declared_type(declared: str) -> str | None:

@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,7 +40,13 @@ from dogana_core import Contract, Manifest, Shape, column_hash
 from dogana_core.gate import Check
 from dogana_provider.checks import CheckName, plan, verify
 from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect, sqlite_datetime
-from dogana_provider.staging import ROW_COLUMN, Staged, bound_columns, stage_file
+from dogana_provider.staging import (
+    ROW_COLUMN,
+    Staged,
+    bound_columns,
+    row_number,
+    stage_file,
+)
 
 
 @dataclass
@@ -478,9 +485,43 @@ def test_staging_numbers_rows_from_one_in_file_order(tmp_path: Path) -> None:
     path = write(tmp_path / "orders.csv", honest_orders())
     staged = stage_file(connection, SQLITE, "staged", path, ORDERS)
     assert staged.rows == 3
-    rows = connection.execute(f'SELECT "{ROW_COLUMN}", "id" FROM "staged" ORDER BY 1').fetchall()
+    row = row_number(SQLITE, (name for name, _ in staged.columns))
+    rows = connection.execute(f'SELECT {row}, "id" FROM "staged" ORDER BY 1').fetchall()
     assert rows == [(1, 1), (2, 2), (3, 3)]
     assert [name for name, _ in staged.columns] == [f.name for f in ORDERS_SCHEMA]
+
+
+def test_sqlite_staging_numbers_rows_by_rowid_so_a_swap_drops_no_column(tmp_path: Path) -> None:
+    """SQLite drops a column by rewriting every row: the row number is the rowid instead."""
+    connection = sqlite3.connect(tmp_path / "s.sqlite")
+    staged = stage_file(
+        connection, SQLITE, "staged", write(tmp_path / "o.csv", honest_orders()), ORDERS
+    )
+    columns = [row[1] for row in connection.execute('PRAGMA table_info("staged")')]
+    assert ROW_COLUMN not in columns
+    assert columns == [name for name, _ in staged.columns]
+    assert connection.execute('SELECT max(rowid) FROM "staged"').fetchone() == (3,)
+
+
+def test_sqlite_staging_keeps_a_row_column_when_columns_hide_every_rowid_name(
+    tmp_path: Path,
+) -> None:
+    connection = sqlite3.connect(tmp_path / "s.sqlite")
+    table = pa.table(
+        {
+            "id": pa.array([7, 8], pa.int64()),
+            "_rowid_": pa.array([70, 80], pa.int64()),
+            "rowid": pa.array([71, 81], pa.int64()),
+            "oid": pa.array([72, 82], pa.int64()),
+        }
+    )
+    pq.write_table(table, tmp_path / "hidden.parquet")
+    contract = Contract("hidden", ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    stage_file(connection, SQLITE, "staged", tmp_path / "hidden.parquet", contract)
+    rows = connection.execute(
+        f'SELECT "{ROW_COLUMN}", "_rowid_", "rowid", "oid" FROM "staged" ORDER BY 1'
+    ).fetchall()
+    assert rows == [(1, 70, 71, 72), (2, 80, 81, 82)]
 
 
 def test_staging_an_unreadable_file_leaves_no_table(tmp_path: Path) -> None:

@@ -1,0 +1,215 @@
+"""SQLite's bulk load for staging: a delivered file's rows into a private SQLite file by ADBC,
+then into the staging table by one INSERT ... SELECT.
+
+sqlite3 binds one Python object per value (executemany), most of a SQLite gate's time. ADBC's
+SQLite driver (adbc-driver-sqlite) binds Arrow arrays in C, but carries its own copy of SQLite,
+which must never open a file Python's sqlite3 has open in the same process (POSIX locks belong
+to a process: either copy would release or override the other's). So it writes a file of its
+own, which nothing else opens until it is closed: ``preload`` reads the delivered file exactly as
+staging does (the same checks, the same refusals, the same hash), before the staging transaction,
+and writes each batch as sqlite3 would have bound it (sql.SQLITE's values, as Arrow arrays). The
+staging transaction then attaches that file (SQLite attaches outside a transaction only, hence
+``attaching``) and copies its rows in C; the staging table's column affinities apply to them as
+to bound values.
+
+Where the driver is not installed, or the staging reads only some of a file's columns (the CLI's
+check), staging binds as before (staging.py's executemany), and says so in the log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from dogana_core.contract import Contract
+from dogana_provider.files import DeliveredFile, MisnamedColumn, UnreadableFile
+from dogana_provider.sql import SQLITE, Dialect
+
+ROWID_NAMES = ("_rowid_", "rowid", "oid")
+"""SQLite's names of a table's rowid (staging.row_number returns one of them)."""
+
+LOADED = "dogana_load"
+"""The schema the private file is attached as, and its table's name."""
+_ROW = "dogana_row_number"
+
+
+@dataclass
+class Preloaded:
+    """A delivered file read through staging's checks into a private SQLite file."""
+
+    database: str
+    """The private file; the table LOADED holds the rows, row number first."""
+    rows: int
+    sha256: str | None
+    error: UnreadableFile | None
+    """What staging would have refused while reading the rows; then nothing is loaded."""
+
+    def remove(self) -> None:
+        with contextlib.suppress(OSError):
+            os.unlink(self.database)
+
+
+def preload(
+    path: str, contract: Contract, dialect: Dialect, row_column: str, refuse: Callable[..., None]
+) -> Preloaded | None:
+    """The file's rows in a private SQLite file, or None where this load does not serve.
+
+    row_column is the name staging reserves (staging.ROW_COLUMN) and refuse its check of a
+    batch's values (staging.refuse_unstorable): staging's own, so the rows loaded are the ones
+    it would have bound.
+    """
+    if dialect is not SQLITE:
+        return None
+    try:
+        dbapi = importlib.import_module("adbc_driver_sqlite.dbapi")
+    except ImportError:
+        logging.getLogger(__name__).info("staging binds row by row: adbc-driver-sqlite is missing")
+        return None
+    handle, database = tempfile.mkstemp(prefix="dogana-load-", suffix=".sqlite")
+    os.close(handle)
+    loaded = Preloaded(database, 0, None, None)
+    try:
+        with DeliveredFile(path, contract) as delivered:
+            try:
+                loaded.rows = _load(dbapi, database, delivered, dialect, row_column, refuse)
+                loaded.sha256 = delivered.sha256()
+            except UnreadableFile as error:
+                loaded.error = error
+                with contextlib.suppress(UnreadableFile):
+                    loaded.sha256 = delivered.sha256()
+    except BaseException:
+        loaded.remove()
+        raise
+    return loaded
+
+
+def _load(
+    dbapi: Any,
+    database: str,
+    delivered: DeliveredFile,
+    dialect: Dialect,
+    row_column: str,
+    refuse: Callable[..., None],
+) -> int:
+    columns = delivered.columns
+    if any(c.name == row_column for c in columns):
+        raise MisnamedColumn(
+            delivered.path, "is a name dogana reserves for staging", column=row_column
+        )
+    for column in columns:
+        if column.logical is None:
+            raise UnreadableFile(
+                delivered.path, f"cannot be staged: {column.problem}", column=column.name
+            )
+    types = tuple((c.name, str(c.logical)) for c in columns)
+    names = [_ROW, *(name for name, _ in types)]
+    # No declared types: the values keep the storage class they are bound with, and the
+    # staging table's affinities apply when they are copied, as to bound values. The row
+    # number is the rowid: the copy reads the rows in its order without sorting them.
+    declared = [f"{dialect.quote(_ROW)} INTEGER PRIMARY KEY"]
+    declared += [dialect.quote(n) for n in names[1:]]
+    table = f"{dialect.quote(LOADED)} ({', '.join(declared)})"
+    marks = ", ".join("?" for _ in names)
+    connection = dbapi.connect(database, autocommit=True)
+    rows = 0
+    try:
+        cursor = connection.cursor()
+        try:
+            # A private scratch file: nothing to recover after a crash.
+            cursor.execute("PRAGMA journal_mode = OFF")
+            cursor.execute("PRAGMA synchronous = OFF")
+            cursor.execute(f"CREATE TABLE {table}")
+            cursor.execute("BEGIN")
+            for batch in delivered.batches([name for name, _ in types]):
+                refuse(dialect, delivered.path, batch, types)
+                numbers = pa.array(range(rows + 1, rows + batch.num_rows + 1), pa.int64())
+                arrays = [numbers] + [
+                    _bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)
+                ]
+                cursor.executemany(
+                    f"INSERT INTO {dialect.quote(LOADED)} VALUES ({marks})",
+                    pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))]),
+                )
+                rows += batch.num_rows
+            cursor.execute("COMMIT")
+        finally:
+            cursor.close()
+    finally:
+        connection.close()
+    return rows
+
+
+def _bound(array: pa.Array, logical: str) -> pa.Array:
+    """A column as sqlite3 binds SQLITE.values(array, logical): text for dates, datetimes and
+    decimals (in the very spelling sql.py gives them), 0/1 for booleans, the rest as it is."""
+    if logical == "datetime":
+        return array.cast(pa.timestamp("us")).cast(pa.string())
+    if logical in ("date",) or logical.startswith("decimal("):
+        return array.cast(pa.string())
+    if logical == "bool":
+        return array.cast(pa.int64())
+    return array
+
+
+def attaching(connect: Callable[[], Any], loaded: Preloaded) -> Callable[[], Any]:
+    """connect, each connection with the private file attached (before any transaction)."""
+
+    def attached() -> Any:
+        connection = connect()
+        try:
+            connection.execute(f"ATTACH DATABASE ? AS {SQLITE.quote(LOADED)}", (loaded.database,))
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
+    return attached
+
+
+def copy_loaded(connection: Any, dialect: Dialect, table: str, row: str, names: list[str]) -> None:
+    """The loaded rows into the (new, empty) staging table, in file order, in the caller's
+    transaction: row names the table's row number (staging.row_number), names its columns.
+
+    Where the row number is the rowid, SQLite numbers the rows itself: each row inserted
+    without one gets the largest rowid plus one, so rows copied in file order into an empty
+    table are numbered from 1 in file order (twice as fast as naming each rowid, which SQLite
+    then looks up first)."""
+    columns = ", ".join(dialect.quote(n) for n in names)
+    loaded = f"{dialect.quote(LOADED)}.{dialect.quote(LOADED)}"
+    numbers = dialect.quote(_ROW)
+    if row in ROWID_NAMES:
+        insert, select = columns, columns
+    else:
+        insert, select = f"{row}, {columns}", f"{numbers}, {columns}"
+    cursor = connection.cursor()
+    try:
+        # Under a savepoint, as staging's other loads: a failure takes back the rows alone.
+        cursor.execute("SAVEPOINT dogana_stage")
+        cursor.execute(
+            f"INSERT INTO {dialect.quote(table)} ({insert}) "
+            f"SELECT {select} FROM {loaded} ORDER BY {numbers}"
+        )
+        cursor.execute("RELEASE SAVEPOINT dogana_stage")
+    finally:
+        cursor.close()
+
+
+@contextlib.contextmanager
+def preloaded(
+    path: str, contract: Contract, dialect: Dialect, row_column: str, refuse: Callable[..., None]
+) -> Iterator[Preloaded | None]:
+    """preload, its private file removed on the way out."""
+    loaded = preload(path, contract, dialect, row_column, refuse)
+    try:
+        yield loaded
+    finally:
+        if loaded is not None:
+            loaded.remove()
