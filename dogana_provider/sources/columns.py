@@ -23,7 +23,7 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, date, datetime
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import pyarrow as pa
@@ -209,7 +209,10 @@ def _decimal(value: Any) -> Decimal:
     if isinstance(value, Decimal):
         return value
     if isinstance(value, int | str):
-        return Decimal(value)
+        try:
+            return Decimal(value)
+        except InvalidOperation:  # text that is no number: refused naming it, as any misfit
+            raise ValueError(value) from None
     if isinstance(value, float):
         # SQLite's NUMERIC affinity stores 1.25 as a REAL: its shortest repr is what was written.
         return Decimal(repr(value))

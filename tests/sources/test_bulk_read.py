@@ -2,8 +2,9 @@
 snapshot: PostgreSQL through ADBC, against the same source read through psycopg's cursor. A read
 of few rows is read through the read's own cursor instead, and writes that file too.
 
-SQLite and MariaDB have no bulk read (no second connection can share their read's snapshot), so
-their row-by-row read is the only one and the source conformance suites cover it.
+MariaDB has no bulk read (no second connection can share its read's snapshot), so its row-by-row
+read is the only one and the source conformance suite covers it; SQLite's is
+test_bulk_read_sqlite.py's.
 
 The receiver's side of the fast path too: PostgreSQL staging writes COPY's binary format
 (copy_binary.py), which must store every value exactly as the driver's own adaptation of the
@@ -55,9 +56,14 @@ class RowByRow(PostgresSnapshots):
     """The same source read through psycopg's cursor: the bulk read of every other dialect."""
 
     def bulk_read(
-        self, snapshot: Snapshot, sql: str, params: Mapping[str, Any], columns: Any
+        self,
+        snapshot: Snapshot,
+        sql: str,
+        params: Mapping[str, Any],
+        columns: Any,
+        relation: Any = None,
     ) -> AbstractContextManager[Any]:
-        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns)
+        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns, relation)
 
 
 @pytest.fixture

@@ -116,3 +116,10 @@ def test_undecoded_dates_and_decimals_parse_as_their_text() -> None:
     assert parsed("decimal(12,2)", [b"1.25", b"-0.50"]).equals(
         value_by_value("decimal(12,2)", ["1.25", "-0.50"])
     )
+
+
+@pytest.mark.parametrize("text", ["", "12,50", "twelve"])
+def test_a_text_that_is_no_number_in_a_decimal_column_is_refused_naming_it(text: str) -> None:
+    columns = Columns("sqlite", [("amount", None)], [], {"amount": "decimal(12,2)"}, {})
+    with pytest.raises(UnsupportedColumn, match=f"column amount: '{text}' is not a decimal"):
+        columns.batch([("1.25",), (text,)])

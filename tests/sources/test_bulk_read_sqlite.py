@@ -1,0 +1,252 @@
+"""SQLite's bulk read (sources/bulk.py, sources/sqlite.py) writes the very file the row-by-row
+read writes, from the read's own snapshot, and leaves to the row-by-row read every value the
+driver would convert: the same source read both ways, compared byte for byte."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import uuid
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, date, datetime, timedelta, timezone
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from dogana_core import Contract, Shape
+from dogana_core.planner import ExtractionRequest
+from dogana_provider.sources import Read, Relation, SqliteSnapshots, extract, read_all
+from dogana_provider.sources.columns import UnsupportedColumn
+from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+
+UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
+DDL = (
+    "id INTEGER PRIMARY KEY, customer TEXT, amount DECIMAL(12,2), day DATE, "
+    "at TIMESTAMP, flag BOOLEAN, ratio REAL, small INTEGER, note VARCHAR(20)"
+)
+LOGGER = "dogana_provider.sources.extract"
+
+
+class RowByRow(SqliteSnapshots):
+    """The same source read through sqlite3's cursor alone."""
+
+    def bulk_read(
+        self,
+        snapshot: Snapshot,
+        sql: str,
+        params: Mapping[str, Any],
+        columns: Any,
+        relation: Any = None,
+    ) -> AbstractContextManager[Any]:
+        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns, relation)
+
+
+def contract_of(table: str) -> Contract:
+    return Contract(table, ("id",), {"full": Shape.complete()}, types={"id": "int"})
+
+
+def database(tmp_path: Path, rows: list[tuple[Any, ...]]) -> Path:
+    path = tmp_path / f"{uuid.uuid4().hex}.sqlite"
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode = WAL")
+    connection.execute(f"CREATE TABLE t ({DDL})")
+    marks = ", ".join("?" * 9)
+    connection.executemany(f"INSERT INTO t VALUES ({marks})", rows)
+    connection.commit()
+    connection.close()
+    return path
+
+
+def read(source: SqliteSnapshots, path: Path) -> tuple[Any, str]:
+    request = ExtractionRequest("t", "full", UNTIL)
+    try:
+        [done] = extract(source, [Read(contract_of("t"), request, Relation(table="t"), path)])
+    except UnsupportedColumn as refused:
+        return ("refused", str(refused)), ""
+    assert done.manifest.content_hash is not None
+    return pq.read_table(done.path), done.manifest.content_hash
+
+
+def both(tmp_path: Path, rows: list[tuple[Any, ...]]) -> tuple[Any, Any]:
+    """The bulk read's file and the row-by-row read's, each with its hash."""
+    file = database(tmp_path, rows)
+    example = uuid.uuid4().hex  # tmp_path is one folder for every hypothesis example
+    bulk = read(SqliteSnapshots(lambda: sqlite3.connect(file)), tmp_path / f"{example}.b.parquet")
+    slow = read(RowByRow(lambda: sqlite3.connect(file)), tmp_path / f"{example}.r.parquet")
+    return bulk, slow
+
+
+# How writers spell values: the row-by-row read's own inputs ---------------------------------------
+
+instants = st.datetimes(
+    min_value=datetime(1, 1, 3), max_value=datetime(9999, 12, 29), timezones=st.just(UTC)
+)
+offsets = st.sampled_from([None, UTC, timezone(timedelta(hours=2)), timezone(-timedelta(hours=9))])
+
+
+@st.composite
+def spelled(draw: Any) -> str:
+    """A datetime as some writer spells it: ISO 8601, with or without an offset or microseconds."""
+    moment = draw(instants)
+    zone = draw(offsets)
+    local = moment.astimezone(zone).replace(tzinfo=None) if zone is not None else moment
+    text = local.isoformat(sep=draw(st.sampled_from([" ", "T"])))
+    if zone is not None:
+        text += moment.astimezone(zone).isoformat()[-6:]
+    return text.replace("+00:00", draw(st.sampled_from(["+00:00", "Z"])))
+
+
+typed_rows = st.lists(
+    st.tuples(
+        st.text(st.characters(exclude_characters="\x00"), max_size=12) | st.none(),
+        # As SQLite stores a decimal it is given as text: NUMERIC affinity makes it a number.
+        st.decimals(min_value=-(10**10) + 1, max_value=10**10 - 1, places=2).map(str) | st.none(),
+        st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)).map(str) | st.none(),
+        spelled() | st.none(),
+        st.booleans() | st.none(),
+        st.floats(allow_nan=False) | st.none(),
+        st.integers(-(2**63), 2**63 - 1) | st.none(),
+        st.text(max_size=5) | st.none(),  # VARCHAR: TEXT affinity; NUL too
+    ),
+    max_size=40,
+)
+
+# Any storage class in any column: what the bulk read must never misrepresent.
+anything = (
+    st.none()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=6)
+    | st.binary(max_size=4)
+    | st.sampled_from(["2025-01-02", "2025-01-02 03:04:05.000006+01:00", "12.50", "1"])
+)
+messy_rows = st.lists(st.tuples(*([anything] * 8)), max_size=12)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=typed_rows)
+def test_the_bulk_read_writes_the_file_the_row_by_row_read_writes(
+    tmp_path: Path, rows: list[tuple[Any, ...]], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.clear()
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    (bulk, bulk_hash), (slow, slow_hash) = both(
+        tmp_path, [(index, *row) for index, row in enumerate(rows)]
+    )
+    assert "t: bulk read" in caplog.text
+    assert "after all" not in caplog.text, "typed rows must not need the row-by-row read"
+    assert bulk.schema == slow.schema
+    assert bulk.to_pylist() == slow.to_pylist()
+    assert bulk_hash == slow_hash  # the same bytes: the same Parquet file
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(rows=messy_rows)
+def test_values_of_any_storage_class_come_out_as_the_row_by_row_read_gives_them(
+    tmp_path: Path, rows: list[tuple[Any, ...]]
+) -> None:
+    (bulk, bulk_hash), (slow, slow_hash) = both(
+        tmp_path, [(index, *row) for index, row in enumerate(rows)]
+    )
+    if isinstance(slow, tuple):  # refused: the bulk read refuses alike, naming the same value
+        assert bulk == slow
+        return
+    assert bulk.to_pylist() == slow.to_pylist()
+    assert bulk_hash == slow_hash
+
+
+def test_a_number_among_datetimes_sends_the_read_row_by_row_naming_the_column(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    rows = [(n, None, None, None, "2025-01-02 03:04:05", None, None, None, None) for n in range(5)]
+    rows.append((9, None, None, None, 20250102, None, None, None, None))
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    (bulk, _), (slow, _) = both(tmp_path, rows)
+    assert "t: read row by row after all: column at: " in caplog.text
+    assert bulk == slow and bulk[0] == "refused" and "20250102" in bulk[1]
+
+
+def test_a_decimal_too_large_for_a_real_is_read_row_by_row_exactly(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    huge = 2**53 + 1  # a REAL would make it 2**53
+    file = database(tmp_path, [(1, None, 1.25, None, None, None, None, None, None)])
+    connection = sqlite3.connect(file)
+    connection.execute("CREATE TABLE big (id INTEGER PRIMARY KEY, amount DECIMAL(20,0))")
+    connection.execute("INSERT INTO big VALUES (1, ?), (2, 7)", (huge,))
+    connection.commit()
+    connection.close()
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    request = ExtractionRequest("big", "full", UNTIL)
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    [done] = extract(
+        source, [Read(contract_of("big"), request, Relation(table="big"), tmp_path / "b.parquet")]
+    )
+    assert "big: read row by row after all" in caplog.text
+    amounts = pq.read_table(done.path).column("amount").to_pylist()
+    assert amounts == [Decimal(huge), Decimal(7)]
+
+
+def test_a_commit_before_the_readers_snapshot_leaves_the_rows_to_the_reads_own_snapshot(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The witness saw a commit between the clock reading and the reader's snapshot: the reader
+    might show it, so the rows come through sqlite3, in the read's snapshot, without it."""
+    file = database(tmp_path, [(1, "before", None, None, None, None, None, None, None)])
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    request = ExtractionRequest("t", "full", UNTIL)
+    read_ = Read(contract_of("t"), request, Relation(table="t"), tmp_path / "t.parquet")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    with source.snapshot(UNTIL) as snapshot:
+        writer = sqlite3.connect(file)
+        writer.execute("INSERT INTO t (id, customer) VALUES (2, 'after')")
+        writer.commit()
+        writer.close()
+        [done] = read_all(snapshot, [read_])
+    assert "a commit fell between the clock reading and the reader's snapshot" in caplog.text
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+
+
+def test_the_reader_reads_in_the_reads_snapshot_when_no_commit_came_between(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = database(tmp_path, [(1, "before", None, None, None, None, None, None, None)])
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    request = ExtractionRequest("t", "full", UNTIL)
+    read_ = Read(contract_of("t"), request, Relation(table="t"), tmp_path / "t.parquet")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    with source.snapshot(UNTIL) as snapshot:
+        [done] = read_all(snapshot, [read_])
+        # Committed once the reader has its snapshot: neither read sees it.
+        writer = sqlite3.connect(file)
+        writer.execute("INSERT INTO t (id, customer) VALUES (2, 'after')")
+        writer.commit()
+        writer.close()
+    assert "t: bulk read" in caplog.text and "after all" not in caplog.text
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+
+
+def test_an_in_memory_database_is_read_row_by_row_and_named(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    name = f"file:{uuid.uuid4().hex}?mode=memory&cache=shared"
+    keep = sqlite3.connect(name, uri=True)  # the database lives while a connection does
+    keep.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, customer TEXT)")
+    keep.execute("INSERT INTO t VALUES (1, 'a')")
+    keep.commit()
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    source = SqliteSnapshots(lambda: sqlite3.connect(name, uri=True))
+    table, _ = read(source, tmp_path / "m.parquet")
+    keep.close()
+    assert "t: read row by row: the database is in memory" in caplog.text
+    assert table.column("id").to_pylist() == [1]
