@@ -474,6 +474,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             "baseline_mib": baseline,
             "peak_mib": max(peaks.values()),
             "step_peaks_mib": peaks,
+            # A process of its own (SQLite's reader, sources/sqlite_reader.py): not in the above.
+            "children_peak_mib": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
             "changes_seconds": changes_seconds,
             "changes_steps": changes,
         }
@@ -767,6 +769,8 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
         f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB (peak RSS above the baseline by "
         f"step: {by_step})"
     )
+    if dogana.get("children_peak_mib"):
+        print(f"dogana's reader process: peak RSS {dogana['children_peak_mib']:.0f} MB, apart")
     changes = dogana["changes_seconds"]
     steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["changes_steps"].items())
     print(

@@ -65,7 +65,7 @@ from dogana_core.wire import decode_date, decode_datetime, encode_date, encode_d
 from dogana_provider import checks
 from dogana_provider.checks import SOURCE_ACTIVE, CheckName, StagedRows
 from dogana_provider.sql import DECIMAL_PREFIX, Dialect, StatementFailed, display, run_or_fail
-from dogana_provider.staging import ROW_COLUMN, Staged
+from dogana_provider.staging import ROW_COLUMN, Staged, row_number
 
 NONE_DECLARED = "expectations"
 """The name of the one Check a table declaring no expectation gets; its detail is NONE_DETAIL."""
@@ -1133,11 +1133,12 @@ def violating_rows(
     filtered = f"FROM {table} WHERE ({condition}) AND ({where})"
     every = (*params, *where_params)
     ((count,),) = _fetch(connection, f"SELECT COUNT(*) {filtered}", every)
-    quoted_columns = ", ".join(dialect.quote(c) for c in columns)
+    # The row number is ROW_COLUMN's, or on SQLite the rowid (staging.row_number).
+    row = row_number(dialect, (name for name, _ in staged.columns))
+    quoted_columns = ", ".join([row, *(dialect.quote(c) for c in columns[1:])])
     rows = _fetch(
         connection,
-        f"SELECT {quoted_columns} {filtered} ORDER BY {dialect.quote(ROW_COLUMN)} "
-        f"LIMIT {int(limit)}",
+        f"SELECT {quoted_columns} {filtered} ORDER BY {row} LIMIT {int(limit)}",
         every,
     )
     return Violating(columns, tuple(tuple(row) for row in rows), int(count))

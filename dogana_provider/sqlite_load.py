@@ -24,6 +24,7 @@ import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,17 +129,25 @@ def _load(
             cursor.execute("PRAGMA synchronous = OFF")
             cursor.execute(f"CREATE TABLE {table}")
             cursor.execute("BEGIN")
-            for batch in delivered.batches([name for name, _ in types]):
-                refuse(dialect, delivered.path, batch, types)
-                numbers = pa.array(range(rows + 1, rows + batch.num_rows + 1), pa.int64())
-                arrays = [numbers] + [
-                    _bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)
-                ]
-                cursor.executemany(
-                    f"INSERT INTO {dialect.quote(LOADED)} VALUES ({marks})",
-                    pa.RecordBatch.from_arrays(arrays, names=[f"c{i}" for i in range(len(names))]),
-                )
-                rows += batch.num_rows
+            insert = f"INSERT INTO {dialect.quote(LOADED)} VALUES ({marks})"
+            fields = [f"c{i}" for i in range(len(names))]
+            # The driver binds a batch without the GIL: the next batch is read from the file
+            # and converted meanwhile, the two on two cores where there are two.
+            with ThreadPoolExecutor(1, thread_name_prefix="dogana-load") as binder:
+                binding: Future[Any] | None = None
+                for batch in delivered.batches([name for name, _ in types]):
+                    refuse(dialect, delivered.path, batch, types)
+                    numbers = pa.array(range(rows + 1, rows + batch.num_rows + 1), pa.int64())
+                    arrays = [numbers] + [
+                        _bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)
+                    ]
+                    if binding is not None:
+                        binding.result()
+                    bound = pa.RecordBatch.from_arrays(arrays, names=fields)
+                    binding = binder.submit(cursor.executemany, insert, bound)
+                    rows += batch.num_rows
+                if binding is not None:
+                    binding.result()
             cursor.execute("COMMIT")
         finally:
             cursor.close()

@@ -2,9 +2,11 @@
 
 Rows go from the file to the database one record batch at a time, so memory stays flat in the
 file's size: through COPY in its binary format on PostgreSQL (copy_binary.py), LOAD DATA LOCAL
-INFILE on MariaDB where the connection allows it, and executemany otherwise (SQLite). The
-staging table sits beside, never inside, the published table; nothing here commits, so the
-caller owns the transaction.
+INFILE on MariaDB where the connection allows it, and executemany otherwise; on SQLite the
+receiver reads the file first into a private SQLite file that the staging transaction attaches
+(sqlite_load.py), and the rows are copied from it in one statement (``preloaded``). The staging
+table sits beside, never inside, the published table; nothing here commits, so the caller owns
+the transaction.
 
 Every staging table numbers its rows by their position in the file counted from 1 (for a CSV
 file, the first line after the header is row 1), in its first column ROW_COLUMN, or on SQLite in
