@@ -7,10 +7,11 @@ which must never open a file Python's sqlite3 has open in the same process (POSI
 to a process: either copy would release or override the other's). So it writes a file of its
 own, which nothing else opens until it is closed: ``preload`` reads the delivered file exactly as
 staging does (the same checks, the same refusals, the same hash), before the staging transaction,
-and writes each batch as sqlite3 would have bound it (sql.SQLITE's values, as Arrow arrays). The
-staging transaction then attaches that file (SQLite attaches outside a transaction only, hence
-``attaching``) and copies its rows in C; the staging table's column affinities apply to them as
-to bound values.
+into a table declared as the staging table will be, each batch as sqlite3 would have bound it
+(sql.SQLITE's values, as Arrow arrays), so the same column affinities apply to the same values.
+The staging transaction then attaches that file (SQLite attaches outside a transaction only,
+hence ``attaching``) and copies its table whole (``Preloaded.copy``): two tables declared alike,
+SQLite copies the records as they are, rowids (the row numbers, staging.row_number) included.
 
 Where the driver is not installed, or the staging reads only some of a file's columns (the CLI's
 check), staging binds as before (staging.py's executemany), and says so in the log.
@@ -32,14 +33,16 @@ import pyarrow as pa
 
 from dogana_core.contract import Contract
 from dogana_provider.files import DeliveredFile, MisnamedColumn, UnreadableFile
-from dogana_provider.sql import SQLITE, Dialect
-
-ROWID_NAMES = ("_rowid_", "rowid", "oid")
-"""SQLite's names of a table's rowid (staging.row_number returns one of them)."""
+from dogana_provider.sql import SQLITE, Dialect, execute
+from dogana_provider.staging import (
+    ROW_COLUMN,
+    column_definitions,
+    refuse_unstorable,
+    stores_row_column,
+)
 
 LOADED = "dogana_load"
 """The schema the private file is attached as, and its table's name."""
-_ROW = "dogana_row_number"
 
 
 @dataclass
@@ -47,26 +50,25 @@ class Preloaded:
     """A delivered file read through staging's checks into a private SQLite file."""
 
     database: str
-    """The private file; the table LOADED holds the rows, row number first."""
+    """The private file; its table LOADED is declared as the staging table and holds the rows."""
     rows: int
     sha256: str | None
     error: UnreadableFile | None
     """What staging would have refused while reading the rows; then nothing is loaded."""
+
+    def copy(self, connection: Any, table: str) -> None:
+        """The loaded rows into the (new, empty, alike) staging table, in the caller's
+        transaction, on a connection ``attaching`` made."""
+        loaded = f"{SQLITE.quote(LOADED)}.{SQLITE.quote(LOADED)}"
+        execute(connection, f"INSERT INTO {SQLITE.quote(table)} SELECT * FROM {loaded}")
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):
             os.unlink(self.database)
 
 
-def preload(
-    path: str, contract: Contract, dialect: Dialect, row_column: str, refuse: Callable[..., None]
-) -> Preloaded | None:
-    """The file's rows in a private SQLite file, or None where this load does not serve.
-
-    row_column is the name staging reserves (staging.ROW_COLUMN) and refuse its check of a
-    batch's values (staging.refuse_unstorable): staging's own, so the rows loaded are the ones
-    it would have bound.
-    """
+def preload(path: str, contract: Contract, dialect: Dialect) -> Preloaded | None:
+    """The file's rows in a private SQLite file, or None where this load does not serve."""
     if dialect is not SQLITE:
         return None
     try:
@@ -80,7 +82,7 @@ def preload(
     try:
         with DeliveredFile(path, contract) as delivered:
             try:
-                loaded.rows = _load(dbapi, database, delivered, dialect, row_column, refuse)
+                loaded.rows = _load(dbapi, database, delivered, dialect)
                 loaded.sha256 = delivered.sha256()
             except UnreadableFile as error:
                 loaded.error = error
@@ -92,18 +94,12 @@ def preload(
     return loaded
 
 
-def _load(
-    dbapi: Any,
-    database: str,
-    delivered: DeliveredFile,
-    dialect: Dialect,
-    row_column: str,
-    refuse: Callable[..., None],
-) -> int:
+def _load(dbapi: Any, database: str, delivered: DeliveredFile, dialect: Dialect) -> int:
+    """staging.stage_file's reading of every column, into the private file."""
     columns = delivered.columns
-    if any(c.name == row_column for c in columns):
+    if any(c.name == ROW_COLUMN for c in columns):
         raise MisnamedColumn(
-            delivered.path, "is a name dogana reserves for staging", column=row_column
+            delivered.path, "is a name dogana reserves for staging", column=ROW_COLUMN
         )
     for column in columns:
         if column.logical is None:
@@ -111,14 +107,9 @@ def _load(
                 delivered.path, f"cannot be staged: {column.problem}", column=column.name
             )
     types = tuple((c.name, str(c.logical)) for c in columns)
-    names = [_ROW, *(name for name, _ in types)]
-    # No declared types: the values keep the storage class they are bound with, and the
-    # staging table's affinities apply when they are copied, as to bound values. The row
-    # number is the rowid: the copy reads the rows in its order without sorting them.
-    declared = [f"{dialect.quote(_ROW)} INTEGER PRIMARY KEY"]
-    declared += [dialect.quote(n) for n in names[1:]]
-    table = f"{dialect.quote(LOADED)} ({', '.join(declared)})"
-    marks = ", ".join("?" for _ in names)
+    numbered = stores_row_column(dialect, (name for name, _ in types))
+    definitions = column_definitions(dialect, types)
+    marks = ", ".join("?" for _ in definitions)
     connection = dbapi.connect(database, autocommit=True)
     rows = 0
     try:
@@ -127,20 +118,21 @@ def _load(
             # A private scratch file: nothing to recover after a crash.
             cursor.execute("PRAGMA journal_mode = OFF")
             cursor.execute("PRAGMA synchronous = OFF")
-            cursor.execute(f"CREATE TABLE {table}")
+            cursor.execute(f"CREATE TABLE {dialect.quote(LOADED)} ({', '.join(definitions)})")
             cursor.execute("BEGIN")
             insert = f"INSERT INTO {dialect.quote(LOADED)} VALUES ({marks})"
-            fields = [f"c{i}" for i in range(len(names))]
+            fields = [f"c{i}" for i in range(len(definitions))]
             # The driver binds a batch without the GIL: the next batch is read from the file
-            # and converted meanwhile, the two on two cores where there are two.
+            # and converted meanwhile, the two on two cores where there are two. Each row gets
+            # the next rowid, so the rowids number the rows in file order from 1.
             with ThreadPoolExecutor(1, thread_name_prefix="dogana-load") as binder:
                 binding: Future[Any] | None = None
                 for batch in delivered.batches([name for name, _ in types]):
-                    refuse(dialect, delivered.path, batch, types)
-                    numbers = pa.array(range(rows + 1, rows + batch.num_rows + 1), pa.int64())
-                    arrays = [numbers] + [
-                        _bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)
-                    ]
+                    refuse_unstorable(dialect, delivered.path, batch, types)
+                    arrays = [_bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)]
+                    if numbered:  # every rowid name is a column's: ROW_COLUMN numbers them
+                        numbers = range(rows + 1, rows + batch.num_rows + 1)
+                        arrays.insert(0, pa.array(numbers, pa.int64()))
                     if binding is not None:
                         binding.result()
                     bound = pa.RecordBatch.from_arrays(arrays, names=fields)
@@ -183,40 +175,10 @@ def attaching(connect: Callable[[], Any], loaded: Preloaded) -> Callable[[], Any
     return attached
 
 
-def copy_loaded(connection: Any, dialect: Dialect, table: str, row: str, names: list[str]) -> None:
-    """The loaded rows into the (new, empty) staging table, in file order, in the caller's
-    transaction: row names the table's row number (staging.row_number), names its columns.
-
-    Where the row number is the rowid, SQLite numbers the rows itself: each row inserted
-    without one gets the largest rowid plus one, so rows copied in file order into an empty
-    table are numbered from 1 in file order (twice as fast as naming each rowid, which SQLite
-    then looks up first)."""
-    columns = ", ".join(dialect.quote(n) for n in names)
-    loaded = f"{dialect.quote(LOADED)}.{dialect.quote(LOADED)}"
-    numbers = dialect.quote(_ROW)
-    if row in ROWID_NAMES:
-        insert, select = columns, columns
-    else:
-        insert, select = f"{row}, {columns}", f"{numbers}, {columns}"
-    cursor = connection.cursor()
-    try:
-        # Under a savepoint, as staging's other loads: a failure takes back the rows alone.
-        cursor.execute("SAVEPOINT dogana_stage")
-        cursor.execute(
-            f"INSERT INTO {dialect.quote(table)} ({insert}) "
-            f"SELECT {select} FROM {loaded} ORDER BY {numbers}"
-        )
-        cursor.execute("RELEASE SAVEPOINT dogana_stage")
-    finally:
-        cursor.close()
-
-
 @contextlib.contextmanager
-def preloaded(
-    path: str, contract: Contract, dialect: Dialect, row_column: str, refuse: Callable[..., None]
-) -> Iterator[Preloaded | None]:
+def preloaded(path: str, contract: Contract, dialect: Dialect) -> Iterator[Preloaded | None]:
     """preload, its private file removed on the way out."""
-    loaded = preload(path, contract, dialect, row_column, refuse)
+    loaded = preload(path, contract, dialect)
     try:
         yield loaded
     finally:

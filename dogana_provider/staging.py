@@ -31,7 +31,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,9 +40,13 @@ from dogana_core.contract import Contract
 from dogana_provider import copy_binary
 from dogana_provider.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.sql import Dialect, execute
-from dogana_provider.sqlite_load import ROWID_NAMES, Preloaded, copy_loaded
+
+if TYPE_CHECKING:
+    from dogana_provider.sqlite_load import Preloaded
 
 ROW_COLUMN = "_dogana_row"
+ROWID_NAMES = ("_rowid_", "rowid", "oid")
+"""SQLite's names of a table's rowid; a column of the same name hides it."""
 
 
 class UnstorableValue(UnreadableFile):
@@ -137,8 +141,7 @@ def stage_file(
             else:
                 if preloaded.error is not None:
                     raise preloaded.error
-                row = row_number(dialect, (n for n, _ in types))
-                copy_loaded(connection, dialect, table, row, [n for n, _ in types])
+                preloaded.copy(connection, table)
                 rows, digest = preloaded.rows, preloaded.sha256
         except UnreadableFile as error:
             if created:
@@ -166,11 +169,17 @@ def drop(connection: Any, dialect: Dialect, table: str) -> None:
 def _create(
     connection: Any, dialect: Dialect, table: str, types: tuple[tuple[str, str], ...]
 ) -> None:
+    columns = column_definitions(dialect, types)
+    execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
+
+
+def column_definitions(dialect: Dialect, types: tuple[tuple[str, str], ...]) -> list[str]:
+    """A staging table's columns as CREATE TABLE declares them (the row number's first)."""
     columns = []
     if stores_row_column(dialect, (name for name, _ in types)):
         columns.append(f"{dialect.quote(ROW_COLUMN)} {dialect.column_type('int')} NOT NULL")
     columns += [f"{dialect.quote(name)} {dialect.column_type(kind)}" for name, kind in types]
-    execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
+    return columns
 
 
 def _insert(

@@ -29,7 +29,7 @@ from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, hold_name, transaction
 from dogana_provider.sql import Dialect
 from dogana_provider.sqlite_load import attaching, preloaded
-from dogana_provider.staging import ROW_COLUMN, Staged, drop, refuse_unstorable, stage_file
+from dogana_provider.staging import Staged, drop, stage_file
 
 STAGING_PREFIX = "dogana_stage_"
 
@@ -133,7 +133,7 @@ class Steps:
         name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
         # SQLite reads the file into a private one first, attached to the transaction's
         # connection, from which its rows are copied in one statement (sqlite_load.py).
-        with preloaded(path, contract, self.dialect, ROW_COLUMN, refuse_unstorable) as loaded:
+        with preloaded(path, contract, self.dialect) as loaded:
             connect = self.connect if loaded is None else attaching(self.connect, loaded)
             with transaction(connect, self.dialect) as connection:
                 # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash

@@ -211,6 +211,9 @@ class SqliteSnapshots(SnapshotSource):
             self._witnesses[id(connection)] = why
 
 
+READER_BUSY_MS = 1000
+
+
 class Witness:
     """An idle sqlite3 connection to the read's file whose data_version, read before the clock
     and again after the reader's snapshot, proves the reader's snapshot is the read's."""
@@ -237,7 +240,9 @@ class Witness:
         [(timeout,)] = read.execute("PRAGMA busy_timeout").fetchall()
         connection = connect()
         connection.isolation_level = None
-        return cls(connection, str(path), int(timeout))
+        # A writer waiting on the read's lock (rollback-journal mode) makes the reader wait
+        # too: a second at most, and the rows are read through sqlite3 instead.
+        return cls(connection, str(path), min(int(timeout), READER_BUSY_MS))
 
     def marker(self) -> Any:
         return self.connection.execute("PRAGMA data_version").fetchone()[0]

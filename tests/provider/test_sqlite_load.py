@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from dogana_core import Contract, Shape
 from dogana_provider.sql import SQLITE
 from dogana_provider.sqlite_load import attaching, preload, preloaded
-from dogana_provider.staging import ROW_COLUMN, Staged, refuse_unstorable, row_number, stage_file
+from dogana_provider.staging import Staged, row_number, stage_file
 
 CONTRACT = Contract("t", ("id",), {"full": Shape.complete()}, types={"id": "int"})
 SCHEMA = pa.schema(
@@ -75,7 +75,7 @@ def test_the_bulk_load_stages_what_binding_row_by_row_stages(
     bound = sqlite3.connect(tmp_path / f"{example}.bound.sqlite")
     by_row = stage_file(bound, SQLITE, "s", path, CONTRACT)
 
-    loaded = preload(str(path), CONTRACT, SQLITE, ROW_COLUMN, refuse_unstorable)
+    loaded = preload(str(path), CONTRACT, SQLITE)
     assert loaded is not None
     try:
         copied = attaching(lambda: sqlite3.connect(tmp_path / f"{example}.bulk.sqlite"), loaded)()
@@ -89,7 +89,7 @@ def test_the_bulk_load_stages_what_binding_row_by_row_stages(
 def test_a_nan_is_refused_as_binding_refuses_it(tmp_path: Path) -> None:
     path = tmp_path / "nan.parquet"
     pq.write_table(pa.table({"id": [1, 2], "ratio": [1.5, float("nan")]}), path)
-    loaded = preload(str(path), CONTRACT, SQLITE, ROW_COLUMN, refuse_unstorable)
+    loaded = preload(str(path), CONTRACT, SQLITE)
     assert loaded is not None and loaded.error is not None
     try:
         connection = attaching(lambda: sqlite3.connect(tmp_path / "r.sqlite"), loaded)()
@@ -109,10 +109,30 @@ def test_the_private_file_is_removed_when_staging_fails(tmp_path: Path) -> None:
     seen: list[Path] = []
     with (
         pytest.raises(RuntimeError, match="the transaction failed"),
-        preloaded(str(path), CONTRACT, SQLITE, ROW_COLUMN, refuse_unstorable) as loaded,
+        preloaded(str(path), CONTRACT, SQLITE) as loaded,
     ):
         assert loaded is not None
         seen.append(Path(loaded.database))
         assert seen[0].exists()
         raise RuntimeError("the transaction failed")
     assert not seen[0].exists()
+
+
+def test_columns_hiding_every_rowid_name_are_loaded_with_their_row_numbers(tmp_path: Path) -> None:
+    path = tmp_path / "hidden.parquet"
+    names = ("_rowid_", "rowid", "oid")
+    pq.write_table(
+        pa.table({"id": [7, 8], **{n: [70 + i, 80 + i] for i, n in enumerate(names)}}), path
+    )
+    bound = sqlite3.connect(tmp_path / "bound.sqlite")
+    by_row = stage_file(bound, SQLITE, "s", path, CONTRACT)
+    loaded = preload(str(path), CONTRACT, SQLITE)
+    assert loaded is not None
+    try:
+        copied = attaching(lambda: sqlite3.connect(tmp_path / "bulk.sqlite"), loaded)()
+        by_load = stage_file(copied, SQLITE, "s", path, CONTRACT, preloaded=loaded)
+    finally:
+        loaded.remove()
+    assert by_load == by_row
+    assert staged_rows(copied, by_load) == staged_rows(bound, by_row)
+    assert [row[0] for row in staged_rows(copied, by_load)] == [1, 2]
