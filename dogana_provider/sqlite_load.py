@@ -60,7 +60,10 @@ class Preloaded:
         """The loaded rows into the (new, empty, alike) staging table, in the caller's
         transaction, on a connection ``attaching`` made."""
         loaded = f"{SQLITE.quote(LOADED)}.{SQLITE.quote(LOADED)}"
+        # Under a savepoint, as staging's other loads: a failure takes back the rows alone.
+        execute(connection, "SAVEPOINT dogana_stage")
         execute(connection, f"INSERT INTO {SQLITE.quote(table)} SELECT * FROM {loaded}")
+        execute(connection, "RELEASE SAVEPOINT dogana_stage")
 
     def remove(self) -> None:
         with contextlib.suppress(OSError):

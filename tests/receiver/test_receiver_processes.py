@@ -158,7 +158,9 @@ GATE_SWEEP_AFTER = timedelta(days=1)  # GateOperator's default sweep_after
 
 
 class _Loading:
-    """A real connection that sets an event once the staged rows start to load."""
+    """A real connection that sets an event once the staged rows start to load, and then waits
+    to be killed there, inside the staging transaction (SQLite's rows, read into a private file
+    before it, load in a moment: a kill after the event could otherwise come too late)."""
 
     def __init__(self, connection: Any, loading: Any) -> None:
         self._connection, self._loading = connection, loading
@@ -172,6 +174,7 @@ class _Loading:
                 result = cursor.execute(sql, params)
                 if sql.startswith("SAVEPOINT dogana_stage"):
                     loading.set()
+                    time.sleep(PROCESSES_TIMEOUT)  # killed meanwhile
                 return result
 
             def __getattr__(self, name: str) -> Any:
@@ -244,7 +247,6 @@ def test_a_gate_killed_while_staging_leaves_no_staging_table_after_the_next_run(
         )
         process.start()
         assert loading.wait(PROCESSES_TIMEOUT), "the gate never started loading"
-        time.sleep(0.2)
         os.kill(process.pid or 0, signal.SIGKILL)
         process.join(PROCESSES_TIMEOUT)
         assert not done.is_set(), "the gate finished staging before it was killed"
