@@ -128,9 +128,7 @@ def test_holds_lists_each_held_delivery_with_the_expectations_it_violated(
     assert other.out.splitlines() == [f"receiver {live.url}: 0 held deliveries of table invoices"]
 
 
-def test_status_names_each_held_delivery_until_a_person_ends_it(
-    live: Live, tmp_path: Path
-) -> None:
+def test_status_names_each_held_delivery_until_a_person_ends_it(live: Live, tmp_path: Path) -> None:
     status = dogana("status", live.url, cwd=tmp_path)
     assert status.code == 0, status.err
     held = [line.split(" since ")[0] for line in status.out.splitlines() if " held " in line]

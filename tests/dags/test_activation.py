@@ -74,4 +74,3 @@ def test_a_pending_table_fails_its_plan_until_a_person_activates_it_from_the_dag
     assert databases.published("orders", ("order_id", "customer")) == {(1, "ada")}
     (receipt,) = databases.receipts("orders")
     assert "source_active" in [c.name for c in receipt.checks if c.passed]
-

@@ -36,7 +36,8 @@ SCHEMA = pa.schema(
 
 rows = st.lists(
     st.tuples(
-        st.text(max_size=8) | st.none(),  # NUL, unicode and empty text too
+        # NUL, unicode and empty text too; a lone surrogate is no text Arrow holds
+        st.text(st.characters(exclude_categories=["Cs"]), max_size=8) | st.none(),
         st.decimals(min_value=-(10**10) + 1, max_value=10**10 - 1, places=2) | st.none(),
         st.dates(min_value=date(1, 1, 1), max_value=date(9999, 12, 31)) | st.none(),
         st.datetimes(min_value=datetime(1, 1, 2), max_value=datetime(9999, 12, 30)).map(
