@@ -13,8 +13,23 @@ from bench_runs import run_bench
 pytestmark = [pytest.mark.postgres]
 
 
+def bench_tables(postgres_url: str) -> set[str]:
+    """The tables named like a bench store's (bl<uid>_...) in the database."""
+    import psycopg2
+
+    connection = psycopg2.connect(postgres_url)
+    try:
+        cursor = connection.cursor()
+        cursor.execute("SELECT tablename FROM pg_tables WHERE tablename LIKE 'bl%\\_%'")
+        return {name for (name,) in cursor.fetchall()}
+    finally:
+        connection.close()
+
+
 def test_ledger_bench_runs_every_part_and_its_history_verifies(postgres_url: str) -> None:
+    before = bench_tables(postgres_url)
     output = run_bench("ledger.py", "--deliveries", "200", "--verify", "--postgres", postgres_url)
+    assert bench_tables(postgres_url) <= before, "the bench drops every table its store made"
     assert "apply at 200 deliveries" in output, output
     assert "claims over the whole table, first asked" in output, output
     for database in ("SQLite", "PostgreSQL"):
