@@ -454,8 +454,6 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile_to)
-        # Processes of their own (SQLite's reader, sources/sqlite_reader.py): not in the above.
-        children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
         database.change(args.rows)
         # The changes delivery runs in tasks of its own under Airflow: it does not pay for
         # collecting what the full delivery left (a collection of the oldest generation walks
@@ -476,7 +474,6 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             "baseline_mib": baseline,
             "peak_mib": max(peaks.values()),
             "step_peaks_mib": peaks,
-            "children_peak_mib": children,
             "changes_seconds": changes_seconds,
             "changes_steps": changes,
         }
@@ -770,11 +767,6 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
         f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB (peak RSS above the baseline by "
         f"step: {by_step})"
     )
-    if dogana.get("children_peak_mib"):
-        print(
-            f"dogana's child processes (SQLite's reader): peak RSS "
-            f"{dogana['children_peak_mib']:.0f} MB, apart"
-        )
     changes = dogana["changes_seconds"]
     steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["changes_steps"].items())
     print(
