@@ -15,6 +15,11 @@ SQLite copies the records as they are, rowids (the row numbers, staging.row_numb
 
 Where the driver is not installed, or the staging reads only some of a file's columns (the CLI's
 check), staging binds as before (staging.py's executemany), and says so in the log.
+
+The private file lives in the temporary folder while its loader holds a lock on a file beside
+it (flock, which SQLite's own POSIX locks never meet). A loader killed before it removed its
+file leaves both behind; the next preload on the machine takes such a lock, proving its holder
+gone, and removes the pair.
 """
 
 from __future__ import annotations
@@ -24,12 +29,19 @@ import importlib
 import logging
 import os
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from dogana_core.contract import Contract
 from dogana_provider.files import DeliveredFile, MisnamedColumn, UnreadableFile
@@ -43,6 +55,9 @@ from dogana_provider.staging import (
 
 LOADED = "dogana_load"
 """The schema the private file is attached as, and its table's name."""
+PREFIX = "dogana-load-"
+LOCK = ".lock"
+ORPHAN_AFTER = 60  # seconds
 
 
 @dataclass
@@ -65,9 +80,44 @@ class Preloaded:
         execute(connection, f"INSERT INTO {SQLITE.quote(table)} SELECT * FROM {loaded}")
         execute(connection, "RELEASE SAVEPOINT dogana_stage")
 
+    lock: Any = None
+
+    def hold(self) -> None:
+        """Take the lock beside the file, held until remove()."""
+        if fcntl is None:  # no flock here: orphans stay for the system to clean
+            return
+        self.lock = open(self.database + LOCK, "w")  # noqa: SIM115 - closed in remove()
+        fcntl.flock(self.lock, fcntl.LOCK_EX)
+
     def remove(self) -> None:
         with contextlib.suppress(OSError):
             os.unlink(self.database)
+        if self.lock is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.database + LOCK)
+            self.lock.close()
+            self.lock = None
+
+
+def remove_orphans(folder: Path) -> list[str]:
+    """Remove the private files in folder whose loader is gone (its lock is free); their names."""
+    removed = []
+    if fcntl is None:
+        return removed
+    for lock_path in folder.glob(f"{PREFIX}*.sqlite{LOCK}"):
+        try:
+            if time.time() - lock_path.stat().st_mtime < ORPHAN_AFTER:
+                continue  # its loader may be between creating it and taking it
+            with open(lock_path, "a") as lock:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                database = str(lock_path)[: -len(LOCK)]
+                with contextlib.suppress(OSError):
+                    os.unlink(database)
+                os.unlink(lock_path)
+                removed.append(database)
+        except OSError:  # held by a live loader, or already removed by another
+            continue
+    return removed
 
 
 def preload(path: str, contract: Contract, dialect: Dialect) -> Preloaded | None:
@@ -79,9 +129,11 @@ def preload(path: str, contract: Contract, dialect: Dialect) -> Preloaded | None
     except ImportError:
         logging.getLogger(__name__).info("staging binds row by row: adbc-driver-sqlite is missing")
         return None
-    handle, database = tempfile.mkstemp(prefix="dogana-load-", suffix=".sqlite")
+    remove_orphans(Path(tempfile.gettempdir()))
+    handle, database = tempfile.mkstemp(prefix=PREFIX, suffix=".sqlite")
     os.close(handle)
     loaded = Preloaded(database, 0, None, None)
+    loaded.hold()
     try:
         with DeliveredFile(path, contract) as delivered:
             try:

@@ -137,3 +137,32 @@ def test_columns_hiding_every_rowid_name_are_loaded_with_their_row_numbers(tmp_p
     assert by_load == by_row
     assert staged_rows(copied, by_load) == staged_rows(bound, by_row)
     assert [row[0] for row in staged_rows(copied, by_load)] == [1, 2]
+
+
+def test_a_killed_loaders_private_file_is_removed_by_the_next_preload(tmp_path: Path) -> None:
+    """A loader killed mid-load leaves its file; the next one removes it once its lock is free
+    (a live loader's, held, is left alone), and an old enough one only."""
+    import os
+    import time
+
+    from dogana_provider.sqlite_load import LOCK, ORPHAN_AFTER, PREFIX, Preloaded, remove_orphans
+
+    def private(name: str) -> Path:
+        database = tmp_path / f"{PREFIX}{name}.sqlite"
+        database.write_bytes(b"rows")
+        return database
+
+    gone, alive, young = private("gone"), private("alive"), private("young")
+    for database in (gone, young):
+        Path(str(database) + LOCK).touch()
+    holder = Preloaded(str(alive), 0, None, None)
+    holder.hold()  # the live loader's lock, as preload takes it
+    old = time.time() - ORPHAN_AFTER - 1
+    for database in (gone, alive):
+        os.utime(str(database) + LOCK, (old, old))
+    try:
+        assert remove_orphans(tmp_path) == [str(gone)]
+    finally:
+        holder.remove()
+    assert not gone.exists() and not Path(str(gone) + LOCK).exists()
+    assert young.exists()
