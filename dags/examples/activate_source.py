@@ -13,7 +13,8 @@ it. Trigger this DAG by hand from the UI's form, one run per table, filling in:
                     (365d); after it the table stops publishing until activated again
     licence         the rows' licence, and purposes: what they may be used for (one or more)
     provenance      how the data is obtained
-    activated_by    your name: the run is recorded as you, never as the worker's account
+    activated_by    your name as the activation records it; left empty, your Airflow login
+                    (a service account's login is refused): never the worker's account
 
 The same as ``dogana activate RECEIVER TABLE --owner ... --by NAME`` at a terminal; both write
 the activation to the receiver's log with who and when, and ``dogana status RECEIVER`` shows
@@ -61,7 +62,11 @@ with DAG(
             description="What the rows may be used for",
         ),
         "provenance": text("How the data is obtained"),
-        "activated_by": text("Your name: the activation is recorded as you"),
+        "activated_by": Param(
+            "",
+            type="string",
+            description="Your name as the activation records it; empty: your Airflow login",
+        ),
     },
 ) as dag:
     ActivateSourceOperator(

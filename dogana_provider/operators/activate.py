@@ -147,13 +147,15 @@ def who_activates(
             f"a {run_type} run cannot activate a source: that is the DAG authorizing its own "
             "source; a person triggers the DAG by hand, naming themselves in activated_by"
         )
-    triggered = triggered_by if not_a_person(triggered_by) is None else None
-    who = activated_by or triggered
+    who = activated_by or triggered_by
     reason = not_a_person(who)
     if reason is not None:
+        # The login that triggered the run is named when it is the one refused: an account
+        # calling the REST API learns why its run cannot activate anything.
+        whose = "activated_by" if activated_by else "the user who triggered the run"
         raise AirflowFailException(
-            f"activated_by: a named person records an activation ({reason}); give your name "
-            "in the run's params"
+            f"{whose}: a named person records an activation ({reason}); give your name "
+            "in the run's params (activated_by)"
         )
     assert who is not None
     if same_person(who, worker):

@@ -110,7 +110,7 @@ def test_the_account_the_worker_runs_as_cannot_activate() -> None:
 
 def test_without_activated_by_the_person_who_triggered_the_run_is_recorded() -> None:
     assert who_activates("manual", "Jane Doe", None, "worker") == "Jane Doe"
-    with pytest.raises(AirflowFailException, match="a named person records an activation"):
+    with pytest.raises(AirflowFailException, match="the user who triggered the run: a named"):
         who_activates("manual", "admin", None, "worker")  # an account triggered it: name yourself
     with pytest.raises(AirflowFailException, match="a named person records an activation"):
         who_activates("manual", None, None, "worker")
