@@ -34,6 +34,9 @@ from dogana_provider.sql import POSTGRES
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
 TEST_DAGS = Path(__file__).resolve().parent / "dags"
+USERS = {"grace.hopper": "user", "svc_reports": "user"}
+"""The deployment's logins beside its administrator's: a person's, and an automation's as a
+script calling the REST API has one (test_gates.py triggers the activation DAG as each)."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -72,8 +75,9 @@ def examples_receiver(postgres_url: str) -> Iterator[str]:
     receiver = Receiver(
         lambda: psycopg2.connect(postgres_url, options=f"-csearch_path={schema}"), POSTGRES
     )
-    # parcels: the table of the test DAGs in dags/parcels.py, in this receiver too.
-    require_and_activate(receiver, [*example_tables(), "parcels"])
+    # parcels and deposits: test DAGs' tables (dags/parcels.py, dags/gated.py) in this receiver
+    # too; accounts (dags/gated.py) stays pending until test_gates.py activates it.
+    require_and_activate(receiver, [*example_tables(), "parcels", "deposits"])
     try:
         yield schema
     finally:
@@ -93,7 +97,7 @@ def deployment(
     }
     # The examples' folder whole: warehouse.py reads the contract files beside it.
     dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py"))]
-    with Deployment(postgres_url, dags=dags, environment=environment) as started:
+    with Deployment(postgres_url, dags=dags, environment=environment, users=USERS) as started:
         yield started
 
 

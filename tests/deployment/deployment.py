@@ -50,6 +50,7 @@ TERMINAL = {"success", "failed"}
 """The states a DAG run ends in."""
 
 USER = "dogana"
+"""The deployment's administrator: the user client() logs in as."""
 
 # Each value is an [section] option of airflow.cfg, set through AIRFLOW__SECTION__OPTION.
 SPEED = {
@@ -105,6 +106,8 @@ class Deployment:
     :param services: processes started beside the scheduler, DAG processor, triggerer and API
         server (Celery workers, say).
     :param parallelism: [core] parallelism: task instances running at once.
+    :param users: users beside the administrator, each name's role (viewer, user, op, admin)
+        in the default SimpleAuthManager; client(name) logs in as one.
     """
 
     def __init__(
@@ -116,6 +119,7 @@ class Deployment:
         executor: str = "LocalExecutor",
         services: Sequence[Service] = (),
         parallelism: int = 8,
+        users: Mapping[str, str] | None = None,
     ) -> None:
         self.postgres_url = postgres_url
         self.dags = list(dags)
@@ -127,7 +131,8 @@ class Deployment:
         self.home = Path(tempfile.mkdtemp(prefix="dogana-deployment-"))
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.password = secrets.token_urlsafe(16)
+        self.roles = {USER: "admin", **(users or {})}
+        self.passwords = {name: secrets.token_urlsafe(16) for name in self.roles}
         self.processes: dict[str, subprocess.Popen[bytes]] = {}
         self.environment = self._environment()
 
@@ -157,7 +162,9 @@ class Deployment:
             "CORE__DAGS_FOLDER": str(self.dags_folder),
             "CORE__PARALLELISM": str(self.parallelism),
             "CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
-            "CORE__SIMPLE_AUTH_MANAGER_USERS": f"{USER}:admin",
+            "CORE__SIMPLE_AUTH_MANAGER_USERS": ",".join(
+                f"{name}:{role}" for name, role in self.roles.items()
+            ),
             "CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
             "DATABASE__SQL_ALCHEMY_CONN": self._metadata_url(),
             "API__HOST": "127.0.0.1",
@@ -191,7 +198,7 @@ class Deployment:
                 shutil.copytree(path, self.dags_folder / path.name)
             else:
                 shutil.copyfile(path, self.dags_folder / path.name)
-        (self.home / "passwords.json").write_text(json.dumps({USER: self.password}))
+        (self.home / "passwords.json").write_text(json.dumps(self.passwords))
         with psycopg.connect(self.postgres_url, autocommit=True) as connection:
             connection.execute(f'CREATE DATABASE "{self.database}"')
         migrate = self._airflow(("db", "migrate"), timeout=max(deadline - time.monotonic(), 1))
@@ -298,8 +305,9 @@ class Deployment:
             folder = folder / f"map_index={map_index}"
         return "\n".join(p.read_text(errors="replace") for p in sorted(folder.glob("*.log")))
 
-    def client(self) -> Client:
-        return Client(self.url, USER, self.password, deployment=self)
+    def client(self, user: str = USER) -> Client:
+        """A REST client logged in as user (the administrator by default)."""
+        return Client(self.url, user, self.passwords[user], deployment=self)
 
 
 @dataclass(frozen=True)

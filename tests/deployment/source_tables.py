@@ -1,10 +1,11 @@
 """The source systems under the real scheduler, in SQLite: the examples' and the test DAGs'.
 
 The examples' five tables as their docstrings declare them (SQLite's spelling of their types),
-and the test DAGs' (tests/deployment/dags/) parcels and item0 to item7, a few rows each,
-timestamps written by the application as ISO 8601 UTC with the offset. Nothing changes them
-while the layer runs: what is tested is that each DAG runs and publishes under a real scheduler,
-not what its reads prove (tests/dags/ does that, run by run).
+and the test DAGs' (tests/deployment/dags/) parcels, accounts and item0 to item7, a few rows
+each, and deposits, whose amounts the gate's expectations judge (dags/gated.py); timestamps
+written by the application as ISO 8601 UTC with the offset. Only test_gates.py changes a row
+(a deposit's amount) while the layer runs: what is tested is that each DAG runs and publishes
+under a real scheduler, not what its reads prove (tests/dags/ does that, run by run).
 """
 
 from __future__ import annotations
@@ -49,9 +50,12 @@ def fill_examples(connection: sqlite3.Connection) -> None:
 def fill_tests(connection: sqlite3.Connection) -> None:
     """Create the test DAGs' tables in an empty database, with rows, committed."""
     connection.execute("PRAGMA journal_mode = WAL")
-    for table in ["parcels", *(f"item{i}" for i in range(8))]:
+    for table in ["parcels", "accounts", *(f"item{i}" for i in range(8))]:
         connection.execute(f"CREATE TABLE {table} (id INTEGER PRIMARY KEY, name TEXT)")
         connection.executemany(
             f"INSERT INTO {table} VALUES (?, ?)", [(1, f"{table} one"), (2, f"{table} two")]
         )
+    connection.execute("CREATE TABLE deposits (id INTEGER PRIMARY KEY, amount INTEGER NOT NULL)")
+    # 2,500,000 is above what the gate lets through unseen: the first delivery is held.
+    connection.executemany("INSERT INTO deposits VALUES (?, ?)", [(1, 500), (2, 2_500_000)])
     connection.commit()
