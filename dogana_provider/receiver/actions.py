@@ -7,6 +7,7 @@ never a loop over rows in Python:
     replace_window   DELETE the published rows whose window value is in [low, high], and (keyed)
                      those sharing a key with a live staged row; INSERT the live staged rows
     upsert           DELETE the published rows sharing a key with a live staged row; INSERT those
+                     (SQLite: UPDATE those rows in place from the staged ones; INSERT the rest)
     tombstone        DELETE the published rows sharing a key with a staged tombstone
     append           INSERT the live staged rows
 
@@ -36,6 +37,7 @@ lacks is NULL in the rows it inserts. Types come from the staged columns' logica
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from typing import Any
 
 from dogana_core.contract import Contract
@@ -286,8 +288,12 @@ class _Published:
                 self.delete_matching(action.key, live=True)
             self.insert_live()
         elif kind is ActionKind.UPSERT:
-            self.delete_matching(action.key, live=True)
-            self.insert_live()
+            if self.updates_in_place():
+                self.update_matching(action.key)
+                self.insert_live(absent=action.key)
+            else:
+                self.delete_matching(action.key, live=True)
+                self.insert_live()
         elif kind is ActionKind.TOMBSTONE:
             self.delete_matching(action.key, live=False)
         elif kind is ActionKind.APPEND:
@@ -295,14 +301,59 @@ class _Published:
         else:  # pragma: no cover - ActionKind is closed
             raise ValueError(f"unknown action {kind}")
 
-    def insert_live(self) -> None:
+    def insert_live(self, absent: tuple[str, ...] = ()) -> None:
+        """INSERT the live staged rows; with absent (a key), only those whose key no published
+        row has."""
         names = ", ".join(self.dialect.quote(name) for name, _ in self.columns)
         selected = ", ".join(f"s.{self.dialect.quote(name)}" for name, _ in self.columns)
         where, params = self.staged_where(live=True)
+        if absent:
+            same = " AND ".join(
+                f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
+            )
+            where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
         execute(
             self.connection,
             f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
             f"WHERE {where}",
+            params,
+        )
+
+    def updates_in_place(self) -> bool:
+        """Whether an upsert UPDATEs the published rows whose key is staged instead of deleting
+        and inserting them: on SQLite, which has UPDATE ... FROM since 3.33.
+
+        Each of the rows a changes delivery spreads across a table lies on a page of its own:
+        a DELETE rewrites those pages and every key-index page holding one of their keys, and
+        the INSERT the index pages again, each page written twice at the commit (to the
+        rollback journal, then to the table). An UPDATE that leaves the key alone rewrites the
+        table's pages alone: a third less time in the two statements and their commit for
+        10,000 spread rows of a million (0.46 s against 0.30 s, median of 8).
+        The result is the same: a published keyed table holds each key once (every publication
+        deletes the keys it inserts, and staged keys are unique), so each updated row is the
+        one the DELETE would have removed, the staged row's values in every published column,
+        NULL in those the file lacks, as an insert leaves them. PostgreSQL's UPDATE visits the
+        same heap pages as its DELETE and, a freshly loaded page having no room, writes each new
+        version elsewhere with its index entry, as the INSERT does: no faster (measured), and a
+        plain join lets the planner scan the whole table. MariaDB's was no faster either.
+        """
+        return self.dialect.name == "sqlite" and sqlite3.sqlite_version_info >= (3, 33, 0)
+
+    def update_matching(self, key: tuple[str, ...]) -> None:
+        """UPDATE the published rows sharing a key with a live staged row to its values."""
+        q = self.dialect.quote
+        staged = {name for name, _ in self.columns}
+        published = existing_columns(self.connection, self.dialect, self.contract.table)
+        sets = [f"{q(name)} = s.{q(name)}" for name, _ in self.columns if name not in key]
+        sets += [f"{q(name)} = NULL" for name in published if name not in staged]
+        if not sets:  # every column is the key: the matching rows are the staged ones already
+            return
+        same = " AND ".join(f"{self.target}.{q(k)} = s.{q(k)}" for k in key)
+        where, params = self.staged_where(live=True)
+        execute(
+            self.connection,
+            f"UPDATE {self.target} SET {', '.join(sets)} FROM {self.source} s "
+            f"WHERE {same} AND {where}",
             params,
         )
 

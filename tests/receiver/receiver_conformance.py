@@ -658,6 +658,29 @@ class ReceiverConformance(ActivationConformance, HoldConformance):
         assert {name: changed[name] for name in NAMED} == {n: i for i, n in enumerate(NAMED)}
         receiver.verify(source.table)
 
+    def test_an_upserted_row_is_null_in_a_published_column_its_file_lacks(
+        self, receiver: Receiver, source: Source, tmp_path: Path
+    ) -> None:
+        """A changed row is the staged row, whichever way the receiver replaces it (SQLite
+        updates it in place): a published column added by an earlier file, which this file
+        lacks, is NULL in it, as in a row inserted anew."""
+        _, receipt = self.deliver_extra(receiver, source, tmp_path, {"extra": pa.array([7])})
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        table = one_changed_row({}).set_column(2, "name", pa.array(["again"]))
+        table = table.set_column(3, "updated_at", pa.array([at(5)], pa.timestamp("us", tz="UTC")))
+        path = tmp_path / f"lacking-{uuid.uuid4().hex[:8]}.parquet"
+        pq.write_table(table, path)
+        manifest = source.contract.manifest("changes", at(6), since=at(4), rows=1)
+        receipt = receiver.receive(path, manifest)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        with receiver.read(source.table) as snapshot:
+            rows = {
+                row["id"]: (row["name"], row["extra"])
+                for row in (dict(zip(snapshot.columns, r, strict=True)) for r in snapshot.rows)
+            }
+        assert rows == {1: ("again", None), 2: ("n2", None), 3: ("n3", None)}
+        receiver.verify(source.table)
+
     @FUZZ
     @given(names=st.lists(FUZZED_NAMES, min_size=1, max_size=4))
     def test_fuzzed_file_column_names_are_refused_by_name_or_published(
