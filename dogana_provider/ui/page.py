@@ -84,7 +84,7 @@ def receiver_section(status: ReceiverStatus, links: Mapping[tuple[str, str], Lin
     if not status.tables:
         return head + "<p class='note'>No table is registered in this receiver yet.</p>"
     columns = ["table", "state", "complete as of", "deletions as of", "exact as of", "age"]
-    columns += ["rows", "last publication", "activation", "links"]
+    columns += ["rows", "last publication", "activation", "held", "links"]
     rows = []
     for table in status.tables:
         claims = table.claims
@@ -104,6 +104,7 @@ def receiver_section(status: ReceiverStatus, links: Mapping[tuple[str, str], Lin
                 escape("-" if table.rows is None else str(table.rows)),
                 escape(_publication(table.last_publication)),
                 _activation(table),
+                _held(status.receiver, table),
                 anchors,
             ]
         )
@@ -249,6 +250,18 @@ def _activation(table: TableStatus) -> str:
     if state.publishes:
         return line
     return f"<span class='failed' title='{escape(state.detail())}'>{line}</span>"
+
+
+def _held(receiver: str, table: TableStatus) -> str:
+    """The deliveries held for a person (receiver/holds.py), each titled with the command that
+    shows its violating rows: nothing of them is published until someone releases it."""
+    if not table.held:
+        return "-"
+    return ", ".join(
+        f"<span class='failed' title='{escape(f'dogana hold show {receiver} {hold.hold_id}')}'>"
+        f"{escape(hold.hold_id)} since {escape(when(hold.held_at))}</span>"
+        for hold in table.held
+    )
 
 
 def _anchor(receiver: str, table: str) -> str:
