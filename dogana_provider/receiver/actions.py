@@ -332,12 +332,27 @@ class _Published:
         The result is the same: a published keyed table holds each key once (every publication
         deletes the keys it inserts, and staged keys are unique), so each updated row is the
         one the DELETE would have removed, the staged row's values in every published column,
-        NULL in those the file lacks, as an insert leaves them. PostgreSQL's UPDATE visits the
+        NULL in those the file lacks, as an insert leaves them; only a trigger could tell the
+        two apart, so a table with one keeps DELETE and INSERT. PostgreSQL's UPDATE visits the
         same heap pages as its DELETE and, a freshly loaded page having no room, writes each new
         version elsewhere with its index entry, as the INSERT does: no faster (measured), and a
         plain join lets the planner scan the whole table. MariaDB's was no faster either.
         """
-        return self.dialect.name == "sqlite" and sqlite3.sqlite_version_info >= (3, 33, 0)
+        if self.dialect.name != "sqlite" or sqlite3.sqlite_version_info < (3, 33, 0):
+            return False
+        # A trigger on the published table would see an UPDATE where it saw a DELETE and an
+        # INSERT: such a table keeps them.
+        cursor = self.connection.cursor()
+        try:
+            cursor.execute(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                "AND tbl_name = ? COLLATE NOCASE",
+                (self.contract.table,),
+            )
+            (triggers,) = cursor.fetchone()
+        finally:
+            cursor.close()
+        return int(triggers) == 0
 
     def update_matching(self, key: tuple[str, ...]) -> None:
         """UPDATE the published rows sharing a key with a live staged row to its values."""

@@ -69,6 +69,41 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(tmp_pa
     assert suite.staging_left(receiver, decision.receipt.manifest) == []
 
 
+@pytest.mark.parametrize("trigger", [False, True])
+def test_changed_rows_are_updated_in_place_unless_a_trigger_watches_the_table(
+    tmp_path: Path, trigger: bool
+) -> None:
+    """A changes delivery updates the published rows whose key it carries (the key index left
+    alone) and inserts the others; a table a trigger watches keeps DELETE and INSERT, which the
+    trigger sees as before. Either way the published rows are the source's."""
+    path = tmp_path / "inplace.sqlite"
+    suite = TestSQLite()
+    receiver = suite.make(lambda: sqlite3.connect(path, timeout=30), "inplace")
+    source = Source("orders_inplace", tmp_path)
+    receiver.register(source.contract)
+    for id_ in range(1, 4):
+        source.put(id_, id_, f"n{id_}", at(1))
+    suite.publish_checked(receiver, source, source.full(at(2)))
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE seen (what TEXT)")
+        if trigger:
+            connection.execute(
+                f"CREATE TRIGGER gone AFTER DELETE ON {source.table} "
+                "BEGIN INSERT INTO seen VALUES ('deleted ' || old.id); END"
+            )
+        rowids = dict(connection.execute(f"SELECT id, rowid FROM {source.table}").fetchall())
+    source.put(2, 2, "changed", at(3))
+    source.put(9, 9, "new", at(3))
+    suite.publish_checked(receiver, source, source.changes(at(2), at(4)))
+    with sqlite3.connect(path) as connection:
+        after = dict(connection.execute(f"SELECT id, rowid FROM {source.table}").fetchall())
+        seen = [row[0] for row in connection.execute("SELECT what FROM seen")]
+    assert seen == (["deleted 2"] if trigger else [])
+    assert (after[2] == rowids[2]) is not trigger  # the same row, or a new one
+    assert set(after) == {1, 2, 3, 9}
+    receiver.verify(source.table)
+
+
 @pytest.mark.airflow
 def test_a_sqlite_hook_selects_the_database(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
