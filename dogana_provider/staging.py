@@ -170,7 +170,43 @@ def _create(
     connection: Any, dialect: Dialect, table: str, types: tuple[tuple[str, str], ...]
 ) -> None:
     columns = column_definitions(dialect, types)
-    execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)})")
+    options = " ENGINE=Aria TRANSACTIONAL=1" if _aria_stages(connection, dialect) else ""
+    execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)}){options}")
+
+
+def _aria_stages(connection: Any, dialect: Dialect) -> bool:
+    """Whether a MariaDB staging table is an Aria table rather than the default (InnoDB).
+
+    In InnoDB the rows went through its redo log and buffer pool twice, staged and then
+    published (104 MB of redo each at the bench's million rows, more than a default log
+    holds, so each forced a checkpoint's flushing). An Aria table keeps the staged rows out of
+    both: in the bench the load took 2.0 to 3.0 s where InnoDB took 2.7 to 4.0, and the
+    publication's copy from it is faster too. Nothing needs the staging table to be
+    transactional: CREATE TABLE commits at once on MariaDB, so the load never rolled back with
+    anything else; a load that fails drops the table (stage_file), and a killed loader's table
+    is swept by its name lock, as before. TRANSACTIONAL=1 is Aria's crash-safe format, so a
+    held delivery's staged rows outlive a server crash as InnoDB's did. Not where Aria is
+    missing (MySQL), disabled or enforced away (enforce_storage_engine), nor under Galera,
+    which replicates InnoDB only: a publication on another node would find no rows.
+    """
+    if dialect.name != "mysql":
+        return False
+    cursor = connection.cursor()
+    try:
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.ENGINES "
+            "WHERE ENGINE = 'Aria' AND SUPPORT IN ('YES', 'DEFAULT')"
+        )
+        if not cursor.fetchone()[0]:
+            return False
+        cursor.execute(
+            "SELECT COUNT(*) FROM information_schema.SESSION_VARIABLES "
+            "WHERE (VARIABLE_NAME = 'ENFORCE_STORAGE_ENGINE' AND VARIABLE_VALUE <> '') "
+            "OR (VARIABLE_NAME = 'WSREP_ON' AND VARIABLE_VALUE = 'ON')"
+        )
+        return not cursor.fetchone()[0]
+    finally:
+        cursor.close()
 
 
 def column_definitions(dialect: Dialect, types: tuple[tuple[str, str], ...]) -> list[str]:
