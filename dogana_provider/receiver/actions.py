@@ -312,12 +312,26 @@ class _Published:
                 f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
             )
             where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
-        execute(
-            self.connection,
-            f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
-            f"WHERE {where}",
-            params,
-        )
+        bulk = self.dialect.name == "mysql" and _nothing_to_check(self.connection, self.contract)
+        if bulk:
+            execute(
+                self.connection,
+                "SET @dogana_unique = @@unique_checks, @dogana_foreign = @@foreign_key_checks, "
+                "unique_checks = 0, foreign_key_checks = 0",
+            )
+        try:
+            execute(
+                self.connection,
+                f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
+                f"WHERE {where}",
+                params,
+            )
+        finally:
+            if bulk:
+                execute(
+                    self.connection,
+                    "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
+                )
 
     def updates_in_place(self) -> bool:
         """Whether an upsert UPDATEs the published rows whose key is staged instead of deleting
@@ -429,3 +443,30 @@ class _Published:
             f"(SELECT 1 FROM {self.source} s WHERE {same} AND {where})",
             params,
         )
+
+
+def _nothing_to_check(connection: Any, contract: Contract) -> bool:
+    """Whether the published table has no unique index and no foreign key of its own.
+
+    Then InnoDB's unique_checks and foreign_key_checks have nothing to check on an insert into
+    it, and turning them off changes no outcome; what it does change is how InnoDB inserts into
+    an empty table (a whole-table replacement, or the first delivery): one undo record for the
+    table instead of one per row, the indexes sorted and built page by page (MariaDB 10.6 and
+    later), a third less time for the bench's copy of a million rows. The table's lock is then
+    held to the commit, and an error rolls back the whole transaction, not the statement
+    alone: a publication is all or nothing anyway. Dogana's own indexes are not unique (the
+    row checks find duplicate keys); a table someone gave a primary key, a unique index or a
+    foreign key keeps the checks.
+    """
+    cursor = connection.cursor()
+    try:
+        cursor.execute(
+            "SELECT (SELECT COUNT(*) FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0) "
+            "+ (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s)",
+            (contract.table, contract.table),
+        )
+        return int(cursor.fetchone()[0]) == 0
+    finally:
+        cursor.close()

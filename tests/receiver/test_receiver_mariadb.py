@@ -189,3 +189,42 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
         assert suite.staging_left(receiver, decision.receipt.manifest) == []
     finally:
         drop_tables(mariadb_url, uid)
+
+
+def test_staging_is_aria_and_a_unique_index_someone_added_still_refuses_a_duplicate(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """Staging tables are Aria tables (staging.py). The publication's copy turns InnoDB's
+    unique and foreign key checks off only where the published table has nothing for them to
+    check (actions.py): a unique index someone added still refuses a duplicate, in an empty
+    table too, and nothing is published."""
+    uid = uuid.uuid4().hex[:10]
+    suite = TestMariaDB()
+    receiver = suite.make(connector(mariadb_url, local_infile=True), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    connection = connector(mariadb_url)()
+    try:
+        source.put(1, 1, "same name", at(1))
+        source.put(2, 1, "same name", at(1))
+        decision = receiver.decide(*source.full(at(2)))
+        assert decision.to_publish and decision.staged is not None, decision.receipt.failed
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT ENGINE FROM information_schema.TABLES "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s",
+            (decision.staged.table,),
+        )
+        assert cursor.fetchone() == ("Aria",)
+        table = MARIADB.quote(source.table)
+        cursor.execute(f"CREATE UNIQUE INDEX unique_name ON {table} (name(20))")
+        before = suite.state(receiver, source.table)
+        with pytest.raises(MySQLdb.IntegrityError) as raised:
+            receiver.publish(decision)
+        assert raised.value.args[0] == 1062, raised.value.args
+        assert suite.state(receiver, source.table) == before
+        cursor.execute(f"SELECT COUNT(*) FROM {table}")
+        assert cursor.fetchone() == (0,)
+    finally:
+        connection.close()
+        drop_tables(mariadb_url, uid)
