@@ -158,6 +158,36 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
         drop_tables(postgres_url, uid)
 
 
+def test_a_stage_does_not_wait_for_a_transaction_writing_the_published_table(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Staging a delivery looks the published table's indexes up in the catalog: no CREATE
+    INDEX IF NOT EXISTS, whose SHARE lock would wait for the writer (here: fail at once, its
+    lock_timeout short) and hold back every writer queued behind it."""
+    uid = uuid.uuid4().hex[:10]
+    suite = TestPostgres()
+    receiver = suite.make(
+        lambda: psycopg2.connect(postgres_url, options="-c lock_timeout=100"), uid
+    )
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    writer = psycopg2.connect(postgres_url)
+    try:
+        source.put(1, 1, "one", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        with writer.cursor() as cursor:  # a write, left open: ROW EXCLUSIVE held
+            cursor.execute(f"DELETE FROM {POSTGRES.quote(source.table)} WHERE id = 0")
+        source.put(2, 2, "two", at(3))
+        decision = receiver.decide(*source.changes(at(2), at(4)))
+        assert decision.to_publish, decision.receipt.failed
+        writer.rollback()
+        assert receiver.publish(decision).outcome is Outcome.ACCEPTED
+        assert suite.published(receiver, source.table) == source.expected()
+    finally:
+        writer.close()
+        drop_tables(postgres_url, uid)
+
+
 class Counted:
     """A connection factory that counts the connections it opens (each a real one)."""
 
