@@ -28,7 +28,8 @@ from __future__ import annotations
 import io
 import re
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -246,7 +247,7 @@ def _insert(
     cursor = connection.cursor()
     try:
         cursor.execute("SAVEPOINT dogana_stage")
-        for batch in delivered.batches([name for name, _ in types]):
+        for batch, following in _paired(delivered.batches([name for name, _ in types])):
             numbers = range(rows + 1, rows + batch.num_rows + 1)
             try:
                 refuse_unstorable(dialect, delivered.path, batch, types)
@@ -254,9 +255,11 @@ def _insert(
                     logical = [kind for _, kind in types]
                     tuples = copy_binary.tuples(numbers, batch.columns, logical)
                     _copy(cursor, statement, copy_binary.SIGNATURE, tuples, copy_binary.TRAILER)
-                elif local is not None and local.load(cursor, numbers, batch.columns):
+                elif local is not None and local.load(cursor, numbers, batch.columns, following):
                     pass
                 else:
+                    if local is not None:
+                        local.close()
                     local = None  # the connection does not allow it: executemany from now on
                     values = [
                         dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)
@@ -278,8 +281,20 @@ def _insert(
             rows += batch.num_rows
         cursor.execute("RELEASE SAVEPOINT dogana_stage")
     finally:
+        if local is not None:
+            local.close()
         cursor.close()
     return rows
+
+
+def _paired(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, Any]]:
+    """Each batch with the one after it (None after the last), read before it is staged."""
+    iterator = iter(batches)
+    current = next(iterator, None)
+    while current is not None:
+        following = next(iterator, None)
+        yield current, following
+        current = following
 
 
 class _LoadWarning(ValueError):
@@ -302,11 +317,33 @@ class _LocalInfile:
     def __init__(self, connection: Any, dialect: Dialect, table: str, quoted: str) -> None:
         self.connection = connection
         self.into = f"INTO TABLE {dialect.quote(table)} CHARACTER SET utf8mb4 ({quoted})"
+        # The next batch's text is built while the server loads this one: Arrow's kernels and
+        # the driver's wait for the server both release the GIL, so the two overlap (a fifth
+        # of the staging's time at a million rows). One batch ahead, never more.
+        self._builder = ThreadPoolExecutor(1, thread_name_prefix="dogana-load-data")
+        self._next: Future[pa.Buffer] | None = None
 
-    def load(self, cursor: Any, numbers: range, columns: Sequence[pa.Array]) -> bool:
-        """Load one batch; False, having loaded nothing, when LOCAL is not allowed."""
+    def close(self) -> None:
+        """Stop building ahead; the text built for a batch never loaded is dropped."""
+        self._builder.shutdown(wait=True, cancel_futures=True)
+        self._next = None
+
+    def load(
+        self,
+        cursor: Any,
+        numbers: range,
+        columns: Sequence[pa.Array],
+        following: pa.RecordBatch | None = None,
+    ) -> bool:
+        """Load one batch (the following one's text is built meanwhile, when given); False,
+        having loaded nothing, when LOCAL is not allowed."""
+        built, self._next = self._next, None
+        text = _load_data_text(numbers, columns) if built is None else built.result()
+        if following is not None:
+            after = range(numbers.stop, numbers.stop + following.num_rows)
+            self._next = self._builder.submit(_load_data_text, after, following.columns)
         with tempfile.NamedTemporaryFile(prefix="dogana-stage-", suffix=".tsv") as file:
-            file.write(memoryview(_load_data_text(numbers, columns)).cast("B"))
+            file.write(memoryview(text).cast("B"))
             file.flush()
             if not re.fullmatch(r"[\w./-]+", file.name):
                 return False  # a temporary folder whose name a literal would have to escape
