@@ -298,6 +298,33 @@ def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, s
         cursor.close()
 
 
+def create_index(connection: Any, dialect: Dialect, table: str, name: str, columns: str) -> None:
+    """CREATE INDEX name ON table (columns), unless the table has an index of that name.
+
+    PostgreSQL's CREATE INDEX IF NOT EXISTS locks the table in SHARE mode before it finds the
+    index there: run on every delivery against a table others write (the published table, the
+    store's receipts), it would wait for each transaction writing it, autovacuum's too, and
+    hold back the writers queued behind it. Its catalog answers without a lock. Elsewhere IF
+    NOT EXISTS finds the index without such a wait (MariaDB, SQLite's write lock held anyway).
+    """
+    if dialect.name == "postgresql":
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                "SELECT 1 FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
+                "WHERE x.indrelid = to_regclass(%s) AND c.relname = %s",
+                (dialect.quote(table), name),
+            )
+            if cursor.fetchone() is not None:
+                return
+        finally:
+            cursor.close()
+    execute(
+        connection,
+        f"CREATE INDEX IF NOT EXISTS {dialect.quote(name)} ON {dialect.quote(table)} ({columns})",
+    )
+
+
 def display(value: Any, logical: str | None = None) -> str:
     """A staged or declared value as a person reads it in a check's detail.
 

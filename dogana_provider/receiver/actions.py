@@ -43,7 +43,7 @@ from typing import Any
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.receiver.transactions import schema_lock
-from dogana_provider.sql import Dialect, execute
+from dogana_provider.sql import Dialect, create_index, execute
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
 
 
@@ -69,53 +69,21 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
 
 
 def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
-    """The published table's key and window indexes, when missing."""
-    table = dialect.quote(contract.table)
+    """The published table's key and window indexes, when missing (sql.create_index: a stage
+    runs this on every delivery and must not wait for the published table's writers)."""
     logical = dict(staged.columns)
-    wanted: list[tuple[str, str]] = []  # (index name, its column list)
+    digest = hashlib.sha256(contract.table.encode()).hexdigest()[:20]
     if contract.keyed:
         # Upserts, tombstones and replaced windows find published rows by key: without an
         # index, a small changes delivery would scan the whole table.
         keys = ", ".join(_index_column(dialect, k, logical.get(k)) for k in contract.key)
-        wanted.append(
-            ("dogana_key_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20], keys)
-        )
+        create_index(connection, dialect, contract.table, f"dogana_key_{digest}", keys)
     window = contract.window_column
     if window is not None and window in logical:
         # A replaced window deletes the published rows whose window value is in range: without
         # an index, every window delivery would scan the whole table.
-        name = "dogana_window_" + hashlib.sha256(contract.table.encode()).hexdigest()[:20]
-        wanted.append((name, _index_column(dialect, window, logical.get(window))))
-    present = _indexes_of(connection, dialect, contract.table) if wanted else set()
-    for name, columns in wanted:
-        if name not in present:
-            execute(
-                connection,
-                f"CREATE INDEX IF NOT EXISTS {dialect.quote(name)} ON {table} ({columns})",
-            )
-
-
-def _indexes_of(connection: Any, dialect: Dialect, table: str) -> set[str]:
-    """The names of the table's indexes, on PostgreSQL; elsewhere none (each CREATE INDEX IF
-    NOT EXISTS finds its own).
-
-    PostgreSQL's CREATE INDEX IF NOT EXISTS locks the table in SHARE mode before it finds the
-    index there: every delivery's stage, which runs it on the published table, would wait for
-    any transaction writing that table (autovacuum's included) and hold back every writer
-    queued behind it. The catalog says the same without a lock.
-    """
-    if dialect.name != "postgresql":
-        return set()
-    cursor = connection.cursor()
-    try:
-        cursor.execute(
-            "SELECT c.relname FROM pg_index x JOIN pg_class c ON c.oid = x.indexrelid "
-            f"WHERE x.indrelid = to_regclass({dialect.placeholder})",
-            (dialect.quote(table),),
-        )
-        return {str(row[0]) for row in cursor.fetchall()}
-    finally:
-        cursor.close()
+        column = _index_column(dialect, window, logical.get(window))
+        create_index(connection, dialect, contract.table, f"dogana_window_{digest}", column)
 
 
 def _index_column(dialect: Dialect, column: str, logical: str | None) -> str:

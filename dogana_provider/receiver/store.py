@@ -70,6 +70,7 @@ from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.sql import (
     Dialect,
     StatementFailed,
+    create_index,
     declared_types,
     execute,
     fetch_one,
@@ -180,7 +181,6 @@ class Store:
         self.prefix = prefix
         self.tables = dialect.quote(f"{prefix}_tables")
         self.receipts = dialect.quote(f"{prefix}_receipts")
-        self._index = dialect.quote(f"{prefix}_receipts_manifest")
         self.staging = dialect.quote(f"{prefix}_staging")
         self.chunks = dialect.quote(f"{prefix}_chunks")
         self.expectations_table = dialect.quote(f"{prefix}_expectations")
@@ -225,8 +225,6 @@ class Store:
             "PRIMARY KEY (table_name, seq), "
             "UNIQUE (table_name, publication), "
             "UNIQUE (table_name, accepted_identity))",
-            f"CREATE INDEX IF NOT EXISTS {self._index} "
-            f"ON {self.receipts} (table_name, manifest_identity)",
             f"CREATE TABLE IF NOT EXISTS {self.staging} ("
             "staging_table VARCHAR(64) NOT NULL PRIMARY KEY, "
             "table_name VARCHAR(64) NOT NULL, "
@@ -263,6 +261,14 @@ class Store:
             "UNIQUE (table_name, seq))",
         ]
         _execute_all(connection, statements)
+        # Every registration runs this: no SHARE lock on the receipts every publication writes.
+        create_index(
+            connection,
+            self.dialect,
+            f"{self.prefix}_receipts",
+            f"{self.prefix}_receipts_manifest",
+            "table_name, manifest_identity",
+        )
 
     # Table rows -----------------------------------------------------------------------------
 

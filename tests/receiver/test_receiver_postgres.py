@@ -158,12 +158,13 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
         drop_tables(postgres_url, uid)
 
 
-def test_a_stage_does_not_wait_for_a_transaction_writing_the_published_table(
+def test_neither_a_registration_nor_a_stage_waits_for_a_transaction_writing_their_tables(
     postgres_url: str, tmp_path: Path
 ) -> None:
-    """Staging a delivery looks the published table's indexes up in the catalog: no CREATE
-    INDEX IF NOT EXISTS, whose SHARE lock would wait for the writer (here: fail at once, its
-    lock_timeout short) and hold back every writer queued behind it."""
+    """A registration and a stage look the receipts' and the published table's indexes up in
+    the catalog: no CREATE INDEX IF NOT EXISTS, whose SHARE lock would wait for a writer of
+    the table (here: fail at once, its lock_timeout short) and hold back every writer queued
+    behind it, a publication's receipt among them."""
     uid = uuid.uuid4().hex[:10]
     suite = TestPostgres()
     receiver = suite.make(
@@ -175,8 +176,10 @@ def test_a_stage_does_not_wait_for_a_transaction_writing_the_published_table(
     try:
         source.put(1, 1, "one", at(1))
         suite.publish_checked(receiver, source, source.full(at(2)))
-        with writer.cursor() as cursor:  # a write, left open: ROW EXCLUSIVE held
+        with writer.cursor() as cursor:  # writes, left open: ROW EXCLUSIVE held on both
             cursor.execute(f"DELETE FROM {POSTGRES.quote(source.table)} WHERE id = 0")
+            cursor.execute(f"DELETE FROM {POSTGRES.quote(f's{uid}_receipts')} WHERE seq < 0")
+        receiver.register(source.contract)
         source.put(2, 2, "two", at(3))
         decision = receiver.decide(*source.changes(at(2), at(4)))
         assert decision.to_publish, decision.receipt.failed
