@@ -339,7 +339,25 @@ class Columns:
         try:
             return pa.array(converted, type=arrow)
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
-            raise UnsupportedColumn(f"column {name}: {exc}") from None
+            raise UnsupportedColumn(
+                f"column {name}: {_misfit(kind, arrow, converted) or exc}"
+            ) from None
+
+
+def _misfit(kind: str, arrow: pa.DataType, values: Sequence[Any]) -> str | None:
+    """Which decimal does not fit the column's type, spelled by its value alone: a driver may
+    hand one number over as an int (10000000000) or as a float (1e10), and Arrow's own message
+    names the precision each spelling has, so the one number would be refused in two ways."""
+    if not pa.types.is_decimal(arrow):
+        return None
+    for value in values:
+        if value is None:
+            continue
+        try:
+            pa.array([value], type=arrow)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+            return f"{value.normalize():f} does not fit {kind}"
+    return None
 
 
 # The Python types Arrow converts to each logical type exactly as the converters above would;

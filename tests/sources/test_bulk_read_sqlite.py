@@ -178,6 +178,18 @@ def test_a_number_among_datetimes_sends_the_read_row_by_row_naming_the_column(
     assert bulk == slow and bulk[0] == "refused" and "20250102" in bulk[1]
 
 
+def test_a_number_too_large_for_its_decimal_is_refused_alike_however_it_is_stored(
+    tmp_path: Path,
+) -> None:
+    """1e10 in a DECIMAL(12,2): SQLite keeps it an INTEGER (NUMERIC affinity) which ADBC hands
+    over as a float, and sqlite3 as an int; both reads refuse it naming the one number."""
+    for stored in (10_000_000_000.0, 10_000_000_000, "10000000000.00"):
+        (bulk, _), (slow, _) = both(
+            tmp_path, [(1, None, stored, None, None, None, None, None, None)]
+        )
+        assert bulk == slow == ("refused", "column amount: 10000000000 does not fit decimal(12,2)")
+
+
 def test_a_decimal_too_large_for_a_real_is_read_row_by_row_exactly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
