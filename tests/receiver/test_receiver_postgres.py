@@ -26,15 +26,20 @@ pytestmark = pytest.mark.postgres
 
 
 def drop_tables(url: str, needle: str) -> None:
-    """Drop every table whose name holds needle (a test's uid)."""
+    """Drop every table whose name holds needle (a test's uid), and the staging tables its
+    receiver still notes (a held delivery's are kept by design; their names hold no uid)."""
     with psycopg2.connect(url) as connection, connection.cursor() as cursor:
         cursor.execute(
             "SELECT table_name FROM information_schema.tables "
             "WHERE table_schema = current_schema() AND position(%s in table_name) > 0",
             (needle,),
         )
-        for (name,) in cursor.fetchall():
-            cursor.execute(f"DROP TABLE {POSTGRES.quote(name)}")
+        names = [name for (name,) in cursor.fetchall()]
+        for noted in [name for name in names if name.endswith("_staging")]:
+            cursor.execute(f"SELECT staging_table FROM {POSTGRES.quote(noted)}")
+            names += [staged for (staged,) in cursor.fetchall()]
+        for name in names:
+            cursor.execute(f"DROP TABLE IF EXISTS {POSTGRES.quote(name)}")
 
 
 class TestPostgres(ReceiverConformance):
