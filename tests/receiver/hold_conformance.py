@@ -482,7 +482,6 @@ class HoldConformance:
         with pytest.raises(NotHeld, match=f"discarded by {PERSON}"):
             receiver.release(held.hold, by=OTHER)
 
-
     def test_two_people_releasing_a_group_at_once_publish_it_once(
         self, connect: Any, receiver: Receiver, uid: str, tmp_path: Path
     ) -> None:
@@ -509,6 +508,7 @@ class HoldConformance:
             assert self.published(receiver, source.table) == source.expected()
         (winner,) = [by for by, result in ended.items() if isinstance(result, tuple)]
         assert receiver.find_hold(held.hold).decided_by == winner
+
 
 @dataclass(frozen=True)
 class HeldGroup:
