@@ -306,7 +306,18 @@ def create_index(connection: Any, dialect: Dialect, table: str, name: str, colum
     store's receipts), it would wait for each transaction writing it, autovacuum's too, and
     hold back the writers queued behind it. Its catalog answers without a lock. Elsewhere IF
     NOT EXISTS finds the index without such a wait (MariaDB, SQLite's write lock held anyway).
+    On SQLite an index named name_SUFFIX is that index too: a staging table swapped in brings
+    the key index its stage built under such a name (actions.index_staged_keys).
     """
+    if dialect.name == "sqlite":
+        found = fetch_one(
+            connection,
+            "SELECT 1 FROM sqlite_master WHERE type = 'index' AND tbl_name = ? COLLATE NOCASE "
+            "AND (name = ? OR substr(name, 1, ?) = ?)",
+            (table, name, len(name) + 1, f"{name}_"),
+        )
+        if found is not None:
+            return
     if dialect.name == "postgresql":
         cursor = connection.cursor()
         try:

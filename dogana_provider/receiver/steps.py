@@ -22,7 +22,7 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider import checks, expectations
 from dogana_provider.expectations import Result, RowCountExpectation
-from dogana_provider.receiver.actions import create_published, execute_plan
+from dogana_provider.receiver.actions import create_published, execute_plan, index_staged_keys
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
 from dogana_provider.receiver.source_store import EXPIRED, SourceStore
 from dogana_provider.receiver.store import Store, TableState, stamp
@@ -145,6 +145,7 @@ class Steps:
                 )
                 if staged.unreadable is None:
                     create_published(connection, self.dialect, staged, contract)
+                    index_staged_keys(connection, self.dialect, staged, contract)
                     self.store.staging_loaded(connection, name)
                 else:  # stage_file dropped it already
                     self.store.remove_staging(connection, name)

@@ -19,6 +19,7 @@ from receiver_deliveries import NOW, Source, at
 from test_receiver_postgres import drop_tables
 
 from dogana_core.gate import Outcome
+from dogana_provider.receiver.actions import key_index_name
 from dogana_provider.receiver.receiver import Receiver
 from dogana_provider.sql import POSTGRES, SQLITE, Dialect
 
@@ -117,3 +118,43 @@ def test_a_changes_delivery_is_applied_to_the_published_table(
     assert receiver.receive(*source.changes(at(2), at(4))).outcome is Outcome.ACCEPTED
     assert database.identity(source.table) == before
     assert [id_ for id_, _ in published_rows(receiver, source.table)] == [1, 2]
+
+
+def test_sqlite_stages_with_the_key_index_a_swap_keeps_as_the_published_tables_own(
+    tmp_path: Path, uid: str, source: Source
+) -> None:
+    """The stage builds the staging table's key index (the row checks' COUNT(DISTINCT) reads
+    it); swapped in, it is the published table's key index, and no second one is built; the
+    next changes delivery finds it too."""
+    path = tmp_path / "receiver.sqlite"
+    database = Database(lambda: sqlite3.connect(path), SQLITE)
+    receiver = published_once(database, uid, source)
+    prefix = key_index_name(source.table)
+
+    def indexes(table: str) -> list[str]:
+        connection = sqlite3.connect(path)
+        try:
+            found = connection.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = ? "
+                "AND name LIKE 'dogana_key_%' ORDER BY name",
+                (table,),
+            )
+            return [name for (name,) in found]
+        finally:
+            connection.close()
+
+    decision = receiver.decide(*source.full(at(4)))
+    assert decision.staged is not None
+    [staged] = indexes(decision.staged.table)
+    assert staged.startswith(f"{prefix}_")
+    assert receiver.publish(decision).outcome is Outcome.ACCEPTED
+    assert indexes(source.table) == [staged]
+    connection = sqlite3.connect(path)
+    try:
+        quoted = SQLITE.quote(source.table)
+        plan = connection.execute(f"EXPLAIN QUERY PLAN SELECT * FROM {quoted} WHERE id = 2")
+        assert staged in " ".join(str(row[-1]) for row in plan)  # a lookup by key reads it
+    finally:
+        connection.close()
+    assert receiver.receive(*source.changes(at(4), at(5))).outcome is Outcome.ACCEPTED
+    assert indexes(source.table) == [staged]
