@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -28,11 +27,11 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from row_by_row import RowByRowRead
 
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.sources import PostgresSnapshots, Read, Relation, extract, read_all
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
 from dogana_provider.sql import POSTGRES
 from dogana_provider.staging import ROW_COLUMN, stage_file
 
@@ -52,18 +51,8 @@ COLUMNS = (
 UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-class RowByRow(PostgresSnapshots):
+class RowByRow(RowByRowRead, PostgresSnapshots):
     """The same source read through psycopg's cursor: the bulk read of every other dialect."""
-
-    def bulk_read(
-        self,
-        snapshot: Snapshot,
-        sql: str,
-        params: Mapping[str, Any],
-        columns: Any,
-        relation: Any = None,
-    ) -> AbstractContextManager[Any]:
-        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns, relation)
 
 
 @pytest.fixture

@@ -7,8 +7,6 @@ from __future__ import annotations
 import logging
 import sqlite3
 import uuid
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
 from pathlib import Path
@@ -18,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from row_by_row import RowByRowRead
 
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.sources import Read, Relation, SqliteSnapshots, extract, read_all
 from dogana_provider.sources.columns import UnsupportedColumn
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
 
 UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
 DDL = (
@@ -33,18 +31,8 @@ DDL = (
 LOGGER = "dogana_provider.sources.extract"
 
 
-class RowByRow(SqliteSnapshots):
+class RowByRow(RowByRowRead, SqliteSnapshots):
     """The same source read through sqlite3's cursor alone."""
-
-    def bulk_read(
-        self,
-        snapshot: Snapshot,
-        sql: str,
-        params: Mapping[str, Any],
-        columns: Any,
-        relation: Any = None,
-    ) -> AbstractContextManager[Any]:
-        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns, relation)
 
 
 def contract_of(table: str) -> Contract:
