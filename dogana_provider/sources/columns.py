@@ -214,8 +214,11 @@ def _decimal(value: Any) -> Decimal:
         except InvalidOperation:  # text that is no number: refused naming it, as any misfit
             raise ValueError(value) from None
     if isinstance(value, float):
-        # SQLite's NUMERIC affinity stores 1.25 as a REAL: its shortest repr is what was written.
-        return Decimal(repr(value))
+        # SQLite's NUMERIC affinity stores 1.25 as a REAL, and arithmetic on it leaves REALs such
+        # as 4095.28 + 1 = 4096.280000000001: a double is read to the 15 significant digits it
+        # always carries (DBL_DIG), as SQLite spells a REAL as text, so that sum is 4096.28,
+        # while 1.255 keeps its third decimal and is refused by a decimal(12,2).
+        return Decimal(format(value, ".15g"))
     raise TypeError(value)
 
 

@@ -178,6 +178,31 @@ def test_a_number_too_large_for_its_decimal_is_refused_alike_however_it_is_store
         assert bulk == slow == ("refused", "column amount: 10000000000 does not fit decimal(12,2)")
 
 
+def test_a_real_left_by_arithmetic_is_read_to_the_digits_a_double_carries(
+    tmp_path: Path,
+) -> None:
+    """`amount = amount + 1` leaves 4096.280000000001 in a DECIMAL(12,2) holding 4095.28: SQLite
+    spells it 4096.28, and so do both reads; a third decimal that was written is still refused."""
+    file = database(tmp_path, [(1, None, "4095.28", None, None, None, None, None, None)])
+    connection = sqlite3.connect(file)
+    connection.execute("UPDATE t SET amount = amount + 1")
+    connection.commit()
+    [(stored, spelled)] = connection.execute("SELECT amount, CAST(amount AS TEXT) FROM t")
+    connection.close()
+    assert repr(stored) == "4096.280000000001" and spelled == "4096.28"
+    bulk, slow = (
+        read(source, tmp_path / f"{kind}.parquet")
+        for kind, source in (
+            ("bulk", SqliteSnapshots(lambda: sqlite3.connect(file))),
+            ("slow", RowByRow(lambda: sqlite3.connect(file))),
+        )
+    )
+    for table, _ in (bulk, slow):
+        assert table.column("amount").to_pylist() == [Decimal("4096.28")]
+    (bulk, _), (slow, _) = both(tmp_path, [(1, None, 1.255, None, None, None, None, None, None)])
+    assert bulk == slow == ("refused", "column amount: 1.255 does not fit decimal(12,2)")
+
+
 def test_a_decimal_too_large_for_a_real_is_read_row_by_row_exactly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
