@@ -25,5 +25,6 @@ def test_pipeline_bench_runs_every_variant_and_verifies_the_rows(
             assert row.endswith("same as source"), table
         assert "dogana execute() by step: plan" in table, table
         assert "dogana changes delivery of" in table, table
+        assert "floor's changes, " in table, table
     assert "DIFFERENT" not in printed and "FAILED" not in printed, printed
     assert "targets:" in printed, printed
