@@ -24,6 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -201,7 +202,7 @@ def _str(value: Any) -> str:
     raise TypeError(value)
 
 
-def _decimal(value: Any) -> Decimal:
+def _decimal(value: Any, scale: int | None = None) -> Decimal:
     if isinstance(value, bytes):  # undecoded text (mysql.py)
         value = value.decode("utf-8")
     if isinstance(value, bool):
@@ -214,10 +215,15 @@ def _decimal(value: Any) -> Decimal:
         except InvalidOperation:  # text that is no number: refused naming it, as any misfit
             raise ValueError(value) from None
     if isinstance(value, float):
-        # SQLite's NUMERIC affinity stores 1.25 as a REAL, and arithmetic on it leaves REALs such
-        # as 4095.28 + 1 = 4096.280000000001: a double is read to the 15 significant digits it
-        # always carries (DBL_DIG), as SQLite spells a REAL as text, so that sum is 4096.28,
-        # while 1.255 keeps its third decimal and is refused by a decimal(12,2).
+        # SQLite's NUMERIC affinity stores 1.25 as a REAL: its shortest repr is what was written,
+        # as Arrow reads a batch of them (_number_decimals). Arithmetic leaves REALs such as
+        # 4095.28 + 1 = 4096.280000000001, whose repr has more decimals than the column: such a
+        # double is read to the 15 significant digits it always carries (DBL_DIG), as SQLite
+        # spells a REAL as text, so that sum is 4096.28, while 1.255 keeps its third decimal
+        # and is refused by a decimal(12,2).
+        written = Decimal(repr(value))
+        if scale is None or not written.is_finite() or -int(written.as_tuple().exponent) <= scale:
+            return written
         return Decimal(format(value, ".15g"))
     raise TypeError(value)
 
@@ -326,7 +332,7 @@ class Columns:
             parsed = parse(values, arrow)
             if parsed is not None:
                 return parsed
-        convert = CONVERTERS.get(kind, _decimal)
+        convert = CONVERTERS.get(kind) or partial(_decimal, scale=getattr(arrow, "scale", None))
         converted: list[Any] = []
         for value in values:
             if value is None:

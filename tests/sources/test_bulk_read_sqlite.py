@@ -203,6 +203,35 @@ def test_a_real_left_by_arithmetic_is_read_to_the_digits_a_double_carries(
     assert bulk == slow == ("refused", "column amount: 1.255 does not fit decimal(12,2)")
 
 
+def test_a_real_is_read_alike_whatever_else_its_batch_holds(tmp_path: Path) -> None:
+    """A REAL whose shortest repr fits its column (123456789012345.67 in a DECIMAL(20,2)) keeps
+    that repr, as Arrow reads a batch of such; a REAL left by arithmetic beside it in the batch,
+    which sends the batch value by value, changes neither."""
+    file = tmp_path / "wide.sqlite"
+    connection = sqlite3.connect(file)
+    connection.execute("CREATE TABLE wide (id INTEGER PRIMARY KEY, amount DECIMAL(20,2))")
+    connection.execute("INSERT INTO wide VALUES (1, 123456789012345.67)")
+    connection.commit()
+    request = ExtractionRequest("wide", "full", UNTIL)
+    alone_and_beside = []
+    for batch in ("alone", "beside"):
+        if batch == "beside":
+            connection.execute("INSERT INTO wide VALUES (2, 4095.28 + 1)")
+            connection.commit()
+        for kind, source in (
+            ("bulk", SqliteSnapshots(lambda: sqlite3.connect(file))),
+            ("slow", RowByRow(lambda: sqlite3.connect(file))),
+        ):
+            read = Read(
+                contract_of("wide"), request, Relation(table="wide"), tmp_path / f"{kind}.pq"
+            )
+            [done] = extract(source, [read], overwrite=True)
+            alone_and_beside.append(pq.read_table(done.path).column("amount").to_pylist())
+    connection.close()
+    first = Decimal("123456789012345.67")
+    assert alone_and_beside == [[first]] * 2 + [[first, Decimal("4096.28")]] * 2
+
+
 def test_a_decimal_too_large_for_a_real_is_read_row_by_row_exactly(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
