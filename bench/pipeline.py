@@ -56,6 +56,7 @@ import os
 import resource
 import shutil
 import sqlite3
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -120,7 +121,7 @@ class Database:
     def reset_target(self) -> None: ...
     def floor(self) -> None: ...
     def drop(self) -> None: ...
-    def change(self, rows: int, round: int = 0) -> None: ...
+    def change(self, rows: int, turn: int = 0) -> None: ...
     def settle(self) -> None: ...
     def mark(self) -> str: ...
     def floor_changes(self, mark: str) -> None: ...
@@ -190,12 +191,12 @@ class Postgres(Database):
             check=True,
         )
 
-    def change(self, rows: int, round: int = 0) -> None:
+    def change(self, rows: int, turn: int = 0) -> None:
         step = max(1, rows // CHANGED)
         with psycopg.connect(self.source_url(), autocommit=True) as source:
             source.execute(
                 f"UPDATE {TABLE} SET amount = amount + 1, updated_at = clock_timestamp() "
-                f"WHERE id % {step} = {round % step} AND id <= {step * CHANGED}"
+                f"WHERE id % {step} = {turn % step} AND id <= {step * CHANGED}"
             )
 
     def settle(self) -> None:
@@ -298,13 +299,13 @@ class Sqlite(Database):
         connection.commit()
         connection.close()
 
-    def change(self, rows: int, round: int = 0) -> None:
+    def change(self, rows: int, turn: int = 0) -> None:
         step = max(1, rows // CHANGED)
         connection = sqlite3.connect(self._file("source"))
         connection.execute(
             f"UPDATE {TABLE} SET amount = amount + 1, "
             f"updated_at = {SQLITE_NOW} "
-            f"WHERE id % {step} = {round % step} AND id <= {step * CHANGED}"
+            f"WHERE id % {step} = {turn % step} AND id <= {step * CHANGED}"
         )
         connection.commit()
         connection.close()
@@ -414,12 +415,12 @@ class MariaDb(Database):
         )
         dump.unlink(missing_ok=True)
 
-    def change(self, rows: int, round: int = 0) -> None:
+    def change(self, rows: int, turn: int = 0) -> None:
         step = max(1, rows // CHANGED)
         self._run(
             self._db("source"),
             f"UPDATE {TABLE} SET amount = amount + 1, updated_at = UTC_TIMESTAMP(6) "
-            f"WHERE id % {step} = {round % step} AND id <= {step * CHANGED}",
+            f"WHERE id % {step} = {turn % step} AND id <= {step * CHANGED}",
         )
 
     def settle(self) -> None:
@@ -604,26 +605,25 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         if profiler is not None:
             profiler.disable()
             profiler.dump_stats(args.profile_to)
-        rounds = []
-        for round in range(CHANGE_ROUNDS):
+        turns: list[tuple[float, dict[str, float]]] = []
+        for turn in range(CHANGE_ROUNDS):
             settle(database)
-            database.change(args.rows, round)
+            database.change(args.rows, turn)
             # The changes delivery runs in tasks of its own under Airflow: it does not pay for
             # collecting what the full delivery left (a collection of the oldest generation
             # walks every object the imports made, 0.2 s here, and was due when it began).
             gc.collect()
-            if args.profile_to and round == 0:
+            if args.profile_to and turn == 0:
                 profiler = cProfile.Profile()
                 profiler.enable()
             started = time.perf_counter()
             changes = dogana_steps(home, "changes")
-            rounds.append((time.perf_counter() - started, changes))
-            if profiler is not None and round == 0:
+            turns.append((time.perf_counter() - started, changes))
+            if profiler is not None and turn == 0:
                 profiler.disable()
                 profiler.dump_stats(args.profile_to.replace(".prof", ".changes.prof"))
-        changes_seconds, changes = sorted(rounds, key=lambda measured: measured[0])[
-            len(rounds) // 2
-        ]
+        changes_seconds = statistics.median_low(took for took, _ in turns)
+        changes = next(by_step for took, by_step in turns if took == changes_seconds)
         return {
             "seconds": seconds,
             "steps": steps,
@@ -631,7 +631,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             "peak_mib": max(peaks.values()),
             "step_peaks_mib": peaks,
             "changes_seconds": changes_seconds,
-            "changes_rounds": [measured for measured, _ in rounds],
+            "changes_rounds": [took for took, _ in turns],
             "changes_steps": changes,
         }
     if args.child == "GenericTransfer":
@@ -839,20 +839,20 @@ def floor_changes(database: Database, rows: int) -> dict[str, Any]:
     their keys replaced, in one transaction. In the state dogana's changes delivery meets: the
     full load settled, then the source changed."""
     where = database.pages(rows)
-    rounds = []
-    for round in range(CHANGE_ROUNDS):
+    turns: list[float] = []
+    for turn in range(CHANGE_ROUNDS):
         settle(database)
         # The changed rows are those past the source's clock before the change and not past it
         # after, as a changes read takes them; SQLite's clock counts milliseconds.
         mark = database.mark()
         time.sleep(0.002)
-        database.change(rows, round)
+        database.change(rows, turn)
         started = time.perf_counter()
         database.floor_changes(mark)
-        rounds.append(time.perf_counter() - started)
+        turns.append(time.perf_counter() - started)
     return {
-        "changes_seconds": sorted(rounds)[len(rounds) // 2],
-        "changes_rounds": rounds,
+        "changes_seconds": statistics.median_low(turns),
+        "changes_rounds": turns,
         "changes_pages": where,
     }
 
@@ -964,11 +964,12 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
         lying = found["floor"].get("changes_pages")
         print(
             f"floor's changes, {CHANGED:,} spread rows by the database's own tools: "
-            f"{by_hand:.2f} s {rounds(found['floor'])}, {by_hand / floor:.1%} of its full copy"
+            f"{by_hand:.2f} s {rounds_text(found['floor'])}, {by_hand / floor:.1%} of its full copy"
             + (f"; the first round's rows lie on {lying}" if lying else "")
         )
     print(
-        f"dogana changes delivery of {CHANGED:,} spread rows: {changes:.2f} s {rounds(dogana)}, "
+        f"dogana changes delivery of {CHANGED:,} spread rows: {changes:.2f} s "
+        f"{rounds_text(dogana)}, "
         f"{changes / dogana['seconds']:.1%} of the full delivery"
         + (f", {changes / by_hand:.2f}x the floor's changes" if by_hand else "")
         + f" (median round: {steps})"
@@ -992,7 +993,7 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
     return [f"{rows:>10,} rows  {line}" for line in lines]
 
 
-def rounds(run: dict[str, Any]) -> str:
+def rounds_text(run: dict[str, Any]) -> str:
     each = ", ".join(f"{seconds:.2f}" for seconds in run.get("changes_rounds", []))
     return f"(median of {each})"
 

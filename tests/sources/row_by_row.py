@@ -4,20 +4,8 @@ default bulk_read, which refuses with bulk.SlowPath so that every read goes row 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from contextlib import AbstractContextManager
-from typing import Any
-
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+from dogana_provider.sources.snapshot import SnapshotSource
 
 
 class RowByRowRead:
-    def bulk_read(
-        self,
-        snapshot: Snapshot,
-        sql: str,
-        params: Mapping[str, Any],
-        columns: Any,
-        relation: Any = None,
-    ) -> AbstractContextManager[Any]:
-        return SnapshotSource.bulk_read(self, snapshot, sql, params, columns, relation)
+    bulk_read = SnapshotSource.bulk_read
