@@ -41,9 +41,9 @@ import pyarrow.parquet as pq
 from dogana_core.contract import Contract
 from dogana_core.gate import Outcome
 from dogana_core.shape import Shape
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 
 POSTGRES_URL = os.environ.get("DOGANA_BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432/test")
 MARIADB_OPTIONS = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": "", "db": "test"}

@@ -50,10 +50,10 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_core.shape import Shape
 from dogana_core.stored import Index, stored_form
+from dogana_provider.dialects import POSTGRES, SQLITE, Dialect
 from dogana_provider.receiver import Receiver
 from dogana_provider.receiver.store import forget
 from dogana_provider.receiver.transactions import transaction
-from dogana_provider.sql import POSTGRES, SQLITE, Dialect
 
 POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 FIRST = date(2000, 1, 1)

@@ -146,8 +146,8 @@ def in_child(target: Callable[..., dict[str, float]], *args: Any) -> dict[str, f
 def receiver_load(
     full: str, changes: str, rows: int, updates: int, tombstones: int, fixed: str
 ) -> dict:
+    from dogana_provider.dialects import POSTGRES
     from dogana_provider.receiver import Receiver
-    from dogana_provider.sql import POSTGRES
 
     uid = uuid.uuid4().hex[:8]
     table = contract(f"bench_{uid}")
@@ -187,8 +187,8 @@ def receiver_load(
 
 def changes_against(full: str, rows: int, fixed: str) -> dict:
     """A table of `rows` published whole, then the fixed changes delivery timed against it."""
+    from dogana_provider.dialects import POSTGRES
     from dogana_provider.receiver import Receiver
-    from dogana_provider.sql import POSTGRES
 
     uid = uuid.uuid4().hex[:8]
     table = contract(f"bench_{uid}")

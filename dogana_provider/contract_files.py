@@ -48,9 +48,9 @@ from airflow.sdk import DAG, task
 from dogana_core.contract import Contract
 from dogana_core.errors import InvalidContract
 from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.checks.odcs import odcs_expectations
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.odcs_quality import odcs_expectations
 from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
 
 SUFFIXES = (".json", ".yaml", ".yml")

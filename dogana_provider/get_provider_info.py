@@ -63,8 +63,8 @@ def get_provider_info() -> dict[str, Any]:
         "asset-uris": [
             {
                 "schemes": ["dogana"],
-                "handler": "dogana_provider.assets.sanitize_uri",
-                "factory": "dogana_provider.assets.create_asset",
+                "handler": "dogana_provider.lineage.assets.sanitize_uri",
+                "factory": "dogana_provider.lineage.assets.create_asset",
             }
         ],
         "config": CONFIG,

@@ -172,8 +172,8 @@ def claims_table() -> str:
     """Every table's claims now, and its rows published beside the rows the source holds."""
     from dogana_core.claims import NO_LIMIT
     from dogana_provider.hooks.dogana import DoganaHook
-    from dogana_provider.printing import text_table, when
     from dogana_provider.receiver.receiver import UnknownTable
+    from dogana_provider.report.table import text_table, when
 
     hook = DoganaHook("dogana_default")
     at = datetime.now(UTC)

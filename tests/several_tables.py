@@ -33,8 +33,8 @@ from receiver_deliveries import LogSource, Source, at, day, sha256, write
 from dogana_core import Contract, Shape
 from dogana_core.gate import Outcome
 from dogana_core.group import Group
+from dogana_provider.dialects import POSTGRES, SQLITE
 from dogana_provider.receiver.receiver import Receiver
-from dogana_provider.sql import POSTGRES, SQLITE
 
 SHIPMENTS = Contract(
     "shipments",

@@ -47,7 +47,7 @@ from datetime import UTC, datetime, timedelta
 from airflow.sdk import DAG, CronTriggerTimetable
 
 from dogana_core import Contract, Shape
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
 from dogana_provider.operators.arguments import RUN_END
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator

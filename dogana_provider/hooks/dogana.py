@@ -26,10 +26,10 @@ from dogana_core.claims import Claims
 from dogana_core.contract import Contract
 from dogana_core.ledger import Ledger
 from dogana_provider import settings
+from dogana_provider.dialects import declared_types
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
-from dogana_provider.sql import declared_types
 
 
 class DoganaHook(BaseHook):

@@ -36,8 +36,9 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
-from dogana_provider import deliveries, settings
-from dogana_provider.deliveries import LOCAL_PROTOCOLS
+from dogana_provider import settings
+from dogana_provider.delivery import folders as deliveries
+from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.operators.arguments import (
     contract_field,
@@ -221,7 +222,7 @@ class ExtractOperator(BaseOperator):
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
 
     def get_openlineage_facets_on_start(self) -> Any:
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         return lineage.lineage(inputs=[s for s in self._sources().values() if s is not None])
 
@@ -229,7 +230,7 @@ class ExtractOperator(BaseOperator):
         """Inputs: the source's tables (those a table_sql reads, as common-sql's SQLParser finds
         them); outputs: each delivered file, with its columns and, read from a table, each
         column's lineage from its namesake there."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         sources = self._sources()
         outputs = []
@@ -245,7 +246,7 @@ class ExtractOperator(BaseOperator):
 
     def _sources(self) -> dict[str, Any]:
         """table -> the source table it is read from; None when a table_sql reads it."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         found: dict[str, Any] = {}
         for contract in self._contracts(group_of(self.contract, self.group)).values():

@@ -40,12 +40,12 @@ from airflow.sdk.exceptions import AirflowFailException
 from dogana_core.claims import NO_LIMIT, Claims, State
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
-from dogana_provider.expectations import Reported, reported
+from dogana_provider.checks.expectations import Reported, reported
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import duration, native, window_of
-from dogana_provider.printing import age as _age
-from dogana_provider.printing import text_table, when
 from dogana_provider.receiver.receiver import UnknownTable
+from dogana_provider.report.table import age as _age
+from dogana_provider.report.table import text_table, when
 
 PASS, WARN, ERROR = "PASS", "WARN", "ERROR"
 
@@ -208,7 +208,7 @@ class FreshnessOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: every table judged, with its claims (OpenLineage, the extra "openlineage")."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         tables = self._tables()
         windows = {t: o["window"] for t, o in tables.items() if o.get("window") is not None}

@@ -50,18 +50,18 @@ from dogana_core.contract import Contract
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
-from dogana_provider.deliveries import LOCAL_PROTOCOLS, missing_delivery
-from dogana_provider.expectations import (
+from dogana_provider.checks.expectations import (
     NONE_DETAIL,
     Expectations,
     InvalidExpectation,
     reported,
 )
-from dogana_provider.hold_report import held_names, hold_lines
+from dogana_provider.delivery.folders import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.receiver.receiver import Decision, Receiver
+from dogana_provider.report.holds import held_names, hold_lines
 
 SWEEP_AFTER = timedelta(days=1)
 """How long a decision's staging table waits for its publish before a gate sweeps it."""
@@ -311,7 +311,7 @@ class GateOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: each delivered file, with the receipt's checks as DataQualityAssertions."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         inputs = [
             lineage.with_assertions(lineage.file_dataset(self._files[r.table]), r)

@@ -160,7 +160,7 @@ class PlanDeliveryOperator(BaseOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: the receiver's tables planned for, with the claims planned from (OpenLineage,
         the extra "openlineage")."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         contracts = group_of(self.contract, self.group) or [self.contract]
         tables = [contract_of(c).table for c in contracts]
@@ -228,7 +228,7 @@ class PlanDeliveryOperator(BaseOperator):
 
 def inactive_message(receiver_conn_id: str, refused: Sequence[SourceState]) -> str:
     """Why the plan fails for tables the receiver may not publish, and how to activate each."""
-    from dogana_provider.sources_cli import activate_command
+    from dogana_provider.cli.activation import activate_command
 
     lines = [
         f"receiver {receiver_conn_id!r} requires activation, and would publish nothing of "

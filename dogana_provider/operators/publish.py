@@ -39,10 +39,11 @@ from airflow.sdk.exceptions import AirflowFailException
 from dogana_core.claims import NO_LIMIT
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.group import Group
-from dogana_provider import deliveries, settings
-from dogana_provider.assets import SCHEME, create_asset
-from dogana_provider.expectations import reported
+from dogana_provider import settings
+from dogana_provider.checks.expectations import reported
+from dogana_provider.delivery import folders as deliveries
 from dogana_provider.hooks.dogana import DoganaHook, claims_dates, claims_line
+from dogana_provider.lineage.assets import SCHEME, create_asset
 from dogana_provider.operators.arguments import native, upstream_output
 from dogana_provider.operators.gate import (
     DELIVERED,
@@ -251,7 +252,7 @@ class PublishOperator(BaseOperator):
         """Outputs: each published table, with its schema, its columns' lineage from the
         delivered file and its claims after the commit (the dogana facet, over the delivery's
         window); inputs: each file, with the receipt's checks as DataQualityAssertions."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         inputs, files = [], {}
         for decision in getattr(self, "_decisions", []):

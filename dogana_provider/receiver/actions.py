@@ -42,8 +42,8 @@ from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
+from dogana_provider.dialects import Dialect, create_index, execute
 from dogana_provider.receiver.transactions import schema_lock
-from dogana_provider.sql import Dialect, create_index, execute
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
 
 

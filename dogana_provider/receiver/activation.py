@@ -39,8 +39,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 
 from dogana_core.gate import Check
-from dogana_provider.checks import SOURCE_ACTIVE as SOURCE_ACTIVE  # the check this decides
-from dogana_provider.printing import when
+from dogana_provider.checks.rows import SOURCE_ACTIVE as SOURCE_ACTIVE  # the check this decides
+from dogana_provider.report.table import when
 
 ACCOUNT_WORDS = frozenset(
     {"svc", "service", "system", "automation", "bot", "airflow", "root", "admin", "daemon"}

@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 
 from dogana_core.errors import SerializationError
-from dogana_provider.files import Column
+from dogana_provider.delivery.files import Column
 from dogana_provider.staging import Staged
 
 

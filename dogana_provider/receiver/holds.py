@@ -41,8 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from dogana_core.gate import RESERVED_CHECKS, Check, Gate, Outcome, Receipt
-from dogana_provider.expectations import Violating, violating_rows
-from dogana_provider.printing import when
+from dogana_provider.checks.expectations import Violating, violating_rows
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.steps import Steps, stamp
 from dogana_provider.receiver.store import (
@@ -54,6 +53,7 @@ from dogana_provider.receiver.store import (
     TableState,
 )
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.report.table import when
 
 DecideHeld = Callable[[Any, TableState, HeldTable, "Release", datetime], Receipt]
 """The receiver's decision on a released delivery, on its table's locked state (Receiver)."""

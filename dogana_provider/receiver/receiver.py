@@ -63,8 +63,10 @@ from dogana_core.gate import CORE_CHECKS, Check, Gate, Outcome, Receipt
 from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_provider import checks, expectations
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks import expectations
+from dogana_provider.checks import rows as checks
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import (
     add_missing_columns,
@@ -72,11 +74,11 @@ from dogana_provider.receiver.actions import (
     existing_columns,
     lock_before_snapshot,
 )
+from dogana_provider.receiver.activating import Sources
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.holds import HeldDelivery, NotHeld, Release, Violations
-from dogana_provider.receiver.sources import Sources
 from dogana_provider.receiver.steps import STAGING_PREFIX, Checked, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import (
     HELD,
@@ -102,7 +104,6 @@ from dogana_provider.receiver.transactions import (
     transaction,
     transactional_ddl,
 )
-from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect
 from dogana_provider.staging import Staged, drop
 
 __all__ = [

@@ -20,16 +20,17 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_provider import checks, expectations
-from dogana_provider.expectations import Result, RowCountExpectation
+from dogana_provider.checks import expectations
+from dogana_provider.checks import rows as checks
+from dogana_provider.checks.expectations import Result, RowCountExpectation
+from dogana_provider.dialects import Dialect
 from dogana_provider.receiver.actions import create_published, execute_plan, index_staged_keys
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
-from dogana_provider.receiver.source_store import EXPIRED, SourceStore
+from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, hold_name, transaction
-from dogana_provider.sql import Dialect
-from dogana_provider.sqlite_load import attaching, preloaded
 from dogana_provider.staging import Staged, drop, stage_file
+from dogana_provider.staging.sqlite import attaching, preloaded
 
 STAGING_PREFIX = "dogana_stage_"
 

@@ -64,10 +64,8 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_core.region import Chunk, RegionMap
 from dogana_core.stored import Index, checked, named, stored_form
-from dogana_provider.expectations import Expectations
-from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
-from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
-from dogana_provider.sql import (
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import (
     Dialect,
     StatementFailed,
     create_index,
@@ -76,6 +74,8 @@ from dogana_provider.sql import (
     fetch_one,
     run_or_fail,
 )
+from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
+from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).

@@ -38,9 +38,8 @@ from typing import Any
 from dogana_core.gate import Check, Gate, Outcome, Receipt
 from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
-from dogana_provider import checks
-from dogana_provider.expectations import Consequence, Expectations
-from dogana_provider.printing import when
+from dogana_provider.checks import rows as checks
+from dogana_provider.checks.expectations import Consequence, Expectations
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
@@ -49,6 +48,7 @@ from dogana_provider.receiver.holds import HeldDelivery, Release
 from dogana_provider.receiver.steps import Checked, Steps, stamp
 from dogana_provider.receiver.store import RELEASED, HeldTable, Hold, TableState
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.report.table import when
 from dogana_provider.staging import Staged
 
 

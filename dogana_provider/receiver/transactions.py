@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
-from dogana_provider.sql import Dialect
+from dogana_provider.dialects import Dialect
 
 Connect = Callable[[], Any]
 """A DB-API connection factory: each call returns a new connection (hook.get_conn, say)."""

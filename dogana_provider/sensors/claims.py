@@ -123,7 +123,7 @@ class ClaimsSensor(BaseSensorOperator):
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: the tables waited for, with the claims that satisfied the wait (OpenLineage,
         the extra "openlineage")."""
-        from dogana_provider import lineage
+        from dogana_provider.lineage import openlineage as lineage
 
         awaited = self._awaited()
         return lineage.lineage(

@@ -68,6 +68,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.sources.columns import (
     DECIMAL_PREFIX,
     Columns,
@@ -75,7 +76,6 @@ from dogana_provider.sources.columns import (
     described_type,
 )
 from dogana_provider.sources.snapshot import Snapshot
-from dogana_provider.sql import SQLITE
 
 log = logging.getLogger(__name__)
 

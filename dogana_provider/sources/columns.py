@@ -30,7 +30,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from dogana_provider.files import CANONICAL
+from dogana_provider.delivery.files import CANONICAL
 
 DECIMAL_PREFIX = "decimal("
 

@@ -27,7 +27,7 @@ from dogana_core.contract import Contract
 from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
-from dogana_provider.files import DeliveryWriter
+from dogana_provider.delivery.files import DeliveryWriter
 from dogana_provider.sources.bulk import BulkRead, SlowPath, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
 from dogana_provider.sources.selection import Reading, Relation, bounds

@@ -19,8 +19,8 @@ import importlib
 from datetime import datetime
 from typing import Any
 
+from dogana_provider.dialects import MARIADB
 from dogana_provider.sources.snapshot import SnapshotSource, utc_instant
-from dogana_provider.sql import MARIADB
 
 
 class MySqlSnapshots(SnapshotSource):

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.sources.bulk import FEW_ROWS, postgres_read
 from dogana_provider.sources.snapshot import Connect, Snapshot, SnapshotSource, utc_instant
-from dogana_provider.sql import POSTGRES
 
 
 @dataclass(frozen=True)

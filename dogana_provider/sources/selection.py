@@ -36,8 +36,8 @@ from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint, Deletions
 from dogana_core.values import Position
+from dogana_provider.dialects import Dialect
 from dogana_provider.sources.sqlite import text_ranges
-from dogana_provider.sql import Dialect
 
 SUBQUERY = "dogana_source"
 

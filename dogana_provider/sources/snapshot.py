@@ -63,7 +63,7 @@ from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from dogana_provider.sql import Dialect
+from dogana_provider.dialects import Dialect
 
 log = logging.getLogger(__name__)
 

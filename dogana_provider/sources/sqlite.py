@@ -44,9 +44,9 @@ from typing import Any
 
 import pyarrow as pa
 
+from dogana_provider.dialects import SQLITE, sqlite_datetime
 from dogana_provider.sources.bulk import SlowPath, sqlite_read, sqlite_serves
 from dogana_provider.sources.snapshot import Connect, Snapshot, SnapshotSource
-from dogana_provider.sql import SQLITE, sqlite_datetime
 
 
 def normalized_datetime(value: Any) -> str | None:

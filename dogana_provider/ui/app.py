@@ -5,7 +5,7 @@
 
 The receivers are the connection ids of ``[dogana] ui_receivers`` (comma separated; default
 dogana_default). Each is read through DoganaHook.committed, the one committed state the
-ClaimsSensor reads its ledgers in (dogana_provider.status.read_status, as `dogana status`).
+ClaimsSensor reads its ledgers in (dogana_provider.report.status.read_status, as `dogana status`).
 
 Permission: Airflow authenticates no plugin app, so this one does, as the core API does: the
 user is the JWT of the request (the UI's session cookie, or a bearer token), and a receiver is
@@ -77,7 +77,7 @@ app = FastAPI(title="dogana claims", docs_url=None, redoc_url=None, openapi_url=
 @app.get("/", response_class=HTMLResponse)
 def overview(request: Request, user: User) -> Response:
     from dogana_provider.hooks.dogana import DoganaHook
-    from dogana_provider.status import read_status
+    from dogana_provider.report.status import read_status
 
     if user is None:
         return login(request)
@@ -104,7 +104,7 @@ def overview(request: Request, user: User) -> Response:
 def receipts(request: Request, conn_id: str, table: str, user: User) -> Response:
     from dogana_provider.hooks.dogana import DoganaHook
     from dogana_provider.receiver.receiver import UnknownTable
-    from dogana_provider.status import read_status
+    from dogana_provider.report.status import read_status
 
     if user is None:
         return login(request)

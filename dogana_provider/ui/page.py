@@ -16,8 +16,8 @@ from typing import Any
 
 from dogana_core.claims import RegionClaim
 from dogana_core.gate import Receipt
-from dogana_provider.printing import age, when
-from dogana_provider.status import ReceiverStatus, TableStatus
+from dogana_provider.report.status import ReceiverStatus, TableStatus
+from dogana_provider.report.table import age, when
 
 COLOURS = {  # state or outcome -> (fill, text): the strip's blocks and the badges
     "complete": ("#2e7d32", "#ffffff"),

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from cli_fixtures import ORDERS, dogana
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 ACTIVATE = [
     "--owner",

@@ -29,8 +29,8 @@ from cli_fixtures import (
 )
 from test_cli_holds import hold_two
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 COMMANDS = ["manifest", "check", "fold", "claims"]
 SOURCE_COMMANDS = ["require-activation", "activate", "deactivate"]
@@ -100,8 +100,8 @@ def test_the_help_examples_run_as_written(tmp_path: Path) -> None:
 def test_the_source_commands_help_examples_run_as_written(tmp_path: Path) -> None:
     import sqlite3
 
+    from dogana_provider.dialects import SQLITE
     from dogana_provider.receiver import Receiver
-    from dogana_provider.sql import SQLITE
 
     # The receiver the examples name, its orders table registered by a first delivery's plan.
     Receiver(lambda: sqlite3.connect(tmp_path / "warehouse.db"), SQLITE).register(ORDERS)

@@ -22,9 +22,9 @@ from cli_fixtures import ORDERS, PRODUCED, dogana, order, write
 
 from dogana_core.gate import Outcome
 from dogana_core.group import Group
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
 
 pytestmark = pytest.mark.airflow  # the commands open the receiver through DoganaHook
 

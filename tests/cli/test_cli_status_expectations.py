@@ -19,9 +19,9 @@ from cli_fixtures import dogana
 
 from dogana_core import Contract, Shape
 from dogana_core.gate import Receipt
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import SQLITE
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 AT = datetime(2026, 11, 23, 2, tzinfo=UTC)
 DETAIL = "violated (warn): min -5 (geq_to 0), 1 row"

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cli_fixtures import ORDERS, PRODUCED, dogana, honest, write
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.receiver.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 pytestmark = pytest.mark.airflow  # the command opens the receiver through DoganaHook
 

@@ -28,8 +28,8 @@ from example_activation import example_tables, require_and_activate
 from source_tables import fill_examples, fill_tests
 from stories import STORIES, Played, Servers
 
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import POSTGRES
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"

@@ -34,8 +34,8 @@ from deployment import Client, Run
 from stories import Played, Servers, story
 
 from dogana_core import Outcome
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import POSTGRES
 
 RECEIVER = "dogana_default"
 DEPOSITS = "dogana_test_deposits"

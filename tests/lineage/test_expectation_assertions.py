@@ -18,7 +18,7 @@ AT = datetime(2026, 11, 23, tzinfo=UTC)
 
 
 def assertions_of(*checks: Check) -> dict[str, bool]:
-    from dogana_provider.lineage import assertions
+    from dogana_provider.lineage.openlineage import assertions
 
     contract = Contract("orders", ("id",), {"full": Shape.complete()}, types={"id": "int"})
     receipt = Gate.evaluate(

@@ -27,7 +27,7 @@ from soft_deletes import orders_contract as orders_contract
 
 from dogana_core import Contract
 from dogana_core.planner import ExtractionRequest
-from dogana_provider.files import DeliveryWriter
+from dogana_provider.delivery.files import DeliveryWriter
 
 if TYPE_CHECKING:
     # Not at import: conftest.py imports this module before pytest_configure points Airflow at

@@ -24,9 +24,9 @@ from dogana_core import Contract, Shape
 from dogana_core.gate import Outcome
 from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
-from dogana_provider import cli
+from dogana_provider.cli import main as cli
+from dogana_provider.dialects import SQLITE
 from dogana_provider.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 pytestmark = pytest.mark.airflow
 

@@ -16,8 +16,8 @@ from delivery_dags import orders_contract, sqlite_connection, states, write_dag,
 
 from dogana_core.gate import Receipt
 from dogana_core.manifest import Manifest
+from dogana_provider.dialects import SQLITE
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.sql import SQLITE
 
 pytestmark = pytest.mark.airflow
 

@@ -27,7 +27,7 @@ from delivery_dags import (
 
 from dogana_core import Outcome, Receipt
 from dogana_core.contract import Contract
-from dogana_provider.files import DeliveryWriter, Written
+from dogana_provider.delivery.files import DeliveryWriter, Written
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.gate import rejection_message, sidecar
 from dogana_provider.operators.publish import dogana_asset

@@ -22,7 +22,7 @@ from delivery_dags import (
 from test_gate_operator import gate_and_publish, write_rows
 
 from dogana_core import Manifest, Outcome, Receipt
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.publish import dogana_asset
 

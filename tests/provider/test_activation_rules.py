@@ -10,8 +10,8 @@ import pytest
 
 from dogana_core.gate import RESERVED_CHECKS, Check, Gate
 from dogana_core.ledger import Ledger
-from dogana_provider.checks import CheckName
-from dogana_provider.expectations import reported
+from dogana_provider.checks.expectations import reported
+from dogana_provider.checks.rows import CheckName
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, not_a_person, same_person
 
 ACCOUNTS = (

@@ -38,8 +38,8 @@ from row_check_fixtures import (
 
 from dogana_core import Contract, Manifest, Shape, column_hash
 from dogana_core.gate import Check
-from dogana_provider.checks import CheckName, plan, verify
-from dogana_provider.sql import MARIADB, POSTGRES, SQLITE, Dialect, sqlite_datetime
+from dogana_provider.checks.rows import CheckName, plan, verify
+from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE, Dialect, sqlite_datetime
 from dogana_provider.staging import (
     ROW_COLUMN,
     Staged,

@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from dogana_core import Contract, Shape
+from dogana_provider.checks.expectations import Expectations
 from dogana_provider.contract_files import InvalidContractFile, read_contract_file
-from dogana_provider.expectations import Expectations
 
 LINES = {
     "column_mapping": {"amount_cents": {"min": {"geq_to": 0, "on_violation": "block"}}},

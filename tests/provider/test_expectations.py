@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from dogana_core import Contract, Shape
 from dogana_core.gate import Check, Gate
 from dogana_core.ledger import Ledger
-from dogana_provider.expectations import (
+from dogana_provider.checks.expectations import (
     NONE_DECLARED,
     Bounds,
     ColumnCheck,

@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from row_check_fixtures import ORDERS, ORDERS_SCHEMA, T0, T1, honest_orders, order, write
 
-from dogana_provider.files import (
+from dogana_provider.delivery.files import (
     DeliveredFile,
     DeliveryWriter,
     NoLogicalType,

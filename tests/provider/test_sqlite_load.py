@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from dogana_core import Contract, Shape
-from dogana_provider.sql import SQLITE
-from dogana_provider.sqlite_load import attaching, preload, preloaded
+from dogana_provider.dialects import SQLITE
 from dogana_provider.staging import Staged, row_number, stage_file
+from dogana_provider.staging.sqlite import attaching, preload, preloaded
 
 CONTRACT = Contract("t", ("id",), {"full": Shape.complete()}, types={"id": "int"})
 SCHEMA = pa.schema(
@@ -145,7 +145,13 @@ def test_a_killed_loaders_private_file_is_removed_by_the_next_preload(tmp_path: 
     import os
     import time
 
-    from dogana_provider.sqlite_load import LOCK, ORPHAN_AFTER, PREFIX, Preloaded, remove_orphans
+    from dogana_provider.staging.sqlite import (
+        LOCK,
+        ORPHAN_AFTER,
+        PREFIX,
+        Preloaded,
+        remove_orphans,
+    )
 
     def private(name: str) -> Path:
         database = tmp_path / f"{PREFIX}{name}.sqlite"

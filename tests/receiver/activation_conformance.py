@@ -15,11 +15,11 @@ import pytest
 from receiver_deliveries import NOW, Source, at
 
 from dogana_core.gate import Outcome
+from dogana_provider.dialects import execute
 from dogana_provider.receiver import Receiver
+from dogana_provider.receiver.activating import CONFIGURED
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, ActivationRefused, Status
-from dogana_provider.receiver.sources import CONFIGURED
 from dogana_provider.receiver.transactions import transaction
-from dogana_provider.sql import execute
 
 CORE = ["manifest", "receiver_time", "transition"]  # the spec's checks, which come first
 STEWARD = "Ada Steward"  # who records activations in these tests: never the owner

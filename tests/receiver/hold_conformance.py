@@ -23,7 +23,7 @@ from receiver_deliveries import NOW, Source, at
 
 from dogana_core.gate import Outcome
 from dogana_core.group import Group, recorded_digest
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
 from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.activation import SOURCE_ACTIVE
 from dogana_provider.receiver.holds import NotHeld

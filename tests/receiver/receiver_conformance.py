@@ -51,13 +51,13 @@ from dogana_core.group import Group
 from dogana_core.ledger import Ledger
 from dogana_core.plan import ActionKind
 from dogana_core.planner import Requirement, plan_delivery
-from dogana_provider import expectations
-from dogana_provider.expectations import Expectations
-from dogana_provider.files import BATCH_ROWS
+from dogana_provider.checks import expectations
+from dogana_provider.checks.expectations import Expectations
+from dogana_provider.delivery.files import BATCH_ROWS
+from dogana_provider.dialects import Dialect, execute
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.steps import STAGING_PREFIX
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
-from dogana_provider.sql import Dialect, execute
 
 Connect = Callable[[], Any]
 THREADS_TIMEOUT = 60  # seconds two concurrent publishers may take; a hang fails the test

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 
 from dogana_core import Contract, Shape
 from dogana_core.manifest import Manifest
-from dogana_provider.files import BATCH_ROWS
+from dogana_provider.delivery.files import BATCH_ROWS
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 NOW = T0 + timedelta(days=365)  # the receiver's clock in these tests: after every delivery

@@ -19,9 +19,9 @@ from receiver_deliveries import NOW, Source, at
 from test_receiver_postgres import drop_tables
 
 from dogana_core.gate import Outcome
+from dogana_provider.dialects import POSTGRES, SQLITE, Dialect
 from dogana_provider.receiver.actions import key_index_name
 from dogana_provider.receiver.receiver import Receiver
-from dogana_provider.sql import POSTGRES, SQLITE, Dialect
 
 
 class Database:

@@ -16,8 +16,8 @@ from receiver_conformance import Connect
 from receiver_deliveries import orders_contract, write_many
 
 from dogana_provider import staging
-from dogana_provider.files import BATCH_ROWS
-from dogana_provider.sql import MARIADB
+from dogana_provider.delivery.files import BATCH_ROWS
+from dogana_provider.dialects import MARIADB
 from dogana_provider.staging import _load_data_text, _LocalInfile
 
 pytestmark = pytest.mark.mariadb

@@ -19,8 +19,8 @@ from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_th
 from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver.transactions import Reusing, transaction
-from dogana_provider.sql import POSTGRES
 
 pytestmark = pytest.mark.postgres
 

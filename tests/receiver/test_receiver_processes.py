@@ -46,8 +46,8 @@ def connector(kind: str, url: str) -> Any:
 
 
 def receiver_of(kind: str, url: str, prefix: str) -> Any:
+    from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE
     from dogana_provider.receiver import Receiver
-    from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
 
     dialect = {"sqlite": SQLITE, "postgres": POSTGRES, "mariadb": MARIADB}[kind]
     return Receiver(connector(kind, url), dialect, prefix=prefix, clock=lambda: NOW)

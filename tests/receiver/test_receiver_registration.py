@@ -43,8 +43,8 @@ class Empty:
 
     def receiver(self) -> Any:
         """A receiver on it, its clock the deliveries' (receiver_deliveries.NOW)."""
+        from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE
         from dogana_provider.receiver import Receiver
-        from dogana_provider.sql import MARIADB, POSTGRES, SQLITE
 
         def clock() -> Any:
             return NOW

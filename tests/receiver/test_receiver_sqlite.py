@@ -13,7 +13,7 @@ from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_th
 from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
-from dogana_provider.sql import SQLITE
+from dogana_provider.dialects import SQLITE
 
 
 class TestSQLite(ReceiverConformance):

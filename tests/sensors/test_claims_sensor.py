@@ -25,10 +25,10 @@ from delivery_dags import (
 )
 
 from dogana_core import Claims, Outcome
-from dogana_provider.files import DeliveryWriter
+from dogana_provider.delivery.files import DeliveryWriter
+from dogana_provider.dialects import SQLITE
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.receiver.receiver import Receiver
-from dogana_provider.sql import SQLITE
 
 pytestmark = pytest.mark.airflow
 

@@ -24,7 +24,7 @@ import pytest
 from dogana_core import Contract, Shape
 from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
-from dogana_provider import cli
+from dogana_provider.cli import main as cli
 from dogana_provider.sources import (
     Read,
     Relation,

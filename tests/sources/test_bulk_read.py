@@ -31,8 +31,8 @@ from row_by_row import RowByRowRead
 
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.sources import PostgresSnapshots, Read, Relation, extract, read_all
-from dogana_provider.sql import POSTGRES
 from dogana_provider.staging import ROW_COLUMN, stage_file
 
 pytestmark = [pytest.mark.postgres]

@@ -11,8 +11,8 @@ import MySQLdb
 import pytest
 from source_conformance import Db, SnapshotSourceConformance
 
+from dogana_provider.dialects import MARIADB
 from dogana_provider.sources import MySqlSnapshots, snapshots_for
-from dogana_provider.sql import MARIADB
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.airflow]
 

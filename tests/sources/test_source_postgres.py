@@ -10,9 +10,9 @@ import psycopg
 import pytest
 from source_conformance import Db, SnapshotSourceConformance, as_utc
 
+from dogana_provider.dialects import POSTGRES
 from dogana_provider.sources import PostgresSnapshots, snapshots_for
 from dogana_provider.sources.postgres import PgSnapshot
-from dogana_provider.sql import POSTGRES
 
 pytestmark = [pytest.mark.postgres, pytest.mark.airflow]
 

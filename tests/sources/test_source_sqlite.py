@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from source_conformance import Db, SnapshotSourceConformance
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.sources import SqliteSnapshots, snapshots_for
-from dogana_provider.sql import SQLITE
 
 pytestmark = pytest.mark.airflow
 

@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
+from dogana_provider.dialects import SQLITE
 from dogana_provider.sources import Read, Relation, SqliteSnapshots, extract
 from dogana_provider.sources.selection import Reading
 from dogana_provider.sources.sqlite import normalized_datetime, text_ranges
-from dogana_provider.sql import SQLITE
 
 
 def test_fromisoformat_reads_the_date_forms_the_ranges_know_and_no_other() -> None:

@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dogana_core import Contract, Shape
-from dogana_provider.expectations import Expectations
+from dogana_provider.checks.expectations import Expectations
 from dogana_provider.ui import page
 from dogana_provider.ui.page import when
 
@@ -45,7 +45,7 @@ def receiver(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def section(hook: Any) -> tuple[Any, str]:
     """The receiver's status now, and the page's section of it."""
-    from dogana_provider.status import read_status
+    from dogana_provider.report.status import read_status
 
     status = read_status(hook, datetime.now(UTC) + timedelta(seconds=1), name=hook.receiver_conn_id)
     links = {(hook.receiver_conn_id, t.table): page.Links("receipts", None) for t in status.tables}

@@ -27,7 +27,7 @@ import pytest
 from browser import Browser, free_port
 from several_tables import Live, filled_receiver
 
-from dogana_provider.printing import when
+from dogana_provider.report.table import when
 
 pytestmark = pytest.mark.airflow
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from dogana_core.claims import NO_LIMIT
 from dogana_core.errors import InvalidContract
-from dogana_provider.cli import (
+from dogana_provider.cli.main import (
     OK,
     Refused,
     UsageError,
@@ -32,8 +32,8 @@ from dogana_provider.cli import (
     parse_datetime,
     parse_duration,
 )
-from dogana_provider.printing import when
 from dogana_provider.receiver.activation import ActivationRefused, SourceRecord, SourceState
+from dogana_provider.report.table import when
 
 REQUIRE_EXAMPLES = """
 examples:

@@ -44,8 +44,8 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from dogana_core.contract import Contract
-from dogana_provider.files import DeliveredFile, MisnamedColumn, UnreadableFile
-from dogana_provider.sql import SQLITE, Dialect, execute
+from dogana_provider.delivery.files import DeliveredFile, MisnamedColumn, UnreadableFile
+from dogana_provider.dialects import SQLITE, Dialect, execute
 from dogana_provider.staging import (
     ROW_COLUMN,
     column_definitions,

@@ -47,8 +47,8 @@ from dogana_core.gate import Check
 from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
-from dogana_provider.files import UnreadableFile, file_column_hash
-from dogana_provider.sql import Dialect, StatementFailed, declared_types, display, run_or_fail
+from dogana_provider.delivery.files import UnreadableFile, file_column_hash
+from dogana_provider.dialects import Dialect, StatementFailed, declared_types, display, run_or_fail
 from dogana_provider.staging import Staged, row_number
 
 EXAMPLES = 3  # example rows a failing check quotes

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from dogana_provider.cli import OK, Refused, UsageError, open_receiver
-from dogana_provider.hold_report import hold_lines, holds_table, outcome_line
+from dogana_provider.cli.main import OK, Refused, UsageError, open_receiver
+from dogana_provider.report.holds import hold_lines, holds_table, outcome_line
 
 LIMIT = 20  # violating rows shown per expectation unless --limit says otherwise
 

@@ -34,7 +34,7 @@ from dogana_provider.receiver.activation import (
     Status,
     not_a_person,
 )
-from dogana_provider.receiver.source_store import (
+from dogana_provider.receiver.activation_store import (
     ACTIVATED,
     DEACTIVATED,
     RECEIVER_WIDE,

@@ -62,9 +62,9 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import RESERVED_CHECKS, Check, Receipt
 from dogana_core.manifest import Manifest
 from dogana_core.wire import decode_date, decode_datetime, encode_date, encode_datetime
-from dogana_provider import checks
-from dogana_provider.checks import SOURCE_ACTIVE, CheckName, StagedRows
-from dogana_provider.sql import DECIMAL_PREFIX, Dialect, StatementFailed, display, run_or_fail
+from dogana_provider.checks import rows as checks
+from dogana_provider.checks.rows import SOURCE_ACTIVE, CheckName, StagedRows
+from dogana_provider.dialects import DECIMAL_PREFIX, Dialect, StatementFailed, display, run_or_fail
 from dogana_provider.staging import ROW_COLUMN, Staged, row_number
 
 NONE_DECLARED = "expectations"

@@ -22,12 +22,12 @@ from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.region import Region
-from dogana_provider.expectations import NONE_DETAIL, Expectations, Reported, reported
+from dogana_provider.checks.expectations import NONE_DETAIL, Expectations, Reported, reported
+from dogana_provider.dialects import declared_types
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.receiver.activation import Activation, SourceState
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.receiver.store import Hold
-from dogana_provider.sql import declared_types
 
 
 @dataclass(frozen=True)

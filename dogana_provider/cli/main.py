@@ -55,10 +55,15 @@ from dogana_core.region import Region
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType, Scalar
 from dogana_core.wire import Wire, decode_date, decode_datetime, parse_json
-from dogana_provider.checks import plan, verify
-from dogana_provider.files import DeliveredFile, UnreadableFile, count_rows, file_column_hash
-from dogana_provider.printing import age, text_table, when
-from dogana_provider.sql import SQLITE
+from dogana_provider.checks.rows import plan, verify
+from dogana_provider.delivery.files import (
+    DeliveredFile,
+    UnreadableFile,
+    count_rows,
+    file_column_hash,
+)
+from dogana_provider.dialects import SQLITE
+from dogana_provider.report.table import age, text_table, when
 from dogana_provider.staging import bound_columns, stage_file
 
 OK, REFUSED, USAGE = 0, 1, 2
@@ -460,7 +465,7 @@ def cmd_status(args: argparse.Namespace) -> int:
         raise UsageError(f"--receipts: {count} is not a positive number of receipts")
     now = datetime.now(UTC)
     with open_receiver(args.receiver) as (hook, name):
-        from dogana_provider.status import read_status
+        from dogana_provider.report.status import read_status
 
         status = receiver_call(
             lambda: read_status(
@@ -516,7 +521,7 @@ def _receiver_status(status: Any) -> str:
 
 
 def _table_status(status: Any) -> str:
-    from dogana_provider.sources_cli import activation_lines
+    from dogana_provider.cli.activation import activation_lines
 
     (table,) = status.tables
     claims = table.claims
@@ -985,10 +990,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sweep.set_defaults(run=cmd_sweep)
 
-    from dogana_provider import sources_cli  # it imports this module's helpers
+    from dogana_provider.cli import activation as sources_cli  # it imports this module's helpers
 
     sources_cli.add_commands(command)
-    from dogana_provider import holds_cli  # it imports this module's helpers
+    from dogana_provider.cli import holds as holds_cli  # it imports this module's helpers
 
     holds_cli.add_commands(command, _Parser)
     return parser

@@ -14,9 +14,9 @@ from typing import Any
 
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import GENESIS
-from dogana_provider.printing import age, text_table, when
 from dogana_provider.receiver.holds import Violations
 from dogana_provider.receiver.store import Hold
+from dogana_provider.report.table import age, text_table, when
 
 
 def holds_table(holds: Sequence[Hold], now: datetime) -> str:

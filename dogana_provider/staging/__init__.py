@@ -38,12 +38,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dogana_core.contract import Contract
-from dogana_provider import copy_binary
-from dogana_provider.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
-from dogana_provider.sql import Dialect, execute
+from dogana_provider.delivery.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
+from dogana_provider.dialects import Dialect, execute
+from dogana_provider.staging import postgres as copy_binary
 
 if TYPE_CHECKING:
-    from dogana_provider.sqlite_load import Preloaded
+    from dogana_provider.staging.sqlite import Preloaded
 
 ROW_COLUMN = "_dogana_row"
 ROWID_NAMES = ("_rowid_", "rowid", "oid")

@@ -29,9 +29,9 @@ from datetime import datetime
 from typing import Any
 
 from dogana_core.contract import check_identifier
+from dogana_provider.dialects import Dialect, declared_types, execute, fetch_one
 from dogana_provider.receiver.activation import SourceRecord, Status
 from dogana_provider.receiver.store import stamp
-from dogana_provider.sql import Dialect, declared_types, execute, fetch_one
 
 REQUIRE_ACTIVATION = "require_activation"
 RECEIVER_WIDE = "*"  # the log's table name for a change of a receiver's setting

@@ -31,7 +31,7 @@ from typing import Any
 
 from dogana_core.errors import InvalidContract
 from dogana_core.odcs import custom_properties
-from dogana_provider.expectations import (
+from dogana_provider.checks.expectations import (
     Bounds,
     ColumnCheck,
     ColumnExpectation,
