@@ -2,7 +2,7 @@
 """The repository's two commands. Standard library only; run with plain python3.
 
     python3 dev.py demo          run the demo pipeline (examples/demo.py)
-    python3 dev.py test [ARGS]   ruff, mypy, then pytest (ARGS go to pytest)
+    python3 dev.py test [ARGS]   ruff, mypy, the docs, then pytest (ARGS go to pytest)
 
 Both create .venv on first use and install the project into it with its test extra; they
 reinstall only when pyproject.toml has changed since the last install.
@@ -153,6 +153,10 @@ def test(pytest_args: list[str]) -> None:
     ensure_environment()
     step("ruff", [str(BIN / "ruff"), "check", "."])
     step("mypy", [str(BIN / "mypy")])
+    # Warnings as errors and nitpicky: a broken link between pages, a missing anchor or a
+    # literalinclude of a moved file fails the run, not a reader.
+    build = ["-W", "--keep-going", "-n", "-q", "-b", "html", "docs", "docs/_build/html"]
+    step("docs", [str(PYTHON), "-m", "sphinx", *build])
     step("pytest", [str(PYTHON), "-m", "pytest", *pytest_args])
     say("all green")
 

@@ -1,5 +1,7 @@
 -- The source system of dags/examples/, in SQLite: the five tables their docstrings declare.
 -- examples/demo.py starts from it, and so does the real-scheduler test layer (tests/deployment).
+-- Superseded by source_tables.sqlite.sql (every table the examples read, the contract files'
+-- too) and source_tables.postgresql.sql; kept until those two read the new file.
 PRAGMA journal_mode = WAL;
 CREATE TABLE orders (order_id INTEGER PRIMARY KEY, customer TEXT, amount_cents INTEGER,
                      updated_at DATETIME NOT NULL, is_deleted BOOLEAN NOT NULL);

@@ -1,6 +1,6 @@
 """The documented setup of a receiver that requires activation, as the PostgreSQL examples run
 (tests/dags, tests/deployment): require_activation switched on, then every table the example
-DAGs deliver activated by a named person (README, "Sources that must be activated"), as
+DAGs deliver activated by a named person (docs/activation.md), as
 `dogana require-activation` and `dogana activate` do.
 """
 

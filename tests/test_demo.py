@@ -82,9 +82,9 @@ def test_the_demo_runs_the_example_dags_and_prints_every_tables_claims() -> None
     }  # fmt: skip
     assert re.search(r"\n12 DAG runs in \d+ s\n", out)
 
-    # The README shows a real run: the same lines, but for instants, ages, paths and seconds.
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    shown = readme.split("real run:\n\n```\n")[1]
+    # docs/demo.md shows a real run: the same lines, but for instants, ages, paths and seconds.
+    page = (ROOT / "docs" / "demo.md").read_text(encoding="utf-8")
+    shown = page.split("real run:\n\n```\n")[1]
     shown = shown.split("```", 1)[0]
     shown_lines = [line for line in shown.splitlines() if not line.startswith("dev.py: ")]
     assert [masked(line) for line in shown_lines] == [masked(line) for line in out.splitlines()]
