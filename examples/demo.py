@@ -234,7 +234,7 @@ def main() -> int:
         print(f"waiting {(midnight - clock).seconds + 1} s for UTC midnight to pass")
         time.sleep((midnight - clock).total_seconds() + 1)
     today = datetime.now(UTC).date()
-    source((ROOT / "examples" / "source_tables.sql").read_text())
+    source((ROOT / "examples" / "source_tables.sqlite.sql").read_text())
     source(
         "INSERT INTO orders VALUES (?, ?, ?, ?, 0)",
         (1, "ada", 1200, now()),

@@ -4,8 +4,6 @@
 -- PostgreSQL; tests/test_example_ddl.py runs both and checks every column the examples declare.
 --
 -- SQLite stores datetimes as text: write them in UTC (ISO 8601), as dogana reads them.
--- source_tables.sql, which examples/demo.py and tests/deployment still read, is the first five
--- of these tables; this file supersedes it.
 PRAGMA journal_mode = WAL;
 
 -- examples/quickstart.py, and the contract customers.odcs.yaml

