@@ -65,6 +65,7 @@ from dogana_core.wire import decode_date, decode_datetime, encode_date, encode_d
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.rows import SOURCE_ACTIVE, CheckName, StagedRows
 from dogana_provider.dialects import DECIMAL_PREFIX, Dialect, StatementFailed, display, run_or_fail
+from dogana_provider.report.table import plural
 from dogana_provider.staging import ROW_COLUMN, Staged, row_number
 
 NONE_DECLARED = "expectations"
@@ -634,7 +635,7 @@ class Result:
         """Starts with the verdict, so no reader takes a violation for a pass."""
         if self.error is not None:
             return f"{VIOLATED} ({self.consequence}): could not run: {self.error}"
-        rows = "" if self.rows is None else f", {_n(self.rows, 'row')}"
+        rows = "" if self.rows is None else f", {plural(self.rows, 'row')}"
         verdict = f"{VIOLATED} ({self.consequence})" if self.violated else MET
         return f"{verdict}: {self.observed}{rows}"
 
@@ -852,10 +853,6 @@ def unrunnable(expectations: Expectations, why: str) -> list[Result]:
     return [Result(item, True, error=why) for item in expectations]
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
-
-
 def _value(dialect: Dialect, column: str, logical: str) -> str:
     """A column as its values compare: code points for strings; numbers for SQLite's decimal
     text, which would otherwise compare as text ("10" < "9")."""
@@ -1036,7 +1033,7 @@ def _table(
 
     def counted(found: tuple[Any, ...]) -> Result:
         count = int(found[0] or 0)
-        spelled = f"{_n(count, 'live row')} not satisfying {item.check_statement}"
+        spelled = f"{plural(count, 'live row')} not satisfying {item.check_statement}"
         return Result(item, bool(count), spelled, rows=count if count else None)
 
     return Aggregate((failing,), counted)
@@ -1051,13 +1048,15 @@ def _row_count(
         count = live_rows()
         if last_rows is None:
             return Result(
-                item, False, f"{_n(count, 'live row')}; no accepted delivery yet to compare with"
+                item,
+                False,
+                f"{plural(count, 'live row')}; no accepted delivery yet to compare with",
             )
         bounds = Bounds(equal_to=last_rows, tolerance=item.tolerance)
         return Result(
             item,
             not bounds.admits(count),
-            f"{_n(count, 'live row')}, the last accepted delivery {last_rows} "
+            f"{plural(count, 'live row')}, the last accepted delivery {last_rows} "
             f"(tolerance {item.tolerance})",
         )
 

@@ -49,6 +49,7 @@ from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
 from dogana_provider.delivery.files import UnreadableFile, file_column_hash
 from dogana_provider.dialects import Dialect, StatementFailed, declared_types, display, run_or_fail
+from dogana_provider.report.table import plural
 from dogana_provider.staging import Staged, row_number
 
 EXAMPLES = 3  # example rows a failing check quotes
@@ -221,7 +222,9 @@ def column_names(staged: Staged) -> Check:
     (staging.refuse_misnamed), and verify reports that refusal under this name."""
     count = len(staged.file_columns)
     verdict = "is an identifier" if count == 1 else "are identifiers, distinct regardless of case"
-    return _check(CheckName.COLUMN_NAMES, True, f"the file's {_n(count, 'column name')} {verdict}")
+    return _check(
+        CheckName.COLUMN_NAMES, True, f"the file's {plural(count, 'column name')} {verdict}"
+    )
 
 
 def column_hash(staged: Staged, contract: Contract, manifest: Manifest) -> Check:
@@ -275,7 +278,7 @@ def column_types(
         return _check(
             CheckName.COLUMN_TYPES,
             True,
-            f"the file's {_n(len(common), 'published column')} "
+            f"the file's {plural(len(common), 'published column')} "
             f"{'has' if len(common) == 1 else 'have'} the published table's types",
         )
     kinds = dict(staged.columns)
@@ -289,7 +292,7 @@ def column_types(
     return _check(
         CheckName.COLUMN_TYPES,
         False,
-        f"{_n(len(spelled), 'column')} of another type or name than the published table's: "
+        f"{plural(len(spelled), 'column')} of another type or name than the published table's: "
         + "; ".join(spelled),
     )
 
@@ -549,19 +552,21 @@ class StagedRows:
         live, declared = self.counts["live"], self.manifest.rows
         nulls = self.counts.get("null_deleted", 0)
         if live == declared and not nulls:
-            return _check(CheckName.ROWS, True, f"{_n(live, 'live row')}, as the manifest declares")
+            return _check(
+                CheckName.ROWS, True, f"{plural(live, 'live row')}, as the manifest declares"
+            )
         verb = (
             "is neither live nor a tombstone" if nulls == 1 else "are neither live nor tombstones"
         )
         neither = (
-            f"; {_n(nulls, 'row')} with a null deleted value ({self.deleted}) {verb}"
+            f"; {plural(nulls, 'row')} with a null deleted value ({self.deleted}) {verb}"
             if nulls
             else ""
         )
         return _check(
             CheckName.ROWS,
             False,
-            f"the file holds {_n(live, 'live row')}; the manifest declares {declared}{neither}",
+            f"the file holds {plural(live, 'live row')}; the manifest declares {declared}{neither}",
         )
 
     def tombstones(self) -> Check:
@@ -573,7 +578,7 @@ class StagedRows:
                 f"the file has no {self.contract.deleted_column} column: no tombstones; "
                 f"the manifest declares {declared}",
             )
-        found_ = f"{_n(found, 'tombstone')} ({self.deleted} true)"
+        found_ = f"{plural(found, 'tombstone')} ({self.deleted} true)"
         if found == declared:
             return _check(CheckName.TOMBSTONES, True, f"{found_}, as the manifest declares")
         # More tombstones than declared: show some, since they are the surprise.
@@ -600,8 +605,8 @@ class StagedRows:
         return _check(
             CheckName.DELETED_NOT_NULL,
             False,
-            f"{_rows(nulls)} a null deleted value ({column}), neither live nor a tombstone: "
-            + self.examples("null_deleted", column),
+            f"{plural(nulls, 'row has', 'rows have')} a null deleted value ({column}), "
+            "neither live nor a tombstone: " + self.examples("null_deleted", column),
         )
 
     def key_not_null(self) -> Check:
@@ -611,7 +616,8 @@ class StagedRows:
         return _check(
             CheckName.KEY_NOT_NULL,
             False,
-            f"{_rows(nulls)} a null key ({self.key_names()}): " + self.examples("null_key"),
+            f"{plural(nulls, 'row has', 'rows have')} a null key ({self.key_names()}): "
+            + self.examples("null_key"),
         )
 
     def key_unique(self) -> Check:
@@ -644,9 +650,9 @@ class StagedRows:
         return _check(
             CheckName.KEY_UNIQUE,
             False,
-            f"{_n(int(duplicated), 'key')} ({self.key_names()}) "
+            f"{plural(int(duplicated), 'key')} ({self.key_names()}) "
             f"{'appears' if duplicated == 1 else 'appear'} more than once, "
-            f"in {_n(int(rows), 'row')}: {spelled}",
+            f"in {plural(int(rows), 'row')}: {spelled}",
         )
 
     def window_not_null(self) -> Check:
@@ -659,7 +665,7 @@ class StagedRows:
         return _check(
             CheckName.WINDOW_NOT_NULL,
             False,
-            f"{_n(nulls, 'live row')} {'has' if nulls == 1 else 'have'} "
+            f"{plural(nulls, 'live row')} {'has' if nulls == 1 else 'have'} "
             f"a null window value ({window}): " + self.examples("null_window", window),
         )
 
@@ -678,7 +684,7 @@ class StagedRows:
         return _check(
             CheckName.WINDOW_INSIDE,
             False,
-            f"{_rows(outside)} {window} outside the window {spelled}: "
+            f"{plural(outside, 'row has', 'rows have')} {window} outside the window {spelled}: "
             + self.examples("outside_window", window),
         )
 
@@ -695,12 +701,12 @@ class StagedRows:
         found = []
         if outside:
             found.append(
-                f"{_rows(outside)} {cursor} outside {spelled}: "
+                f"{plural(outside, 'row has', 'rows have')} {cursor} outside {spelled}: "
                 + self.examples("outside_cursor", cursor)
             )
         if nulls:
             found.append(
-                f"{_n(nulls, 'live row')} {'has' if nulls == 1 else 'have'} a null {cursor}, "
+                f"{plural(nulls, 'live row')} {'has' if nulls == 1 else 'have'} a null {cursor}, "
                 "which a live row never has: " + self.examples("null_cursor", cursor)
             )
         return _check(CheckName.CURSOR_INSIDE, False, "; ".join(found))
@@ -747,14 +753,6 @@ class StagedRows:
         return _check(
             CheckName.KEY_NOT_PUBLISHED_OUTSIDE_WINDOW,
             False,
-            f"{_rows(int(count))} a key already published outside the window {spelled}; only a "
-            f"whole-table delivery can move a key: {spelled_rows}",
+            f"{plural(int(count), 'row has', 'rows have')} a key already published outside "
+            f"the window {spelled}; only a whole-table delivery can move a key: {spelled_rows}",
         )
-
-
-def _rows(count: int) -> str:
-    return "1 row has" if count == 1 else f"{count} rows have"
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"

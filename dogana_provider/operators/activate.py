@@ -33,6 +33,7 @@ from airflow.sdk.exceptions import AirflowFailException
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import duration, instant, native
 from dogana_provider.receiver.activation import ActivationRefused, not_a_person, same_person
+from dogana_provider.report.durations import parse_duration
 from dogana_provider.report.status import activation_summary
 
 MANUAL = "manual"
@@ -179,11 +180,9 @@ def expiry(value: Any, now: datetime) -> datetime | None:
         return instant(text, "expires")
     except ValueError:
         pass
-    from dogana_provider.cli.main import UsageError, parse_duration
-
     try:
-        return now + parse_duration(text, "expires")
-    except (UsageError, OverflowError):
+        return now + parse_duration(text)
+    except (ValueError, OverflowError):
         raise ValueError(
             f"expires: {text!r} is neither an ISO 8601 instant with an offset nor a duration "
             "such as 365d"

@@ -62,6 +62,7 @@ from dogana_provider.operators.arguments import contract_field, contract_of, nat
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.receiver.receiver import Decision, Receiver
 from dogana_provider.report.holds import held_names, hold_lines
+from dogana_provider.report.receipts import receipt_line
 
 SWEEP_AFTER = timedelta(days=1)
 """How long a decision's staging table waits for its publish before a gate sweeps it."""
@@ -206,7 +207,7 @@ class GateOperator(BaseOperator):
         self._receipts = [receipt]
         if decision.hold is not None:
             self._held(receiver, decision.hold)
-        self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+        self.log.info("%s: %s", receipt.table, receipt_line(receipt, "decided"))
         self._log_expectations(receipt)
         if receipt.outcome is Outcome.REJECTED:
             raise AirflowFailException(rejection_message(receipt))
@@ -291,7 +292,7 @@ class GateOperator(BaseOperator):
         if decision.hold is not None:  # held whole: each held table's violations, then fail
             self._held(receiver, decision.hold)
         for receipt in decision.receipts:
-            self.log.info("%s: %s", receipt.table, receipt_line(receipt))
+            self.log.info("%s: %s", receipt.table, receipt_line(receipt, "decided"))
             self._log_expectations(receipt)
         rejected = [r for r in decision.receipts if r.outcome is Outcome.REJECTED]
         if rejected:
@@ -407,17 +408,6 @@ def local_file(uri: str) -> Iterator[str]:
         with path.open("rb") as source, local.open("wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         yield str(local)
-
-
-def receipt_line(receipt: Receipt) -> str:
-    manifest = receipt.manifest
-    counts = f"{manifest.rows} rows, {manifest.tombstones} tombstones"
-    passed = sum(1 for check in receipt.checks if check.passed)
-    return (
-        f"{receipt.outcome} manifest {manifest.identity[:12]} (shape {manifest.shape!r}, "
-        f"{counts}, produced at {manifest.produced_at.isoformat()}); checks {passed} passed, "
-        f"{len(receipt.failed)} failed"
-    )
 
 
 def rejection_message(receipt: Receipt) -> str:

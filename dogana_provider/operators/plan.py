@@ -45,7 +45,7 @@ from dogana_provider.operators.arguments import (
     run_end,
     window_of,
 )
-from dogana_provider.receiver.activation import SourceState
+from dogana_provider.report.activation import inactive_message
 
 
 class PlanDeliveryOperator(BaseOperator):
@@ -224,24 +224,6 @@ class PlanDeliveryOperator(BaseOperator):
         for request in requests:
             self.log.info("group %s: plan %s", names, _request_line(request))
         return [request.to_dict() for request in requests]
-
-
-def inactive_message(receiver_conn_id: str, refused: Sequence[SourceState]) -> str:
-    """Why the plan fails for tables the receiver may not publish, and how to activate each."""
-    from dogana_provider.cli.activation import activate_command
-
-    lines = [
-        f"receiver {receiver_conn_id!r} requires activation, and would publish nothing of "
-        "this delivery:"
-    ]
-    for state in refused:
-        lines += [
-            f"  {state.detail()}",
-            "  a named person activates it (or triggers a DAG of ActivateSourceOperator, such "
-            "as dogana_activate_source, with the same values):",
-            f"    {activate_command(receiver_conn_id, state)}",
-        ]
-    return "\n".join(lines)
 
 
 def _shape(value: Any) -> str | None:

@@ -54,6 +54,7 @@ from dogana_provider.operators.gate import (
 )
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
+from dogana_provider.report.receipts import receipt_line
 
 ASSET_SCHEME = SCHEME
 
@@ -144,7 +145,7 @@ class PublishOperator(BaseOperator):
             receipts = (hook.receiver.publish(decisions[0]),)
         self._receipts = list(receipts)
         for receipt in receipts:
-            self.log.info("%s: %s", receipt.table, _published_line(receipt))
+            self.log.info("%s: %s", receipt.table, receipt_line(receipt, "published"))
         rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
         if rejected:
             # A stale decision made again under the lock, and refused: recorded, not published.
@@ -305,17 +306,3 @@ def _plain(window: Any) -> list[Any] | None:
     if window is None:
         return None
     return [v.isoformat() if isinstance(v, date | datetime) else v for v in window]
-
-
-def _published_line(receipt: Receipt) -> str:
-    manifest = receipt.manifest
-    if receipt.outcome is Outcome.REPLAYED:
-        return f"replay of manifest {manifest.identity[:12]}: nothing published"
-    if receipt.outcome is Outcome.REJECTED:
-        return f"manifest {manifest.identity[:12]} rejected when decided again"
-    plan = receipt.transition.plan if receipt.transition is not None else None
-    actions = "" if plan is None else f", {len(plan.actions)} actions"
-    return (
-        f"published manifest {manifest.identity[:12]} ({manifest.rows} rows, "
-        f"{manifest.tombstones} tombstones{actions}) as {receipt.publication_id[:12]}"
-    )

@@ -16,7 +16,7 @@ from dogana_core.gate import Outcome, Receipt
 from dogana_core.ledger import GENESIS
 from dogana_provider.receiver.holds import Violations
 from dogana_provider.receiver.store import Hold
-from dogana_provider.report.table import age, text_table, when
+from dogana_provider.report.table import age, plural, text_table, when
 
 
 def holds_table(holds: Sequence[Hold], now: datetime) -> str:
@@ -86,7 +86,7 @@ def violation_lines(found: Violations) -> list[str]:
     if rows.count is None:
         return [*lines, f"  no rows to show: {rows.reason}"]
     shown = f", the first {len(rows.rows)} below" if len(rows.rows) < rows.count else ""
-    lines.append(f"  {_rows(rows.count)} violate it{shown}")
+    lines.append(f"  {plural(rows.count, 'row')} violate it{shown}")
     if rows.rows:
         lines.append(text_table(rows.columns, [_cells(row) for row in rows.rows], indent="  "))
     return lines
@@ -120,10 +120,6 @@ def _base(publication_id: str) -> str:
     if publication_id == GENESIS:
         return "a table with no publication yet"
     return f"publication {publication_id[:12]}"
-
-
-def _rows(count: int) -> str:
-    return "1 row" if count == 1 else f"{count} rows"
 
 
 def _cells(row: Sequence[Any]) -> list[str]:

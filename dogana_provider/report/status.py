@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.gate import Receipt
@@ -24,10 +24,12 @@ from dogana_core.ledger import Ledger
 from dogana_core.region import Region
 from dogana_provider.checks.expectations import NONE_DETAIL, Expectations, Reported, reported
 from dogana_provider.dialects import declared_types
-from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.receiver.activation import Activation, SourceState
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.receiver.store import Hold
+
+if TYPE_CHECKING:  # the hook imports Airflow, which `dogana` loads only to open a receiver
+    from dogana_provider.hooks.dogana import DoganaHook
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""How dogana prints for a person at a terminal: one table layout, instants, ages.
+"""How dogana prints for a person at a terminal: one table layout, counts, instants, ages.
 
 Every table the command line, the freshness report and ``dogana status`` print goes through
 text_table, so they read alike: a header, a rule, one row per line, columns two spaces apart,
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from dogana_core.region import Region
+
 
 def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, indent: str = "") -> str:
     """Columns padded to their widest cell, a rule under the header, trailing blanks dropped."""
@@ -26,11 +28,38 @@ def text_table(header: Sequence[str], rows: Sequence[Sequence[Any]], *, indent: 
     return "\n".join([line(cells[0]), line(rule), *(line(row) for row in cells[1:])])
 
 
+def plural(count: int, one: str, many: str | None = None) -> str:
+    """A count and its noun: 1 row, 2 rows; 1 row has, 3 rows have (many given)."""
+    return f"{count} {one}" if count == 1 else f"{count} {many or one + 's'}"
+
+
 def when(value: datetime | None) -> str:
     """A UTC instant to the second, as a person reads it; '-' when there is none."""
     if value is None:
         return "-"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def instant(value: datetime | None) -> str:
+    """A UTC instant exactly, in RFC 3339 with Z, as the wire spells it: what a claim is as of,
+    where a second's rounding would make two dates look equal; '-' when there is none."""
+    if value is None:
+        return "-"
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+def span(region: Region) -> str:
+    """A region as the half-open interval it is: [low, high), unbounded ends as -inf and +inf."""
+
+    def end(value: Any, unbounded: str) -> str:
+        if value is None:
+            return unbounded
+        if isinstance(value, datetime):
+            return instant(value)
+        return repr(value) if isinstance(value, str) else str(value)
+
+    opening = "(" if region.low is None else "["
+    return f"{opening}{end(region.low, '-inf')}, {end(region.high, '+inf')})"
 
 
 def age(value: timedelta | None) -> str:
