@@ -6,12 +6,10 @@ refusal names to fix it:
                     --licence L --purpose P [--purpose P ...] --provenance TEXT --by NAME
     dogana deactivate RECEIVER TABLE --by NAME --reason TEXT
 
-`dogana status RECEIVER` shows each table's activation beside its claims (cli.py). A receiver is
-an Airflow connection id or a database URL, as for status (cli.open_receiver). Each command
-writes one transaction and its line in the receiver's log, with --by as who.
-
-activate_command is what PlanDeliveryOperator prints when it fails on a table that is not
-active: this command, filled in with what the table's record already holds.
+`dogana status RECEIVER` shows each table's activation beside its claims (receiver.py). A
+receiver is an Airflow connection id or a database URL, as for status (common.open_receiver).
+Each command writes one transaction and its line in the receiver's log, with --by as who. The
+command a refused plan prints to activate a table is report/activation.py's activate_command.
 """
 
 from __future__ import annotations
@@ -24,15 +22,18 @@ from typing import Any
 
 from dogana_core.claims import NO_LIMIT
 from dogana_core.errors import InvalidContract
-from dogana_provider.cli.main import (
+from dogana_provider.cli.common import (
     OK,
+    Command,
     Refused,
     UsageError,
+    by_argument,
     open_receiver,
     parse_datetime,
     parse_duration,
+    receiver_argument,
 )
-from dogana_provider.receiver.activation import ActivationRefused, SourceRecord, SourceState
+from dogana_provider.receiver.activation import ActivationRefused
 from dogana_provider.report.table import when
 
 REQUIRE_EXAMPLES = """
@@ -65,8 +66,8 @@ examples:
 """
 
 
-def add_commands(command: Callable[[str, str, str, str], argparse.ArgumentParser]) -> None:
-    """The three commands, added through cli.build_parser's command()."""
+def add_commands(command: Command) -> None:
+    """require-activation, activate and deactivate."""
     require = command(
         "require-activation",
         "switch a receiver's require_activation setting on or off",
@@ -141,16 +142,6 @@ def add_commands(command: Callable[[str, str, str, str], argparse.ArgumentParser
     by_argument(deactivate, "who deactivates it")
     deactivate.add_argument("--reason", required=True, metavar="TEXT", help="why")
     deactivate.set_defaults(run=cmd_deactivate)
-
-
-def receiver_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "receiver", metavar="RECEIVER", help="an Airflow connection id, or a database URL"
-    )
-
-
-def by_argument(parser: argparse.ArgumentParser, help_: str) -> None:
-    parser.add_argument("--by", required=True, metavar="NAME", help=f"{help_}: a named person")
 
 
 # The commands -----------------------------------------------------------------------------------
@@ -231,44 +222,3 @@ def refusing(write: Callable[[], Any]) -> Any:
         return write()
     except (ActivationRefused, InvalidContract) as exc:
         raise Refused(str(exc)) from None
-
-
-def activation_lines(state: SourceState) -> list[str]:
-    """A table's record under its activation line in `dogana status --table`, and what keeps
-    it from publishing."""
-    record = state.record
-    lines = []
-    if record is not None:
-        lines += [
-            f"    owner {record.owner or '-'}, recorded by {record.registered_by or '-'}",
-            f"    authorized by {record.granted_by or '-'} at {when(record.granted_at)}, "
-            f"expires {when(record.expires_at)}",
-            f"    licence {record.licence or '-'}, purposes {', '.join(record.purposes) or '-'}",
-            f"    provenance {record.provenance or '-'}",
-        ]
-    if not state.publishes:
-        lines.append(f"    {state.detail()}")
-    return lines
-
-
-# What a refusal names -----------------------------------------------------------------------------
-
-
-def activate_command(receiver: str, state: SourceState) -> str:
-    """The `dogana activate` command that activates a table, with what its record already
-    holds and a placeholder for the rest, for a person to complete and run."""
-    record = state.record or SourceRecord(state.table)
-
-    def kept(value: str | None, placeholder: str) -> str:
-        return shlex.quote(value) if value else placeholder
-
-    parts = [
-        f"dogana activate {shlex.quote(receiver)} {state.table}",
-        f"--owner {kept(record.owner, 'OWNER')}",
-        "--authorized-by PERSON --expires 365d",
-        f"--licence {kept(record.licence, 'LICENCE')}",
-        *(f"--purpose {kept(purpose, 'PURPOSE')}" for purpose in record.purposes or ("",)),
-        f"--provenance {kept(record.provenance, 'HOW_THE_DATA_IS_OBTAINED')}",
-        "--by YOUR_NAME",
-    ]
-    return " ".join(parts)

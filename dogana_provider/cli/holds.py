@@ -6,12 +6,9 @@
     dogana hold release RECEIVER ID --by NAME       publish it, released by NAME
     dogana hold discard RECEIVER ID --by NAME [--reason TEXT]   refuse it, a rejection recorded
 
-RECEIVER is an Airflow connection id or a database URL, as for `dogana status` (cli.py's
-open_receiver). Ending a hold names a person explicitly: --by is required and never defaulted.
-A hold that is unknown or already ended refuses (exit 1) and changes nothing.
-
-cli.py registers the commands (add_commands); their logic is here, so cli.py stays one module a
-sender reads.
+RECEIVER is an Airflow connection id or a database URL, as for `dogana status`
+(common.open_receiver). Ending a hold names a person explicitly: --by is required and never
+defaulted. A hold that is unknown or already ended refuses (exit 1) and changes nothing.
 """
 
 from __future__ import annotations
@@ -21,12 +18,20 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
-from dogana_provider.cli.main import OK, Refused, UsageError, open_receiver
+from dogana_provider.cli.common import (
+    OK,
+    Command,
+    Parser,
+    Refused,
+    UsageError,
+    open_receiver,
+    receiver_argument,
+)
+from dogana_provider.receiver.holds import NotHeld, person
 from dogana_provider.report.holds import hold_lines, holds_table, outcome_line
+from dogana_provider.report.table import plural
 
 LIMIT = 20  # violating rows shown per expectation unless --limit says otherwise
-
-Command = Callable[[str, str, str, str], argparse.ArgumentParser]
 
 HOLDS_EXAMPLES = """
 examples:
@@ -51,8 +56,8 @@ examples:
 """
 
 
-def add_commands(command: Command, parser_class: type[argparse.ArgumentParser]) -> None:
-    """Add `holds` and `hold` to the dogana parser's subcommands (cli.build_parser)."""
+def add_commands(command: Command) -> None:
+    """holds, and hold with its actions show, release and discard."""
     listing = command(
         "holds",
         "the deliveries a live receiver holds for a person to release or discard",
@@ -65,9 +70,7 @@ def add_commands(command: Command, parser_class: type[argparse.ArgumentParser]) 
         """,
         HOLDS_EXAMPLES,
     )
-    listing.add_argument(
-        "receiver", metavar="RECEIVER", help="an Airflow connection id, or a database URL"
-    )
+    receiver_argument(listing)
     listing.add_argument("--table", metavar="T", help="only the holds of this table")
     listing.set_defaults(run=cmd_holds)
 
@@ -86,15 +89,13 @@ def add_commands(command: Command, parser_class: type[argparse.ArgumentParser]) 
         HOLD_EXAMPLES,
     )
     actions = hold.add_subparsers(
-        dest="action", required=True, metavar="ACTION", parser_class=parser_class
+        dest="action", required=True, metavar="ACTION", parser_class=Parser
     )
     show = actions.add_parser("show", help="the held expectations and their violating rows")
     release = actions.add_parser("release", help="publish it, released by a person")
     discard = actions.add_parser("discard", help="refuse it, a rejection recorded")
     for parser in (show, release, discard):
-        parser.add_argument(
-            "receiver", metavar="RECEIVER", help="an Airflow connection id, or a database URL"
-        )
+        receiver_argument(parser)
         parser.add_argument("hold", metavar="ID", help="the hold, as `dogana holds` lists it")
     show.add_argument(
         "--limit",
@@ -118,7 +119,7 @@ def cmd_holds(args: argparse.Namespace) -> int:
     with open_receiver(args.receiver) as (hook, name):
         found = hook.receiver.holds(args.table)
     where = f" of table {args.table}" if args.table else ""
-    print(f"receiver {name}: {_plural(len(found), 'held delivery', 'held deliveries')}{where}")
+    print(f"receiver {name}: {plural(len(found), 'held delivery', 'held deliveries')}{where}")
     if found:
         print(holds_table(found, now))
     return OK
@@ -156,8 +157,6 @@ def cmd_hold_discard(args: argparse.Namespace) -> int:
 
 
 def _person(by: str) -> str:
-    from dogana_provider.receiver.holds import person
-
     try:
         return person(by)
     except ValueError as exc:
@@ -166,13 +165,7 @@ def _person(by: str) -> str:
 
 def _known(call: Callable[[], Any]) -> Any:
     """Run a call on a hold; an unknown or ended hold refuses (exit 1), changing nothing."""
-    from dogana_provider.receiver.holds import NotHeld
-
     try:
         return call()
     except NotHeld as exc:
         raise Refused(str(exc).strip("'\"")) from None
-
-
-def _plural(count: int, one: str, many: str) -> str:
-    return f"{count} {one if count == 1 else many}"

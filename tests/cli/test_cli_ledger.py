@@ -10,7 +10,7 @@ from cli_fixtures import ORDERS, PRODUCED, SEPTEMBER, dogana, history, write_con
 
 from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.ledger import Ledger
-from dogana_provider.cli.main import UsageError, parse_duration
+from dogana_provider.cli.common import UsageError, parse_duration
 
 
 @pytest.fixture
