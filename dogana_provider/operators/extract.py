@@ -50,6 +50,8 @@ from dogana_provider.operators.arguments import (
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
+from dogana_provider.sources.selection import UnsupportedRead
+from dogana_provider.sources.snapshot import UnreadableSource
 
 
 class ExtractOperator(BaseOperator):
@@ -194,7 +196,11 @@ class ExtractOperator(BaseOperator):
                         column_types=self._column_types(contract.table),
                     )
                 )
-            done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
+            try:
+                done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
+            except (UnreadableSource, UnsupportedRead) as exc:
+                # The message names the option; the connection is the other half of the fix.
+                raise type(exc)(f"source connection {self.source_conn_id!r}: {exc}") from exc
             pushed = [self._deliver(item, folder) for item in done]
         return pushed if group is not None else pushed[0]
 

@@ -30,8 +30,8 @@ from dogana_core.shape import Checkpoint
 from dogana_provider.delivery.files import DeliveryWriter
 from dogana_provider.sources.bulk import BulkRead, SlowPath, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
-from dogana_provider.sources.selection import Reading, Relation, bounds
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+from dogana_provider.sources.selection import Reading, Relation, UnsupportedRead, bounds
+from dogana_provider.sources.snapshot import Snapshot, SnapshotSource, UnreadableSource
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,9 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         deleted_flag=read.deleted_flag,
     )
     produced_at = snapshot.produced_at
-    if reading.flag is not None and reading.flag not in _column_names(snapshot, reading):
+    names = _column_names(snapshot, reading)
+    _require_columns(reading, names)
+    if reading.flag is not None and reading.flag not in names:
         reading.without_flag()
     generation = _generation(snapshot, reading, produced_at) if reading.needs_generation else None
     params = reading.params(produced_at, generation)
@@ -262,11 +264,51 @@ def _collection_paused() -> Iterator[None]:
 
 
 def _column_names(snapshot: Snapshot, reading: Reading) -> set[str]:
+    """The relation's columns, from a statement that reads no row; a relation the source cannot
+    read (a misspelt table, a query that fails) raises UnreadableSource naming the option that
+    named it, with the driver's reason but not dogana's own statement around it."""
     names: set[str] = set()
     params = reading.params(snapshot.produced_at, None)  # an author's query may name them
-    for description, _ in snapshot.stream(reading.probe(), params):
-        names.update(str(column[0]) for column in description)
+    try:
+        for description, _ in snapshot.stream(reading.probe(), params):
+            names.update(str(column[0]) for column in description)
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UnreadableSource(
+            f"{reading.contract.table}: {_named(reading.relation)} cannot be read from the "
+            f"source: {reason}"
+        ) from exc
     return names
+
+
+def _require_columns(reading: Reading, names: set[str]) -> None:
+    """Refuse, before a row is read, a relation without a column the contract reads by name:
+    its key, window and cursor columns, and a deleted_flag the task names."""
+    contract = reading.contract
+    required = [("key", name) for name in contract.key]
+    required += [
+        (role, name)
+        for role, name in (
+            ("window", contract.window_column),
+            ("cursor", contract.cursor_column),
+            ("deleted_flag", reading.flag if reading.flag_named else None),
+        )
+        if name is not None
+    ]
+    folded = {name.lower() for name in names}
+    missing = [f"{role} column {name!r}" for role, name in required if name.lower() not in folded]
+    if missing:
+        raise UnsupportedRead(
+            f"{contract.table}: {_named(reading.relation)} has no {', no '.join(missing)}; "
+            f"its columns are {', '.join(sorted(names))}"
+        )
+
+
+def _named(relation: Relation) -> str:
+    """The relation as the task's options name it."""
+    if relation.table is not None:
+        return f"source_table={relation.table!r}"
+    return "the table_sql query"
 
 
 def _generation(snapshot: Snapshot, reading: Reading, produced_at: datetime) -> int:

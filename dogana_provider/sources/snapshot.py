@@ -77,6 +77,10 @@ class SnapshotError(Exception):
     """A consistent read could not be taken; the message says why and what to do."""
 
 
+class UnreadableSource(SnapshotError):
+    """The relation a read names cannot be read: no such table, or a query that fails."""
+
+
 class SourceNotReady(SnapshotError):
     """The source's clock did not reach the request's boundary within the wait allowed."""
 
