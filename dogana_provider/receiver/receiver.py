@@ -111,6 +111,7 @@ __all__ = [
     "Held",
     "HeldDelivery",
     "Hold",
+    "NotForgettable",
     "NotHeld",
     "Receiver",
     "Snapshot",
@@ -185,6 +186,10 @@ class Snapshot:
     ledger: Ledger
     columns: tuple[str, ...]
     rows: Iterator[tuple[Any, ...]]
+
+
+class NotForgettable(ValueError):
+    """A table that forget refuses: it has published, or a delivery of it is held."""
 
 
 class Receiver:
@@ -539,6 +544,35 @@ class Receiver:
                 f"{last.publication_id} is a complete read of {last.manifest.rows} rows"
             )
         return verified
+
+    def forget(self, table: str) -> int:
+        """Remove a table that never published, as if it had never been registered: a mistake's
+        leftover (a wrong source, a misspelt table or key) that would otherwise stay unknown in
+        every status and freshness report. Its rejected receipts and ended holds go with it, in
+        one transaction; its activation record stays, since a person granted it for the name.
+        Returns how many receipts were removed.
+
+        Refuses (NotForgettable), changing nothing, a table that has published (its receipts
+        prove what readers were given) or that a delivery holds for a person (end it first).
+        """
+        with transaction(self.connect, self.dialect) as connection:
+            state = self.store.state(connection, table, lock=True)
+            if state is None:
+                raise UnknownTable(f"table {table!r} is not registered in this receiver")
+            published = state.ledger.publication_id
+            if published is not None:
+                raise NotForgettable(
+                    f"table {table!r} has published (last publication {published}): its "
+                    "receipts are the proof of what its readers were given, so it is never "
+                    "forgotten; a table that never published can be"
+                )
+            held = self.store.holds_of(connection, table)
+            if held:
+                raise NotForgettable(
+                    f"table {table!r} is held as {', '.join(h.hold_id for h in held)}: a person "
+                    "ends that first (dogana hold discard RECEIVER ID --by NAME)"
+                )
+            return self.store.delete_table(connection, table)
 
     def receipts(self, table: str) -> list[Receipt]:
         with transaction(self.connect, self.dialect, write=False) as connection:

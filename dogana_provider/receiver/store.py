@@ -342,6 +342,23 @@ class Store:
             ),
         )
 
+    def delete_table(self, connection: Any, table: str) -> int:
+        """Delete a table's rows from the store (its row, ledger chunks, expectations, receipts
+        and ended holds); the number of receipts deleted. The caller holds the table's lock and
+        has seen that it never published and holds nothing (Receiver.forget). Its staging tables
+        stay noted, for sweep to drop."""
+        counted = fetch_one(
+            connection,
+            f"SELECT COUNT(*) FROM {self.receipts} WHERE table_name = {self.p}",
+            (table,),
+        )
+        store_tables = [self.receipts, self.chunks, self.expectations_table]
+        if self._has_holds(connection):
+            store_tables.append(self.holds)
+        for store_table in [*store_tables, self.tables]:
+            execute(connection, f"DELETE FROM {store_table} WHERE table_name = {self.p}", (table,))
+        return int(counted[0]) if counted else 0
+
     # Expectations ---------------------------------------------------------------------------
 
     def set_expectations(self, connection: Any, table: str, expectations: Expectations) -> None:
