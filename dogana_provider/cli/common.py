@@ -26,6 +26,8 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from dogana_core.errors import InvalidContract
 from dogana_core.values import LogicalType, Scalar
 from dogana_core.wire import Wire, decode_date, decode_datetime
+from dogana_provider.hooks.sql import MissingExtra
+from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.report import durations
 
 OK, REFUSED, USAGE = 0, 1, 2
@@ -136,8 +138,8 @@ def open_receiver(receiver: str) -> Iterator[tuple[Any, str]]:
         variable = f"AIRFLOW_CONN_{conn_id.upper()}"
         saved = os.environ.get(variable)
         os.environ[variable] = connection
+        # Airflow is imported only here: a sender's commands on files never wait for it.
         from dogana_provider.hooks.dogana import DoganaHook
-        from dogana_provider.hooks.sql import MissingExtra
 
         try:
             yield DoganaHook(conn_id), name
@@ -160,6 +162,7 @@ def connection_of_id(conn_id: str) -> str:
     Connection, in the server context the `airflow connections` commands declare.
     """
     os.environ["_AIRFLOW_PROCESS_CONTEXT"] = "server"
+    # Imported once the context is declared, which Airflow reads as it loads its backends.
     from airflow.models.connection import Connection
     from airflow.sdk.exceptions import AirflowNotFoundException
 
@@ -224,8 +227,6 @@ def masked(url: str) -> str:
 
 def receiver_call(read: Callable[[], T], name: str) -> T:
     """Run a read of the receiver; an unregistered table refuses, naming the receiver."""
-    from dogana_provider.receiver.receiver import UnknownTable
-
     try:
         return read()
     except UnknownTable as exc:

@@ -3,9 +3,10 @@
 One Airflow deployment (deployment.py: LocalExecutor, PostgreSQL metadata database, scheduler,
 DAG processor, triggerer, API server) is started once per session and stopped after the last
 test. Its DAGs folder holds dags/examples/ as it is (in a folder examples/), and the tests' own
-DAGs from tests/deployment/dags/. The examples read their connections from the environment, as
-a deployment configures them: the source is a SQLite file (source_tables.py fills it) and the
-receiver a PostgreSQL schema of the session's own; the test DAGs read their own SQLite source.
+DAGs from tests/deployment/dags/. The examples' source is a SQLite file (source_tables.py fills it),
+a connection in the environment, and their receiver a PostgreSQL schema of the session's own, a
+connection in the metadata database (`airflow connections add`); the test DAGs read their own
+SQLite source.
 A test that needs an empty receiver creates one (a fresh schema or database) and a connection
 to it through the REST API.
 """
@@ -93,11 +94,15 @@ def deployment(
     environment = {
         "AIRFLOW_CONN_DOGANA_SOURCE": sqlite_connection(sources["examples"]),
         "AIRFLOW_CONN_DOGANA_TEST_SOURCE": sqlite_connection(sources["tests"]),
-        "AIRFLOW_CONN_DOGANA_DEFAULT": postgres_connection(postgres_url, examples_receiver),
     }
+    # The receiver in the metadata database, as `airflow connections add` keeps it: where the
+    # tasks and a person's `dogana` commands at the deployment's terminal both find it.
+    connections = {"dogana_default": postgres_connection(postgres_url, examples_receiver)}
     # The examples' folder whole: warehouse.py reads the contract files beside it.
     dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py"))]
-    with Deployment(postgres_url, dags=dags, environment=environment, users=USERS) as started:
+    with Deployment(
+        postgres_url, dags=dags, environment=environment, connections=connections, users=USERS
+    ) as started:
         yield started
 
 

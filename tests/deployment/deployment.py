@@ -45,6 +45,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 import psycopg
+from cryptography.fernet import Fernet
 
 TERMINAL = {"success", "failed"}
 """The states a DAG run ends in."""
@@ -102,6 +103,9 @@ class Deployment:
     :param dags: DAG files, or folders of them, copied into the deployment's DAGs folder.
     :param environment: added to every process's environment (connections as AIRFLOW_CONN_*,
         configuration as AIRFLOW__SECTION__OPTION).
+    :param connections: connections kept in the metadata database, as most teams keep them:
+        each id's value as AIRFLOW_CONN_* takes it (a URI, or JSON), added with `airflow
+        connections add` once the database is migrated.
     :param executor: [core] executor.
     :param services: processes started beside the scheduler, DAG processor, triggerer and API
         server (Celery workers, say).
@@ -116,6 +120,7 @@ class Deployment:
         *,
         dags: Iterable[Path] = (),
         environment: Mapping[str, str] | None = None,
+        connections: Mapping[str, str] | None = None,
         executor: str = "LocalExecutor",
         services: Sequence[Service] = (),
         parallelism: int = 8,
@@ -127,6 +132,7 @@ class Deployment:
         self.services = [*CORE, *services]
         self.parallelism = parallelism
         self.extra_environment = dict(environment or {})
+        self.connections = dict(connections or {})
         self.database = f"dogana_airflow_{uuid.uuid4().hex[:12]}"
         self.home = Path(tempfile.mkdtemp(prefix="dogana-deployment-"))
         self.port = free_port()
@@ -173,6 +179,8 @@ class Deployment:
             # Every process signs and checks the tasks' tokens with one key.
             "API_AUTH__JWT_SECRET": secrets.token_hex(32),
             "API__SECRET_KEY": secrets.token_hex(32),
+            # Every process reads the passwords the metadata database keeps with one key.
+            "CORE__FERNET_KEY": Fernet.generate_key().decode(),
             "LOGGING__BASE_LOG_FOLDER": str(self.logs / "tasks"),
             **SPEED,
         }
@@ -180,6 +188,16 @@ class Deployment:
         env["AIRFLOW_HOME"] = str(self.home)
         env.update(self.extra_environment)
         return env
+
+    def terminal_environment(self) -> dict[str, str]:
+        """The environment of a person at the deployment's terminal: its AIRFLOW_HOME and
+        settings (the metadata database among them), but no AIRFLOW_CONN_* variable, so that a
+        command finds connections where the deployment keeps them."""
+        return {
+            name: value
+            for name, value in self.environment.items()
+            if not name.startswith("AIRFLOW_CONN_")
+        }
 
     def _metadata_url(self) -> str:
         parts = urlsplit(self.postgres_url)
@@ -204,6 +222,14 @@ class Deployment:
         migrate = self._airflow(("db", "migrate"), timeout=max(deadline - time.monotonic(), 1))
         if migrate.returncode != 0:
             raise DeploymentError(f"airflow db migrate failed:\n{migrate.stdout[-4000:]}")
+        for conn_id, connection in self.connections.items():
+            spelled = "--conn-json" if connection.lstrip().startswith("{") else "--conn-uri"
+            added = self._airflow(
+                ("connections", "add", conn_id, spelled, connection),
+                timeout=max(deadline - time.monotonic(), 1),
+            )
+            if added.returncode != 0:
+                raise DeploymentError(f"airflow connections add {conn_id} failed:\n{added.stdout}")
         for service in self.services:
             self._spawn(service)
         self._spawn(Service("api-server", ("api-server",)))
