@@ -190,10 +190,6 @@ class Contract(Wire):
     def keyed(self) -> bool:
         return bool(self.key)
 
-    @property
-    def shape_map(self) -> dict[str, Shape]:
-        return dict(self.shapes)
-
     def shape(self, name: str) -> Shape:
         for shape_name, shape in self.shapes:
             if shape_name == name:
