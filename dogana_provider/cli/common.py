@@ -1,7 +1,7 @@
 """What every family of `dogana` commands uses: the exit statuses and the two ways a command
 ends early (Refused, UsageError), how a family adds its commands to the parser (Command), the
-values, files and receivers the command line names, and the receiver behind a connection id or a
-URL. It imports none of the families; main.py puts them together.
+values the command line names, and the receiver behind a connection id or a URL. It imports
+none of the families; main.py puts them together.
 
 Exit status: 0 on success, 1 when dogana refuses (a failed check, an invalid contract or
 manifest, an unreadable file, receipts that do not fold, an unknown table), 2 on a usage error
@@ -25,13 +25,12 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from dogana_core.errors import InvalidContract
 from dogana_core.values import LogicalType, Scalar
-from dogana_core.wire import Wire, decode_date, decode_datetime
+from dogana_core.wire import decode_date, decode_datetime
 from dogana_provider.hooks.sql import MissingExtra
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.report import durations
 
 OK, REFUSED, USAGE = 0, 1, 2
-W = TypeVar("W", bound=Wire)
 T = TypeVar("T")
 
 EXIT_STATUS = "exit status: 0 success, 1 dogana refuses, 2 usage error"
@@ -56,7 +55,7 @@ class Parser(argparse.ArgumentParser):
 Command = Callable[[str, str, str, str], argparse.ArgumentParser]
 """command(name, help, description, examples): a new subcommand's parser. Each family's
 add_commands(command) adds its commands through it, so that all read alike: the description
-dedented, the examples and the exit statuses below."""
+dedented, then the examples and the exit statuses."""
 
 
 # Values from the command line ------------------------------------------------------------------

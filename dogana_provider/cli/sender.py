@@ -24,7 +24,7 @@ import re
 import sqlite3
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from dogana_core.claims import Claims
 from dogana_core.contract import Contract
@@ -34,7 +34,7 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
-from dogana_core.wire import parse_json
+from dogana_core.wire import Wire, parse_json
 from dogana_provider.checks.rows import plan, verify
 from dogana_provider.cli.common import (
     OK,
@@ -42,7 +42,6 @@ from dogana_provider.cli.common import (
     Command,
     Refused,
     UsageError,
-    W,
     one_source,
     open_receiver,
     parse_datetime,
@@ -60,6 +59,8 @@ from dogana_provider.dialects import SQLITE
 from dogana_provider.report.durations import spell_duration
 from dogana_provider.report.table import instant, plural, span, text_table
 from dogana_provider.staging import bound_columns, stage_file
+
+W = TypeVar("W", bound=Wire)
 
 MANIFEST_EXAMPLES = """
 examples:
