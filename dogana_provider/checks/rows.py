@@ -665,8 +665,8 @@ class StagedRows:
         return _check(
             CheckName.WINDOW_NOT_NULL,
             False,
-            f"{plural(nulls, 'live row')} {'has' if nulls == 1 else 'have'} "
-            f"a null window value ({window}): " + self.examples("null_window", window),
+            f"{plural(nulls, 'live row has', 'live rows have')} a null window value ({window}): "
+            + self.examples("null_window", window),
         )
 
     def window_inside(self) -> Check:
@@ -706,7 +706,7 @@ class StagedRows:
             )
         if nulls:
             found.append(
-                f"{plural(nulls, 'live row')} {'has' if nulls == 1 else 'have'} a null {cursor}, "
+                f"{plural(nulls, 'live row has', 'live rows have')} a null {cursor}, "
                 "which a live row never has: " + self.examples("null_cursor", cursor)
             )
         return _check(CheckName.CURSOR_INSIDE, False, "; ".join(found))

@@ -30,6 +30,7 @@ from dogana_provider.dialects import declared_types
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
+from dogana_provider.report.table import plural
 
 
 class DoganaHook(BaseHook):
@@ -128,7 +129,7 @@ def claims_line(claims: Claims) -> str:
     return (
         f"{claims.state}, complete as of {iso(claims.complete_as_of)}, deletions as of "
         f"{iso(claims.deletions_as_of)}, exact as of {iso(claims.exact_as_of)} "
-        f"({len(claims.regions)} region{'' if len(claims.regions) == 1 else 's'})"
+        f"({plural(len(claims.regions), 'region')})"
     )
 
 
