@@ -242,6 +242,24 @@ def discard(steps: Steps, hold_id: str, by: str, reason: str = "") -> tuple[Rece
     return tuple(receipts)
 
 
+DISCARDED_CHECK = "discarded"
+"""The receiver's check refusing a manifest a person discarded, whenever it comes again."""
+
+
+def refused_as_discarded(found: Hold) -> Check:
+    """The failed check of a delivery a person discarded, delivered again (a cleared gate, a
+    retry, a sender's repeat): a discard is a person's decision about this manifest, so it is
+    refused again, never held again as a new hold."""
+    at = "" if found.decided_at is None else f" at {when(found.decided_at)} UTC"
+    why = f" ({found.reason})" if found.reason else ""
+    return Check(
+        DISCARDED_CHECK,
+        False,
+        f"this manifest was held as {found.hold_id} and discarded by {found.decided_by}{at}"
+        f"{why}: a discarded delivery is refused whenever it comes again; deliver a new read",
+    )
+
+
 def held_still(steps: Steps, hold_id: str) -> Hold:
     """A hold still held; NotHeld, saying how it ended, when it is not."""
     found = find(steps, hold_id)

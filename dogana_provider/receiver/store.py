@@ -691,6 +691,18 @@ class Store:
         )
         return None if row is None else str(row[0])
 
+    def discarded(self, connection: Any, table: str, manifest_identity: str) -> Hold | None:
+        """The hold that discarded this manifest identity on this table, if a person did: a
+        discarded delivery is refused whenever it comes again."""
+        if not self._has_holds(connection):
+            return None
+        found = self._holds(
+            connection,
+            f"table_name = {self.p} AND manifest_identity = {self.p} AND state = {self.p}",
+            (table, manifest_identity, DISCARDED),
+        )
+        return found[0] if found else None
+
     def hold(self, connection: Any, hold_id: str) -> Hold | None:
         """A hold by its id, ended or not; None when there is none."""
         if not self._has_holds(connection):

@@ -85,6 +85,7 @@ def decide_group(
         recorded = _recorded(steps, connection, manifests)
         activations = {table: steps.activation(connection, table) for table in tables}
         held = {steps.store.held_for(connection, t, manifests[t].identity) for t in tables}
+        discarded = {t: steps.store.discarded(connection, t, manifests[t].identity) for t in tables}
     now = steps.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
@@ -96,6 +97,16 @@ def decide_group(
         if not refused:
             return GroupDecision(group, replayed)
         receipts = _reject_all(steps, group, states, manifests, refused, now)
+        return GroupDecision(group, _save(steps, receipts))
+    discarding = {t: (holding.refused_as_discarded(h),) for t, h in discarded.items() if h}
+    if discarding:  # a person discarded one of them: the group is refused, never held again
+        receipts = group.apply(
+            _ledgers(states),
+            manifests,
+            now=now,
+            outcomes=discarding,
+            sources=_sources(steps, group),
+        )
         return GroupDecision(group, _save(steps, receipts))
     (hold_id,) = held if len(held) == 1 else (None,)
     if hold_id is not None:  # every table's rows wait for a person already: never staged twice

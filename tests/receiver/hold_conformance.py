@@ -26,7 +26,7 @@ from dogana_core.group import Group, recorded_digest
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.activation import SOURCE_ACTIVE
-from dogana_provider.receiver.holds import NotHeld
+from dogana_provider.receiver.holds import DISCARDED_CHECK, NotHeld
 from dogana_provider.receiver.receiver import HeldDelivery
 from dogana_provider.receiver.together import GroupDecision
 
@@ -252,6 +252,33 @@ class HoldConformance:
             "order 7 is a test order",
         )
         receiver.verify(source.table)
+
+    def test_a_discarded_delivery_delivered_again_is_refused_as_discarded(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        """A cleared gate or a retry hands the same manifest over again: the person's discard
+        stands, naming who and when, and no new hold is made of it."""
+        receiver.register(source.contract, Expectations.from_dict(HOLD))
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(7, 7, "bad", at(3))
+        delivery = source.changes(at(2), at(4))
+        decision = receiver.decide(*delivery)
+        assert decision.hold is not None
+        receiver.discard(decision.hold, by=PERSON, reason="order 7 is a test order")
+        before = self.state(receiver, source.table)
+        again = receiver.decide(*delivery)
+        assert not again.held and not again.to_publish
+        assert again.receipt.outcome is Outcome.REJECTED
+        (failed,) = again.receipt.failed
+        assert failed.name == DISCARDED_CHECK
+        assert f"held as {decision.hold} and discarded by {PERSON} at {WHEN}" in failed.detail
+        assert "order 7 is a test order" in failed.detail
+        assert receiver.holds() == []
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2] == [*before[2], again.receipt.identity]
+        assert self.staging_left(receiver, delivery[1]) == []
 
     # Ending a hold ---------------------------------------------------------------------------
 
@@ -481,6 +508,19 @@ class HoldConformance:
         assert receiver.find_hold(held.hold).state == "discarded"
         with pytest.raises(NotHeld, match=f"discarded by {PERSON}"):
             receiver.release(held.hold, by=OTHER)
+
+    def test_a_discarded_group_delivered_again_is_refused_as_discarded(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        receiver.discard(held.hold, by=PERSON)
+        again = receiver.decide_group(held.group, held.deliveries)
+        assert again.hold is None and not again.to_publish
+        assert [r.outcome for r in again.receipts] == [Outcome.REJECTED] * 2
+        refused = [c for r in again.receipts for c in r.failed if c.name == DISCARDED_CHECK]
+        assert refused and all(f"discarded by {PERSON} at {WHEN}" in c.detail for c in refused)
+        assert receiver.holds() == []
+        assert self.group_staged(receiver, held) == []
 
     def test_two_people_releasing_a_group_at_once_publish_it_once(
         self, connect: Any, receiver: Receiver, uid: str, tmp_path: Path
