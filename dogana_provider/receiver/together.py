@@ -324,6 +324,8 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
     group = Group(tuple(held.contract for held in found.tables))
     staged = tuple(held.staged for held in found.tables)
     with transaction(steps.connect, steps.dialect) as connection:
+        steps.store.create(connection)  # a store made before released rows gets their table
+    with transaction(steps.connect, steps.dialect) as connection:
         for held in found.tables:
             add_missing_columns(connection, steps.dialect, held.staged, held.contract)
     ddl_joins = transactional_ddl(steps.dialect)
@@ -334,6 +336,8 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
         note = f"held as {hold_id}, released by {by} at {when(now)} UTC"
         releases = {held.table: Release(held, note) for held in found.tables}
         receipts = _release_locked(steps, connection, group, found, states, releases, now)
+        for held in found.tables:
+            holding.accept_rows(steps, connection, hold_id, held, by, now)
         outcome = str(receipts[0].outcome)  # a group's tables share one outcome
         steps.store.end_hold(connection, hold_id, RELEASED, by, stamp(now), None, outcome)
         for files in staged:  # published, refused or replayed: the staged rows are spent

@@ -227,6 +227,71 @@ class HoldConformance:
         after = self.state(receiver, source.table)
         assert after[:2] == before[:2] and after[2] == [*before[2], receipt.identity]
 
+    # What a release covers later -------------------------------------------------------------
+    # Order 7, named "bad", released at 4h; later reads carry it again.
+
+    def released(self, receiver: Receiver, source: Source) -> None:
+        decision, _ = self.held(receiver, source)
+        assert decision.hold is not None
+        (receipt,) = receiver.release(decision.hold, by=PERSON)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+
+    def test_a_released_row_does_not_hold_the_next_full_read_again(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        receipt = self.publish_checked(receiver, source, source.full(at(5)))
+        (check,) = [c for c in receipt.checks if c.name == HELD_BY]
+        assert check.passed and check.detail.startswith("met:")
+        assert "all released earlier" in check.detail
+
+    def test_a_released_row_does_not_hold_a_changes_read_rereading_it(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        # Since 2h, as a lookback rereads: order 7 (changed at 3h) comes again, unchanged.
+        receipt = self.publish_checked(receiver, source, source.changes(at(2), at(5)))
+        assert receipt.manifest.rows == 1
+        (check,) = [c for c in receipt.checks if c.name == HELD_BY]
+        assert check.passed and "all released earlier" in check.detail
+
+    def test_a_released_row_changed_since_is_checked_afresh_and_holds_again(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        source.put(7, 7, "bad", at(4.5))  # changed again at the source: another version
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held, decision.receipt.failed
+        (check,) = decision.receipt.failed
+        assert check.name == HELD_BY and "1 live row" in check.detail
+
+    def test_a_release_covers_the_rows_released_not_others_the_same_rule_faults(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        source.put(8, 8, "bad", at(4.5))
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held and decision.hold is not None
+        (check,) = decision.receipt.failed
+        assert check.detail.endswith(
+            "2 live rows not satisfying name <> 'bad', 1 released earlier, 1 row"
+        )
+        (shown,) = receiver.violations(receiver.find_hold(decision.hold), 20)
+        assert shown.rows.count == 2  # a person sees every row at fault, the released one too
+
+    def test_a_release_covers_the_rule_as_declared_then(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        stricter = {
+            "checks": {
+                HELD_BY: {"check_statement": "name NOT IN ('bad', 'worse')", "on_violation": "hold"}
+            }
+        }
+        receiver.declare(source.table, Expectations.from_dict(stricter))
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held, decision.receipt.failed
+
     # Discarded -------------------------------------------------------------------------------
 
     def test_a_discarded_hold_is_recorded_as_a_rejection_and_its_staged_rows_dropped(
