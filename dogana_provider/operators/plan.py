@@ -82,6 +82,7 @@ class PlanDeliveryOperator(BaseOperator):
         "window",
     )
     template_fields_renderers = {"contract": "json"}
+    states = REQUIREMENT  # the XCom key of what a run asks, which gate and publish read
 
     def __init__(
         self,

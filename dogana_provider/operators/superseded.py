@@ -64,9 +64,8 @@ class Planned:
 
 def planned(task: Any, context: Any) -> list[Planned]:
     """What the nearest plan tasks upstream asked (several for a mapped plan, one per table);
-    none when no plan task is upstream (a pushed delivery) or it stated nothing."""
-    from dogana_provider.operators.plan import PlanDeliveryOperator
-
+    none when no plan task is upstream (a pushed delivery) or it stated nothing. A plan task is
+    one whose class states requirements under REQUIREMENT (PlanDeliveryOperator.states)."""
     found: list[Any] = []
     seen: set[str] = set()
     queue = deque(task.upstream_list)
@@ -77,7 +76,7 @@ def planned(task: Any, context: Any) -> list[Planned]:
                 continue
             seen.add(upstream.task_id)
             kind = getattr(upstream, "operator_class", type(upstream))
-            if isinstance(kind, type) and issubclass(kind, PlanDeliveryOperator):
+            if getattr(kind, "states", None) == REQUIREMENT:
                 found.append(upstream)
             else:
                 queue.extend(upstream.upstream_list)
