@@ -47,7 +47,7 @@ from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.holds import HeldDelivery, Release
 from dogana_provider.receiver.steps import Checked, Steps, stamp
 from dogana_provider.receiver.store import RELEASED, HeldTable, Hold, TableState
-from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.receiver.transactions import transaction
 from dogana_provider.report.table import when
 from dogana_provider.staging import Staged
 
@@ -142,7 +142,7 @@ def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
     with transaction(steps.connect, steps.dialect) as connection:
         for receipt, files in zip(decision.receipts, staged, strict=True):
             add_missing_columns(connection, steps.dialect, files, receipt.contract)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
         receipts = _publish_locked(steps, connection, decision)
         for files in staged:  # published, refused or replayed: the staged rows are spent
@@ -315,7 +315,7 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
     with transaction(steps.connect, steps.dialect) as connection:
         for held in found.tables:
             add_missing_columns(connection, steps.dialect, held.staged, held.contract)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
         states = {table: steps.locked_state(connection, table) for table in sorted(group.tables)}
         holding.still_held(steps, connection, hold_id)
