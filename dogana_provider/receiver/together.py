@@ -74,6 +74,21 @@ class GroupDecision:
         )
 
 
+@dataclass(frozen=True)
+class GroupCase:
+    """What one decision on a group weighs: each table's state and manifest, the staged rows
+    (in the group's order), the instant, each table's activation then, and for a held group's
+    release its released checks."""
+
+    group: Group
+    states: Mapping[str, TableState]
+    manifests: Mapping[str, Manifest]
+    staged: tuple[Staged, ...]
+    now: datetime
+    active: Mapping[str, SourceState]
+    released: Mapping[str, Release] | None = None
+
+
 def decide_group(
     steps: Steps, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
 ) -> GroupDecision:
@@ -117,9 +132,8 @@ def decide_group(
         steps.stage(paths[table], manifests[table], states[table].contract) for table in tables
     )
     with transaction(steps.connect, steps.dialect, write=False) as connection:
-        receipts, checked = _evaluate(
-            steps, connection, group, states, manifests, staged, now, sources
-        )
+        case = GroupCase(group, states, manifests, staged, now, sources)
+        receipts, checked = _evaluate(steps, connection, case)
     decision = GroupDecision(group, receipts, staged)
     if decision.to_publish:
         return decision
@@ -177,25 +191,19 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
     )
     if stale:
         manifests = {r.table: r.manifest for r in receipts}
-        receipts = _decide_again(steps, connection, group, states, manifests, staged, now, sources)
+        case = GroupCase(group, states, manifests, staged, now, sources)
+        receipts = _decide_again(steps, connection, case)
     return _commit(steps, connection, states, receipts, staged)
 
 
 def _evaluate(
-    steps: Steps,
-    connection: Any,
-    group: Group,
-    states: Mapping[str, TableState],
-    manifests: Mapping[str, Manifest],
-    staged: tuple[Staged, ...],
-    now: datetime,
-    active: Mapping[str, SourceState],
-    released: Mapping[str, Release] | None = None,
+    steps: Steps, connection: Any, case: GroupCase
 ) -> tuple[tuple[Receipt, ...], dict[str, Checked]]:
     """Preflight, row checks of every staged file (and each table's SOURCE_ACTIVE, where the
     receiver requires activation), then Group.apply: all accepted or none. released, for a held
     group's release, passes each table's released checks again. Also each table's Checked
     (none when preflight refused the group)."""
+    group, states, manifests, now = case.group, case.states, case.manifests, case.now
     sources = _sources(steps, group)
     if not all(
         check.passed
@@ -205,13 +213,13 @@ def _evaluate(
         return group.apply(_ledgers(states), manifests, now=now, sources=sources), {}
     checked = {
         table: steps.row_checks(connection, states[table], manifests[table], files)
-        for table, files in zip(group.tables, staged, strict=True)
+        for table, files in zip(group.tables, case.staged, strict=True)
     }
     outcomes: dict[str, list[Check]] = {}
     for table, found in checked.items():
-        release = (released or {}).get(table)
+        release = (case.released or {}).get(table)
         outcomes[table] = list(found.checks if release is None else release.checks(found.checks))
-        check = active[table].check()
+        check = case.active[table].check()
         if check is not None:
             outcomes[table].append(check)
     receipts = group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
@@ -373,36 +381,24 @@ def _release_locked(
             _ledgers(states), manifests, now=now, outcomes=outcomes, sources=_sources(steps, group)
         )
     else:  # decided again from the same staged rows, as a stale group decision is
-        receipts = _decide_again(
-            steps, connection, group, states, manifests, staged, now, sources, releases
-        )
+        case = GroupCase(group, states, manifests, staged, now, sources, releases)
+        receipts = _decide_again(steps, connection, case)
     return _commit(steps, connection, states, receipts, staged)
 
 
-def _decide_again(
-    steps: Steps,
-    connection: Any,
-    group: Group,
-    states: Mapping[str, TableState],
-    manifests: Mapping[str, Manifest],
-    staged: tuple[Staged, ...],
-    now: datetime,
-    active: Mapping[str, SourceState],
-    released: Mapping[str, Release] | None = None,
-) -> tuple[Receipt, ...]:
+def _decide_again(steps: Steps, connection: Any, case: GroupCase) -> tuple[Receipt, ...]:
     """A group decided again on its locked states from the same staged rows, never a rebased
     plan: the replay of its recorded acceptances (refused if the bytes differ), else preflight,
     row checks and Group.apply (_evaluate)."""
+    group, manifests = case.group, case.manifests
     replayed = group.replay(manifests, _recorded(steps, connection, manifests))
     if replayed is None:
-        return _evaluate(
-            steps, connection, group, states, manifests, staged, now, active, released
-        )[0]
-    hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
+        return _evaluate(steps, connection, case)[0]
+    hashes = dict(zip(group.tables, (files.sha256 for files in case.staged), strict=True))
     refused = _other_bytes(manifests, hashes)
     if not refused:
         return replayed
-    return _reject_all(steps, group, states, manifests, refused, now)
+    return _reject_all(steps, group, case.states, manifests, refused, case.now)
 
 
 def _commit(
