@@ -595,13 +595,6 @@ def _at(where: str, exc: Exception) -> str:
     return text if text.startswith(where) else f"{where}: {text}"
 
 
-def expectations_of(value: Any, where: str = "expectations") -> Expectations | None:
-    """An Expectations, its dict, or None (nothing declared here), as operators take it."""
-    if value is None:
-        return None
-    return Expectations.from_dict(value, where)
-
-
 # Results -----------------------------------------------------------------------------------------
 
 
