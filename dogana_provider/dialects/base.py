@@ -70,6 +70,8 @@ class Dialect:
     """Whether a cursor's description types its columns (SQLite's does not)."""
     document_type: str = "TEXT"
     """The column type of the store's JSON documents."""
+    deletes_by_join: bool = False
+    """Whether a DELETE of the rows matching staged keys joins them (a multi-table DELETE)."""
     reuses_connections: bool = False
     """Whether a transaction's connection may be lent to the next one (receiver/transactions.py
     Reusing): nothing a PostgreSQL transaction leaves on its session outlives it, while
@@ -221,9 +223,6 @@ class Dialect:
         SELECT returns, looked up in the key index; None where the database has none better
         than delete_by_join or EXISTS."""
         return None
-
-    deletes_by_join: bool = False
-    """Whether a DELETE of the rows matching staged keys joins them (a multi-table DELETE)."""
 
     @contextmanager
     def unchecked_inserts(self, connection: Any) -> Iterator[None]:

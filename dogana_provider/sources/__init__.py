@@ -46,7 +46,7 @@ def snapshots_for(hook: Any, **options: Any) -> SnapshotSource:
     try:
         dialect = dialect_for(hook)
     except UnknownDatabase as exc:
-        raise UnsupportedRead(str(exc).replace("no dogana dialect", "no snapshot read")) from None
+        raise UnsupportedRead(f"no snapshot read: {exc}") from None
     return SOURCES[dialect](hook.get_conn, **options)
 
 

@@ -1,6 +1,6 @@
 """The conformance suite on MariaDB again, over connections that allow LOAD DATA LOCAL INFILE:
-staging then loads each batch as a file (staging/mariadb.py's LocalInfile) instead of executemany, and
-every rule holds the same, unstorable values and faults mid-publish included."""
+staging then loads each batch as a file (staging/mariadb.py's LocalInfile) instead of
+executemany, and every rule holds the same, unstorable values and faults mid-publish included."""
 
 from __future__ import annotations
 
