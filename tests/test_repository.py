@@ -250,3 +250,9 @@ def test_postgres_url_connects(postgres_url: str) -> None:
 @pytest.mark.mariadb
 def test_mariadb_url_names_a_reachable_server(mariadb_url: str) -> None:
     assert mariadb_url == "mysql://root@127.0.0.1:3306/test"
+
+
+def test_the_provider_keeps_at_most_five_modules_at_its_top() -> None:
+    """Everything else lives in a room (a folder of one part of the design)."""
+    top = sorted(p.name for p in (ROOT / "dogana_provider").glob("*.py"))
+    assert len(top) <= 5, top
