@@ -164,7 +164,7 @@ def _insert(
     data_error = getattr(connection, "DataError", None) or _NoError
     bulk = BULK_LOADS.get(dialect)
     logical = [kind for _, kind in types]
-    local = None if bulk is None else bulk(connection, dialect, table, quoted, logical)
+    loader = None if bulk is None else bulk(connection, dialect, table, quoted, logical)
     cursor = connection.cursor()
     try:
         cursor.execute("SAVEPOINT dogana_stage")
@@ -172,12 +172,10 @@ def _insert(
             numbers = range(rows + 1, rows + batch.num_rows + 1)
             try:
                 refuse_unstorable(dialect, delivered.path, batch, types)
-                if local is not None and local.load(cursor, numbers, batch.columns, following):
-                    pass
-                else:
-                    if local is not None:
-                        local.close()
-                    local = None  # the connection does not allow it: executemany from now on
+                if loader is None or not loader.load(cursor, numbers, batch.columns, following):
+                    if loader is not None:
+                        loader.close()
+                    loader = None  # none, or the connection refuses it: executemany from now on
                     values = [
                         dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)
                     ]
@@ -198,8 +196,8 @@ def _insert(
             rows += batch.num_rows
         cursor.execute("RELEASE SAVEPOINT dogana_stage")
     finally:
-        if local is not None:
-            local.close()
+        if loader is not None:
+            loader.close()
         cursor.close()
     return rows
 
