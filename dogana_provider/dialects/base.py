@@ -132,6 +132,24 @@ class Dialect:
             return f"{expression} COLLATE {self.text_collation}"
         return expression
 
+    def cast_text(self, expression: str, length: int | None = None) -> str:
+        """expression cast to text (at most length characters, where given)."""
+        kind = "TEXT" if length is None else f"VARCHAR({length})"
+        return f"CAST({expression} AS {kind})"
+
+    def concat(self, parts: Sequence[str]) -> str:
+        """The text expressions parts joined end to end."""
+        return " || ".join(parts)
+
+    def char_length(self, expression: str) -> str:
+        """The length of a text expression in characters."""
+        return f"LENGTH({expression})"
+
+    def sha256_hex(self, connection: Any, expression: str) -> str:
+        """The SHA-256 of a text expression's UTF-8 bytes, as lowercase hex; on connection,
+        which may have to learn the function first."""
+        raise NotImplementedError
+
     def index_column(self, column: str, logical: str | None) -> str:
         """A column as an index names it."""
         return self.quote(column)

@@ -68,6 +68,22 @@ class MariadbDialect(Dialect):
             return f"{self.quote(column)}(255)"
         return self.quote(column)
 
+    def cast_text(self, expression: str, length: int | None = None) -> str:
+        # CAST takes CHAR, never VARCHAR (outside Oracle mode); an over-long value is then
+        # refused by the column it goes into, not cut here.
+        return f"CAST({expression} AS CHAR)"
+
+    def concat(self, parts: Sequence[str]) -> str:
+        # || is OR here, unless PIPES_AS_CONCAT.
+        return f"CONCAT({', '.join(parts)})"
+
+    def char_length(self, expression: str) -> str:
+        # LENGTH counts bytes here.
+        return f"CHAR_LENGTH({expression})"
+
+    def sha256_hex(self, connection: Any, expression: str) -> str:
+        return f"SHA2({expression}, 256)"
+
     def source_column(self, quoted: str, logical: str) -> str:
         # The UTF-8 bytes compare in code-point order, whatever the column's collation.
         if logical == "str":

@@ -54,6 +54,9 @@ class PostgresDialect(Dialect):
             return None  # numeric without a declared precision: from the values
         return _OIDS.get(type_code)
 
+    def sha256_hex(self, connection: Any, expression: str) -> str:
+        return f"encode(sha256(convert_to({expression}, 'UTF8')), 'hex')"
+
     def streaming_cursor(self, connection: Any) -> Any:
         # A named cursor is a server-side cursor: rows arrive fetchmany by fetchmany.
         return connection.cursor(name=f"dogana_{secrets.token_hex(8)}")

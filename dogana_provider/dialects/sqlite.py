@@ -11,6 +11,7 @@ tests/provider/test_checks.py holds them together across the whole datetime doma
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -45,6 +46,14 @@ def _text_array(array: pa.Array) -> list[Any]:
     return array.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
 
 
+SHA256 = "dogana_sha256"
+"""The SHA-256 function SQLite lacks, registered on a connection by sha256_hex."""
+
+
+def _sha256(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 # SQLite's primary result codes for a statement's own fault: SQLITE_ERROR (no such column, a
 # syntax error, a misused aggregate), SQLITE_MISMATCH, SQLITE_RANGE. BUSY, IOERR, FULL... raise.
 _STATEMENT_CODES = frozenset({1, 20, 25})
@@ -63,6 +72,11 @@ class SqliteDialect(Dialect):
         if logical == "date":
             return f"dogana_date({quoted})"
         return quoted
+
+    def sha256_hex(self, connection: Any, expression: str) -> str:
+        # Deterministic, so SQLite may use it inside any statement.
+        connection.create_function(SHA256, 1, _sha256, deterministic=True)
+        return f"{SHA256}({expression})"
 
     def begin_statements(self, *, write: bool) -> tuple[str, ...]:
         # sqlite3 would open a deferred transaction at the first write, too late for a lock.

@@ -45,6 +45,7 @@ from dogana_provider.operators.arguments import (
     run_end,
     window_of,
 )
+from dogana_provider.operators.superseded import REQUIREMENT, Planned, requirement_line
 from dogana_provider.receiver.activation import SourceState
 
 
@@ -81,6 +82,7 @@ class PlanDeliveryOperator(BaseOperator):
         "window",
     )
     template_fields_renderers = {"contract": "json"}
+    states = REQUIREMENT  # the XCom key of what a run asks, which gate and publish read
 
     def __init__(
         self,
@@ -145,16 +147,20 @@ class PlanDeliveryOperator(BaseOperator):
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
         self.log.info("%s: contract registered; claims now %s", contract.table, claims_line(claims))
-        self.log.info("%s: requirement %s", contract.table, _requirement_line(requirement))
+        self.log.info("%s: requirement %s", contract.table, requirement_line(requirement))
         request = plan_delivery(ledger, requirement)
         if request is None:
             raise AirflowSkipException(
-                f"{contract.table}: claims suffice ({claims_line(claims)}); nothing to deliver"
+                f"{contract.table}: claims suffice ({claims_line(claims)}), met by publication "
+                f"{ledger.publication_id}; nothing to deliver"
             )
         shape = _shape(self.shape)
         if shape is not None:
             request = next_extraction(ledger, shape, request.until, window=window)
         self.log.info("%s: plan %s", contract.table, _request_line(request))
+        # What this run asks, for the gate and publish downstream: a delivery refused because
+        # another run's publication came first is superseded when that publication meets it.
+        context["ti"].xcom_push(REQUIREMENT, Planned(requirement, ledger.head).to_dict())
         return request.to_dict()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
@@ -248,19 +254,6 @@ def _shape(value: Any) -> str | None:
     """The shape asked for, or None; a template rendering nothing renders "" or "None"."""
     text = None if value is None else str(value).strip()
     return None if text in (None, "", "None") else text
-
-
-def _requirement_line(requirement: Requirement) -> str:
-    deletions = requirement.deletions_as_of
-    return (
-        f"complete as of {requirement.complete_as_of.isoformat()}"
-        + ("" if deletions is None else f", deletions as of {deletions.isoformat()}")
-        + (
-            " over the whole table"
-            if requirement.window is None
-            else f" over window {list(requirement.window)}"
-        )
-    )
 
 
 def _request_line(request: ExtractionRequest) -> str:
