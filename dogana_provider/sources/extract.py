@@ -285,18 +285,18 @@ def _require_columns(reading: Reading, names: set[str]) -> None:
     """Refuse, before a row is read, a relation without a column the contract reads by name:
     its key, window and cursor columns, and a deleted_flag the task names."""
     contract = reading.contract
-    required = [("key", name) for name in contract.key]
-    required += [
-        (role, name)
-        for role, name in (
-            ("window", contract.window_column),
-            ("cursor", contract.cursor_column),
-            ("deleted_flag", reading.flag if reading.flag_named else None),
-        )
-        if name is not None
+    declared: list[tuple[str, str | None]] = [("key", column) for column in contract.key]
+    declared += [
+        ("window", contract.window_column),
+        ("cursor", contract.cursor_column),
+        ("deleted_flag", reading.flag if reading.flag_named else None),
     ]
     folded = {name.lower() for name in names}
-    missing = [f"{role} column {name!r}" for role, name in required if name.lower() not in folded]
+    missing = [
+        f"{role} column {column!r}"
+        for role, column in declared
+        if column is not None and column.lower() not in folded
+    ]
     if missing:
         raise UnsupportedRead(
             f"{contract.table}: {_named(reading.relation)} has no {', no '.join(missing)}; "
