@@ -150,18 +150,7 @@ def test_only_a_databases_own_modules_ask_which_database_it_is() -> None:
     assert not offending, "\n".join(offending)
 
 
-@pytest.mark.parametrize(
-    "package",
-    [
-        "dogana_core",
-        pytest.param(
-            "dogana_provider",
-            marks=pytest.mark.xfail(
-                strict=False, reason="provider circles being removed in the same issue"
-            ),
-        ),
-    ],
-)
+@pytest.mark.parametrize("package", ["dogana_core", "dogana_provider"])
 def test_no_import_circles(package: str) -> None:
     """No module of a package reaches itself by its imports: module level, under TYPE_CHECKING
     and inside functions alike, since an import hidden in a function is the same dependency
