@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import io
 import re
-import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from dogana_core.contract import Contract
 from dogana_provider.delivery.files import Column, DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.dialects import Dialect, execute
 from dogana_provider.staging import postgres as copy_binary
+from dogana_provider.staging import scratch
 
 if TYPE_CHECKING:
     from dogana_provider.staging.sqlite import Preloaded
@@ -342,13 +342,14 @@ class _LocalInfile:
         if following is not None:
             after = range(numbers.stop, numbers.stop + following.num_rows)
             self._next = self._builder.submit(_load_data_text, after, following.columns)
-        with tempfile.NamedTemporaryFile(prefix="dogana-stage-", suffix=".tsv") as file:
+        # Held while it loads: a gate killed meanwhile leaves it for the next sweep (scratch.py).
+        with scratch.held_file() as (file, name):
             file.write(memoryview(text).cast("B"))
             file.flush()
-            if not re.fullmatch(r"[\w./-]+", file.name):
+            if not re.fullmatch(r"[\w./-]+", name):
                 return False  # a temporary folder whose name a literal would have to escape
             try:
-                cursor.execute(f"LOAD DATA LOCAL INFILE '{file.name}' {self.into}")
+                cursor.execute(f"LOAD DATA LOCAL INFILE '{name}' {self.into}")
             except Exception as exc:  # the driver's OperationalError, by its code
                 if exc.args and exc.args[0] in self.REFUSED:
                     return False
