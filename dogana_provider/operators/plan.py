@@ -24,7 +24,7 @@ authorization expired, and the `dogana activate` command that activates it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -258,7 +258,7 @@ def _requirement_line(requirement: Requirement) -> str:
         + (
             " over the whole table"
             if requirement.window is None
-            else f" over window {list(requirement.window)}"
+            else f" over window {_window(requirement.window)}"
         )
     )
 
@@ -266,7 +266,16 @@ def _requirement_line(requirement: Requirement) -> str:
 def _request_line(request: ExtractionRequest) -> str:
     return (
         f"read shape {request.shape!r} at or after {request.until.isoformat()}"
-        + ("" if request.window is None else f", window {list(request.window)}")
-        + ("" if request.since is None else f", since {request.since}")
+        + ("" if request.window is None else f", window {_window(request.window)}")
+        + ("" if request.since is None else f", since {_iso(request.since)}")
         + (", issuing its position" if request.issue_position else "")
     )
+
+
+def _window(window: Sequence[Any]) -> str:
+    """A window's two ends as people read them: [2026-11-03, 2026-11-04]."""
+    return f"[{', '.join(_iso(end) for end in window)}]"
+
+
+def _iso(value: Any) -> str:
+    return value.isoformat() if isinstance(value, date | datetime) else str(value)
