@@ -45,7 +45,8 @@ names its hold, and publish refuses it (HeldDelivery). A group is held whole, on
 every table (together.py), and released by together.py in one commit.
 
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
-the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
+the drop (MariaDB cannot drop inside that commit), a gate that died before it handed its decision
+back (staging/scratch.py), or a decision nobody published in time.
 """
 
 from __future__ import annotations
