@@ -17,9 +17,10 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dogana_core.errors import InvalidContract
+from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint, Shape
 from dogana_core.values import CURSOR_TYPES, DAY, ORDERED_TYPES, LogicalType, check_text, utc
 from dogana_core.wire import (
@@ -34,9 +35,6 @@ from dogana_core.wire import (
     sorted_pairs,
     wire_field,
 )
-
-if TYPE_CHECKING:
-    from dogana_core.manifest import Manifest
 
 IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,62}", re.ASCII)
 SHAPE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", re.ASCII)
@@ -192,10 +190,6 @@ class Contract(Wire):
     def keyed(self) -> bool:
         return bool(self.key)
 
-    @property
-    def shape_map(self) -> dict[str, Shape]:
-        return dict(self.shapes)
-
     def shape(self, name: str) -> Shape:
         for shape_name, shape in self.shapes:
             if shape_name == name:
@@ -233,8 +227,6 @@ class Contract(Wire):
 
     def manifest(self, shape: str, produced_at: datetime, **fields: Any) -> Manifest:
         """A manifest of this table and shape, carrying the contract's schema hash, checked."""
-        from dogana_core.manifest import Manifest
-
         fields.setdefault("schema_hash", self.schema_hash)
         manifest = Manifest(self.table, shape, produced_at, **fields)
         manifest.check(self)

@@ -31,7 +31,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property, lru_cache
-from typing import TYPE_CHECKING
 
 from dogana_core.claims import Claims
 from dogana_core.contract import Contract
@@ -39,25 +38,14 @@ from dogana_core.errors import InconsistentPublication, InvalidContract, Rejecte
 from dogana_core.jcs import canonicalize
 from dogana_core.manifest import SHA256_HEX, Manifest
 from dogana_core.plan import ApplyPlan
+from dogana_core.receipt import GENESIS, Outcome, Receipt, chain
 from dogana_core.region import Evidence, Region, RegionMap, before
 from dogana_core.shape import Checkpoint, Shape
 from dogana_core.values import Position, Scalar, check_scalar, is_domain_minimum, successor
 from dogana_core.wire import Array, Nested, Optional, Text, Wire, wire_field
 from dogana_core.wire import Position as PositionCodec
 
-if TYPE_CHECKING:
-    from dogana_core.gate import Receipt
-
 __all__ = ["GENESIS", "Ledger", "Region", "chain"]
-
-GENESIS = "None"
-"""The previous head of the first publication: the string None, as the chain's recipe states."""
-
-
-def chain(previous: str | None, contract: Contract, manifest: Manifest) -> str:
-    """The next head: SHA-256 of UTF-8 f"{previous}:{contract.identity}:{manifest.identity}"."""
-    text = f"{GENESIS if previous is None else previous}:{contract.identity}:{manifest.identity}"
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 Bounds = tuple[Scalar | None, Scalar | None]
@@ -363,8 +351,6 @@ class Ledger(Wire):
     def follow(self, receipt: Receipt) -> Ledger:
         """Apply one accepted receipt, checking it continues the chain and leaves the ledger it "
         "names."""
-        from dogana_core.gate import Outcome
-
         table = self.contract.table
         if receipt.table != table:
             raise InconsistentPublication(

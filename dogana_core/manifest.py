@@ -8,7 +8,9 @@ live rows and tombstones tombstones; keys never travel in the manifest. content_
 of the delivered bytes, is part of the identity, so a corrected file is a new delivery.
 
 A manifest checks itself on construction (types, counts, the hash's form) and against its
-contract with Manifest.check, which the gate reports as its "manifest" check.
+contract with Manifest.check, which the gate reports as its "manifest" check. The contract is
+read through Terms, the few declarations the check needs, so this module does not import
+dogana_core.contract: a contract makes manifests (Contract.manifest), never the other way round.
 """
 
 from __future__ import annotations
@@ -16,10 +18,10 @@ from __future__ import annotations
 import re
 from dataclasses import KW_ONLY, dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dogana_core.errors import InvalidContract
-from dogana_core.shape import Checkpoint
+from dogana_core.shape import Checkpoint, Shape
 from dogana_core.values import (
     LogicalType,
     Position,
@@ -42,10 +44,34 @@ from dogana_core.wire import (
 )
 from dogana_core.wire import Position as PositionCodec
 
-if TYPE_CHECKING:
-    from dogana_core.contract import Contract
-
 SHA256_HEX = re.compile(r"[0-9a-f]{64}", re.ASCII)
+
+
+class Terms(Protocol):
+    """What Manifest.check reads of a contract; dogana_core.contract.Contract is one."""
+
+    @property
+    def table(self) -> str: ...
+
+    @property
+    def schema_hash(self) -> str | None: ...
+
+    @property
+    def window_column(self) -> str | None: ...
+
+    @property
+    def cursor_column(self) -> str | None: ...
+
+    @property
+    def keyed(self) -> bool: ...
+
+    @property
+    def window_type(self) -> LogicalType | None: ...
+
+    @property
+    def position_type(self) -> type[int] | type[str]: ...
+
+    def shape(self, name: str) -> Shape: ...
 
 
 @dataclass(frozen=True)
@@ -107,16 +133,7 @@ class Manifest(Wire):
                 f"Manifest.content_hash: {self.content_hash!r} is not a lowercase hex SHA-256"
             )
 
-    @property
-    def interval_is_empty(self) -> bool:
-        """A zero-length changes interval: (g, g] of a sequence, (t, t] of a timestamp read."""
-        if self.since is None:
-            return False
-        if isinstance(self.since, datetime):
-            return self.since == self.produced_at
-        return self.since == self.generation
-
-    def check(self, contract: Contract) -> None:
+    def check(self, contract: Terms) -> None:
         """Raise InvalidContract naming the rule when this manifest does not fit its contract."""
         if self.table != contract.table:
             raise InvalidContract(
@@ -157,7 +174,7 @@ class Manifest(Wire):
                 f"got {self.rows} rows and {self.tombstones} tombstones"
             )
 
-    def _check_checkpoint(self, contract: Contract, checkpoint: Checkpoint) -> None:
+    def _check_checkpoint(self, contract: Terms, checkpoint: Checkpoint) -> None:
         since, generation = self.since, self.generation
         if checkpoint is Checkpoint.NONE:
             if since is not None:
@@ -205,7 +222,7 @@ class Manifest(Wire):
             if generation < since:
                 raise InvalidContract(f"Manifest.generation: {generation} is before since {since}")
 
-    def _interval_holds_nothing(self, contract: Contract, checkpoint: Checkpoint) -> bool:
+    def _interval_holds_nothing(self, contract: Terms, checkpoint: Checkpoint) -> bool:
         if checkpoint is Checkpoint.SEQUENCE:
             return self.since == self.generation
         if checkpoint is Checkpoint.TIMESTAMP:

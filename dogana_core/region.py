@@ -171,11 +171,6 @@ class Region(Wire):
     def with_evidence(self, evidence: Evidence) -> Region:
         return Region(self.low, self.high, self.low_open, self.high_open, *evidence)
 
-    def contains(self, value: Scalar) -> bool:
-        return (self.low is None or not before(value, self.low)) and (
-            self.high is None or before(value, self.high)
-        )
-
 
 def _endpoint_type(value: Any, what: str, expected: LogicalType | None) -> LogicalType:
     try:

@@ -241,7 +241,11 @@ def main() -> int:
         (2, "grace", 800, now()),
         (3, "edsger", 450, now()),
     )
-    source("INSERT INTO invoices VALUES (?, ?, ?, 0)", (1, "ada", now()), (2, "grace", now()))
+    source(
+        "INSERT INTO invoices (invoice_id, customer, updated_at, is_deleted) VALUES (?, ?, ?, 0)",
+        (1, "ada", now()),
+        (2, "grace", now()),
+    )
     source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (10, 1, 1000), (11, 1, 250), (20, 2, 4000))
     source("INSERT INTO events VALUES (?, ?, ?)", *[(k, "home", now()) for k in ("view",) * 3])
     source(
@@ -262,7 +266,10 @@ def main() -> int:
     source("INSERT INTO orders VALUES (?, ?, ?, ?, 0)", (4, "barbara", 3000, now()))
     source("UPDATE orders SET amount_cents = 950, updated_at = ? WHERE order_id = 2", (now(),))
     source("UPDATE orders SET is_deleted = 1, updated_at = ? WHERE order_id = 3", (now(),))
-    source("INSERT INTO invoices VALUES (?, ?, ?, 0)", (3, "edsger", now()))
+    source(
+        "INSERT INTO invoices (invoice_id, customer, updated_at, is_deleted) VALUES (?, ?, ?, 0)",
+        (3, "edsger", now()),
+    )
     source("INSERT INTO invoice_lines VALUES (?, ?, ?)", (30, 3, 700), (31, 3, 50))
     source("UPDATE invoices SET is_deleted = 1, updated_at = ? WHERE invoice_id = 2", (now(),))
     source("DELETE FROM invoice_lines WHERE invoice_id = ?", (2,))

@@ -1097,15 +1097,42 @@ def violating_rows(
     """The staged live rows expectation faults, first ``limit`` in file order (ROW_COLUMN first),
     and how many there are. A rule about the whole delivery (distinct count, an aggregate, the
     row count) faults no row in particular, and says so."""
-    kinds = dict(staged.columns)
     columns = (ROW_COLUMN, *(name for name, _ in staged.columns))
+    found = faulting(connection, dialect, staged, expectation, contract=contract)
+    if isinstance(found, str):
+        return Violating(columns, (), None, found)
+    condition, every = found
+    filtered = f"FROM {dialect.quote(staged.table)} WHERE {condition}"
+    ((count,),) = _fetch(connection, f"SELECT COUNT(*) {filtered}", every)
+    # The row number is ROW_COLUMN's, or on SQLite the rowid (staging.row_number).
+    row = row_number(dialect, (name for name, _ in staged.columns))
+    quoted_columns = ", ".join([row, *(dialect.quote(c) for c in columns[1:])])
+    rows = _fetch(
+        connection,
+        f"SELECT {quoted_columns} {filtered} ORDER BY {row} LIMIT {int(limit)}",
+        every,
+    )
+    return Violating(columns, tuple(tuple(row) for row in rows), int(count))
+
+
+def faulting(
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    expectation: Expectation,
+    *,
+    contract: Contract,
+) -> tuple[str, tuple[Any, ...]] | str:
+    """The SQL condition (and its parameters) of the staged live rows expectation faults; or,
+    for a rule that faults no row in particular or cannot run, why there are none."""
+    kinds = dict(staged.columns)
     condition, params = checks.live_condition(dialect, staged, contract)
     where: str | None = None
     where_params: tuple[Any, ...] = ()
     if isinstance(expectation, ColumnExpectation):
         logical = kinds.get(expectation.column)
         if logical is None:
-            return Violating(columns, (), None, f"the delivery has no column {expectation.column}")
+            return f"the delivery has no column {expectation.column}"
         quoted = dialect.quote(expectation.column)
         check = expectation.check
         if check is ColumnCheck.NULL_CHECK:
@@ -1131,24 +1158,46 @@ def violating_rows(
             (),
         )
         if isinstance(probe, StatementFailed):
-            return Violating(columns, (), None, f"could not run: {probe.message}")
+            return f"could not run: {probe.message}"
         if not probe:
             where = f"CASE WHEN ({statement}) THEN 0 ELSE 1 END = 1"
     if where is None:
-        return Violating(columns, (), None, "a rule about the whole delivery faults no row")
+        return "a rule about the whole delivery faults no row"
+    return f"({condition}) AND ({where})", (*params, *where_params)
+
+
+def unreleased(
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    result: Result,
+    *,
+    contract: Contract,
+    released: tuple[str, tuple[Any, ...]],
+) -> Result:
+    """A violated hold judged again without the rows a person released earlier (released: the
+    SQL condition of a staged row no release covers, and its parameters): met when every row
+    it faults was released, else violated by the others alone. Any other result as it is."""
+    if not result.violated or result.consequence is not Consequence.HOLD or result.error:
+        return result
+    found = faulting(connection, dialect, staged, result.expectation, contract=contract)
+    if isinstance(found, str):
+        return result
+    condition, params = found
     table = dialect.quote(staged.table)
-    filtered = f"FROM {table} WHERE ({condition}) AND ({where})"
-    every = (*params, *where_params)
-    ((count,),) = _fetch(connection, f"SELECT COUNT(*) {filtered}", every)
-    # The row number is ROW_COLUMN's, or on SQLite the rowid (staging.row_number).
-    row = row_number(dialect, (name for name, _ in staged.columns))
-    quoted_columns = ", ".join([row, *(dialect.quote(c) for c in columns[1:])])
-    rows = _fetch(
+    ((fresh, faulted),) = _fetch(
         connection,
-        f"SELECT {quoted_columns} {filtered} ORDER BY {row} LIMIT {int(limit)}",
-        every,
+        f"SELECT (SELECT COUNT(*) FROM {table} WHERE {condition} AND {released[0]}), "
+        f"(SELECT COUNT(*) FROM {table} WHERE {condition})",
+        (*params, *released[1], *params),
     )
-    return Violating(columns, tuple(tuple(row) for row in rows), int(count))
+    fresh, faulted = int(fresh), int(faulted)
+    if fresh == faulted:
+        return result
+    if not fresh:
+        return Result(result.expectation, False, f"{result.observed}, all released earlier")
+    observed = f"{result.observed}, {faulted - fresh} released earlier"
+    return Result(result.expectation, True, observed, rows=fresh)
 
 
 def _fetch(connection: Any, sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:

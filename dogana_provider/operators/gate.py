@@ -60,6 +60,7 @@ from dogana_provider.delivery.folders import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
+from dogana_provider.operators.superseded import planned, superseded
 from dogana_provider.receiver.receiver import Decision, Receiver
 from dogana_provider.report.holds import held_names, hold_lines
 
@@ -139,6 +140,7 @@ class GateOperator(BaseOperator):
         self.pattern = pattern
 
     def execute(self, context: Any) -> Any:
+        self._context = context  # a rejection asks the plan upstream what the run needed
         self._files: dict[str, str] = {}  # table -> the delivered file's uri, for lineage
         self._receipts: list[Receipt] = []
         receiver = DoganaHook(self.receiver_conn_id).receiver
@@ -209,6 +211,11 @@ class GateOperator(BaseOperator):
         self.log.info("%s: %s", receipt.table, receipt_line(receipt))
         self._log_expectations(receipt)
         if receipt.outcome is Outcome.REJECTED:
+            hook = DoganaHook(self.receiver_conn_id)
+            reason = superseded(hook, receipt, planned(self, self._context))
+            if reason is not None:
+                self.log.info("%s", reason)
+                raise AirflowSkipException(reason)
             raise AirflowFailException(rejection_message(receipt))
         return decision.to_dict()
 

@@ -24,7 +24,7 @@ authorization expired, and the `dogana activate` command that activates it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator
@@ -45,7 +45,9 @@ from dogana_provider.operators.arguments import (
     run_end,
     window_of,
 )
+from dogana_provider.operators.superseded import REQUIREMENT, Planned, requirement_line
 from dogana_provider.receiver.activation import SourceState
+from dogana_provider.report.table import iso, iso_window
 
 
 class PlanDeliveryOperator(BaseOperator):
@@ -81,6 +83,7 @@ class PlanDeliveryOperator(BaseOperator):
         "window",
     )
     template_fields_renderers = {"contract": "json"}
+    states = REQUIREMENT  # the XCom key of what a run asks, which gate and publish read
 
     def __init__(
         self,
@@ -145,16 +148,20 @@ class PlanDeliveryOperator(BaseOperator):
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
         self.log.info("%s: contract registered; claims now %s", contract.table, claims_line(claims))
-        self.log.info("%s: requirement %s", contract.table, _requirement_line(requirement))
+        self.log.info("%s: requirement %s", contract.table, requirement_line(requirement))
         request = plan_delivery(ledger, requirement)
         if request is None:
             raise AirflowSkipException(
-                f"{contract.table}: claims suffice ({claims_line(claims)}); nothing to deliver"
+                f"{contract.table}: claims suffice ({claims_line(claims)}), met by publication "
+                f"{ledger.publication_id}; nothing to deliver"
             )
         shape = _shape(self.shape)
         if shape is not None:
             request = next_extraction(ledger, shape, request.until, window=window)
         self.log.info("%s: plan %s", contract.table, _request_line(request))
+        # What this run asks, for the gate and publish downstream: a delivery refused because
+        # another run's publication came first is superseded when that publication meets it.
+        context["ti"].xcom_push(REQUIREMENT, Planned(requirement, ledger.head).to_dict())
         return request.to_dict()
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
@@ -250,32 +257,10 @@ def _shape(value: Any) -> str | None:
     return None if text in (None, "", "None") else text
 
 
-def _requirement_line(requirement: Requirement) -> str:
-    deletions = requirement.deletions_as_of
-    return (
-        f"complete as of {requirement.complete_as_of.isoformat()}"
-        + ("" if deletions is None else f", deletions as of {deletions.isoformat()}")
-        + (
-            " over the whole table"
-            if requirement.window is None
-            else f" over window {_window(requirement.window)}"
-        )
-    )
-
-
 def _request_line(request: ExtractionRequest) -> str:
     return (
         f"read shape {request.shape!r} at or after {request.until.isoformat()}"
-        + ("" if request.window is None else f", window {_window(request.window)}")
-        + ("" if request.since is None else f", since {_iso(request.since)}")
+        + ("" if request.window is None else f", window {iso_window(request.window)}")
+        + ("" if request.since is None else f", since {iso(request.since)}")
         + (", issuing its position" if request.issue_position else "")
     )
-
-
-def _window(window: Sequence[Any]) -> str:
-    """A window's two ends as people read them: [2026-11-03, 2026-11-04]."""
-    return f"[{', '.join(_iso(end) for end in window)}]"
-
-
-def _iso(value: Any) -> str:
-    return value.isoformat() if isinstance(value, date | datetime) else str(value)

@@ -34,7 +34,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from airflow.sdk import Asset, AssetAlias, BaseOperator
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from dogana_core.claims import NO_LIMIT
 from dogana_core.gate import Outcome, Receipt
@@ -52,6 +52,7 @@ from dogana_provider.operators.gate import (
     file_under,
     rejection_message,
 )
+from dogana_provider.operators.superseded import planned, superseded
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 
@@ -148,15 +149,24 @@ class PublishOperator(BaseOperator):
         rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
         if rejected:
             # A stale decision made again under the lock, and refused: recorded, not published.
+            reason = None if grouped else superseded(hook, rejected[0], planned(self, context))
+            if reason is not None:
+                self.log.info("%s", reason)
+                self._remove(delivered)
+                raise AirflowSkipException(reason)
             raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
         self._emit(context, hook, receipts)
+        self._remove(delivered)
+        if len(receipts) == 1 and not grouped:
+            return receipts[0].to_dict()
+        return [receipt.to_dict() for receipt in receipts]
+
+    def _remove(self, delivered: list[str]) -> None:
+        """Remove the delivery's files, spent once published or superseded, unless kept."""
         if settings.keep_published():
             self.log.info("delivered files kept (%s)", settings.named(settings.KEEP_PUBLISHED))
         else:
             deliveries.remove(delivered)
-        if len(receipts) == 1 and not grouped:
-            return receipts[0].to_dict()
-        return [receipt.to_dict() for receipt in receipts]
 
     def _refuse_other_tables(self, hook: DoganaHook, decisions: list[Decision]) -> None:
         """Refuse decisions for tables this task is not configured for: each recorded as a

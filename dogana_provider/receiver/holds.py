@@ -41,7 +41,8 @@ from datetime import datetime
 from typing import Any
 
 from dogana_core.gate import RESERVED_CHECKS, Check, Gate, Outcome, Receipt
-from dogana_provider.checks.expectations import Violating, violating_rows
+from dogana_provider.checks import released as released_rows
+from dogana_provider.checks.expectations import Consequence, Violating, faulting, violating_rows
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.steps import Steps, stamp
 from dogana_provider.receiver.store import (
@@ -50,6 +51,7 @@ from dogana_provider.receiver.store import (
     RELEASED,
     HeldTable,
     Hold,
+    Released,
     TableState,
 )
 from dogana_provider.receiver.transactions import transaction, transactional_ddl
@@ -148,6 +150,8 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
     by = person(by)
     (held,) = held_still(steps, hold_id).tables
     with transaction(steps.connect, steps.dialect) as connection:
+        steps.store.create(connection)  # a store made before released rows gets their table
+    with transaction(steps.connect, steps.dialect) as connection:
         add_missing_columns(connection, steps.dialect, held.staged, held.contract)
     ddl_joins = transactional_ddl(steps.dialect)
     with transaction(steps.connect, steps.dialect) as connection:
@@ -156,6 +160,7 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
         now = steps.clock()
         released = Release(held, f"held as {hold_id}, released by {by} at {when(now)} UTC")
         receipt = decide(connection, state, held, released, now)
+        accept_rows(steps, connection, hold_id, held, by, now)
         if receipt.outcome is Outcome.ACCEPTED:
             steps.apply_accepted(connection, state, receipt, held.staged, swap=True)
         elif receipt.outcome is Outcome.REJECTED:
@@ -169,6 +174,37 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
     if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
         steps.discard((held.staged,))
     return (receipt,)
+
+
+def accept_rows(
+    steps: Steps, connection: Any, hold_id: str, held: HeldTable, by: str, now: datetime
+) -> None:
+    """Record the rows each released expectation faults as released (checks/released.py), so
+    that the same row with the same content never holds again for it, whatever becomes of this
+    delivery: the person judged the rows, not the read. Rules that fault no row in particular
+    are covered for this delivery alone."""
+    failed = {check.name for check in held.checks if not check.passed}
+    identity = (
+        released_rows.row_key(steps.dialect, held.staged, held.contract),
+        released_rows.row_hash(connection, steps.dialect, held.staged, held.contract),
+    )
+    for expectation in held.expectations:
+        if expectation.name not in failed or expectation.on_violation is not Consequence.HOLD:
+            continue
+        faulted = faulting(
+            connection, steps.dialect, held.staged, expectation, contract=held.contract
+        )
+        if isinstance(faulted, str):
+            continue
+        record = Released(
+            held.table,
+            expectation.name,
+            released_rows.rule(expectation),
+            hold_id,
+            by,
+            stamp(now),
+        )
+        steps.store.release_rows(connection, record, held.staged.table, faulted, identity)
 
 
 @dataclass(frozen=True)
@@ -240,6 +276,24 @@ def discard(steps: Steps, hold_id: str, by: str, reason: str = "") -> tuple[Rece
     if not ddl_joins:
         steps.discard(tuple(held.staged for held in found.tables))
     return tuple(receipts)
+
+
+DISCARDED_CHECK = "discarded"
+"""The receiver's check refusing a manifest a person discarded, whenever it comes again."""
+
+
+def refused_as_discarded(found: Hold) -> Check:
+    """The failed check of a delivery a person discarded, delivered again (a cleared gate, a
+    retry, a sender's repeat): a discard is a person's decision about this manifest, so it is
+    refused again, never held again as a new hold."""
+    at = "" if found.decided_at is None else f" at {when(found.decided_at)} UTC"
+    why = f" ({found.reason})" if found.reason else ""
+    return Check(
+        DISCARDED_CHECK,
+        False,
+        f"this manifest was held as {found.hold_id} and discarded by {found.decided_by}{at}"
+        f"{why}: a discarded delivery is refused whenever it comes again; deliver a new read",
+    )
 
 
 def held_still(steps: Steps, hold_id: str) -> Hold:

@@ -306,11 +306,18 @@ class Receiver:
             original = self.store.accepted(connection, table, manifest.identity)
             activation = self.steps.activation(connection, table)
             held = self.store.held_for(connection, table, manifest.identity)
+            discarded = self.store.discarded(connection, table, manifest.identity)
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
             sha256 = None if manifest.content_hash is None else file_sha256(path)
             return Decision(self._replay(state, manifest, original, sha256, now))
+        if discarded is not None:  # a person's decision stands: refused, never held again
+            refused = (
+                *Gate.preflight(state.ledger, manifest, now=now),
+                holding.refused_as_discarded(discarded),
+            )
+            return Decision(self._reject(state.ledger, manifest, refused, now))
         if held is not None:  # its rows wait for a person already: never staged twice
             return self._still_held(state, held, now)
         preflight = Gate.preflight(state.ledger, manifest, now=now)

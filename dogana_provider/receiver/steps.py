@@ -20,9 +20,9 @@ from dogana_core.errors import InvalidContract
 from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_provider.checks import expectations
+from dogana_provider.checks import expectations, released
 from dogana_provider.checks import rows as checks
-from dogana_provider.checks.expectations import Result, RowCountExpectation
+from dogana_provider.checks.expectations import Consequence, Result, RowCountExpectation
 from dogana_provider.dialects import Dialect
 from dogana_provider.receiver.actions import create_published, execute_plan, index_staged_keys
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
@@ -186,7 +186,23 @@ class Steps:
             # refused by preflight first, so this is a contract that changed under us.
             why = f"the rows could not be checked: {exc}"
             return Checked([checks.uncheckable(exc)], expectations.unrunnable(declared, why))
-        return Checked(found, results)
+        return Checked(found, [self.unreleased(connection, state, staged, r) for r in results])
+
+    def unreleased(
+        self, connection: Any, state: TableState, staged: Staged, result: Result
+    ) -> Result:
+        """A violated hold judged without the rows a person released earlier (released.py)."""
+        if not result.violated or result.consequence is not Consequence.HOLD:
+            return result
+        if not self.store.has_released(connection):
+            return result
+        hashed = released.row_hash(connection, self.dialect, staged, state.contract)
+        condition = self.store.unreleased(
+            state.table, result.name, released.rule(result.expectation), hashed
+        )
+        return expectations.unreleased(
+            connection, self.dialect, staged, result, contract=state.contract, released=condition
+        )
 
     def apply_accepted(
         self,

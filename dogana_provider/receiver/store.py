@@ -27,6 +27,12 @@ that several stores (or test runs) can share one database:
                         a table whose load was killed (MariaDB commits the CREATE at once), a
                         recorded one whose drop a crash prevented (MariaDB cannot drop inside
                         the commit that records), and one whose decision nobody published.
+    {prefix}_holds      every held delivery (holds.py), each table of it a row, and how it
+                        ended: released or discarded, by whom, when and why. A discarded
+                        manifest is found here when it comes again, and refused.
+    {prefix}_released   the rows people released from holds (checks/released.py): per table,
+                        expectation and rule, each row's content hash and key, who released it
+                        and when. A later delivery's held expectation anti-joins them.
 
 Beside them, the receiver's settings and its tables' activation records (source_store.py).
 
@@ -147,6 +153,18 @@ class HeldTable:
 
 
 @dataclass(frozen=True)
+class Released:
+    """Who released rows of a table for one expectation, as declared then (its rule)."""
+
+    table: str
+    expectation: str
+    rule: str
+    hold_id: str
+    by: str
+    at: str
+
+
+@dataclass(frozen=True)
 class Hold:
     """A held delivery, kept whole until a person ends it: a row per table it holds in the
     store, one for a table's delivery, one per table, in the group's order, for a group's."""
@@ -185,6 +203,7 @@ class Store:
         self.chunks = dialect.quote(f"{prefix}_chunks")
         self.expectations_table = dialect.quote(f"{prefix}_expectations")
         self.holds = dialect.quote(f"{prefix}_holds")
+        self.released = dialect.quote(f"{prefix}_released")
         self._holds_exist = False
         self.p = dialect.placeholder
         self.own_names = tuple(
@@ -197,6 +216,7 @@ class Store:
                 "expectations",
                 "chunks",
                 "holds",
+                "released",
             )
         )
         """The names this store's tables and index take in the database."""
@@ -259,6 +279,16 @@ class Store:
             "outcome VARCHAR(16), "
             "PRIMARY KEY (hold_id, table_name), "
             "UNIQUE (table_name, seq))",
+            f"CREATE TABLE IF NOT EXISTS {self.released} ("
+            "table_name VARCHAR(64) NOT NULL, "
+            "expectation VARCHAR(200) NOT NULL, "
+            "rule VARCHAR(64) NOT NULL, "
+            "row_hash VARCHAR(64) NOT NULL, "
+            f"row_key {document} NOT NULL, "
+            "hold_id VARCHAR(96) NOT NULL, "
+            "released_by VARCHAR(200) NOT NULL, "
+            "released_at VARCHAR(32) NOT NULL, "
+            "PRIMARY KEY (table_name, expectation, rule, row_hash))",
         ]
         _execute_all(connection, statements)
         # Every registration runs this: no SHARE lock on the receipts every publication writes.
@@ -691,6 +721,18 @@ class Store:
         )
         return None if row is None else str(row[0])
 
+    def discarded(self, connection: Any, table: str, manifest_identity: str) -> Hold | None:
+        """The hold that discarded this manifest identity on this table, if a person did: a
+        discarded delivery is refused whenever it comes again."""
+        if not self._has_holds(connection):
+            return None
+        found = self._holds(
+            connection,
+            f"table_name = {self.p} AND manifest_identity = {self.p} AND state = {self.p}",
+            (table, manifest_identity, DISCARDED),
+        )
+        return found[0] if found else None
+
     def hold(self, connection: Any, hold_id: str) -> Hold | None:
         """A hold by its id, ended or not; None when there is none."""
         if not self._has_holds(connection):
@@ -718,6 +760,63 @@ class Store:
             where.append(f"state = {self.p}")
             params.append(HOLDING)
         return self._holds(connection, " AND ".join(where), tuple(params))
+
+    # Released rows (checks/released.py) ----------------------------------------------------
+
+    def release_rows(
+        self,
+        connection: Any,
+        released: Released,
+        staged: str,
+        faulted: tuple[str, tuple[Any, ...]],
+        identity: tuple[str, str],
+    ) -> None:
+        """Record as released every staged row the condition faulted, by its content hash
+        (identity: the SQL of its key and its hash), in one INSERT ... SELECT; a row released
+        before for the same rule keeps its first record. The caller holds the table's lock."""
+        key, hashed = identity
+        p = self.p
+        text = "CHAR" if self.dialect.name == "mysql" else "VARCHAR(200)"
+        execute(
+            connection,
+            f"INSERT INTO {self.released} (table_name, expectation, rule, row_hash, row_key, "
+            "hold_id, released_by, released_at) "
+            f"SELECT CAST({p} AS {text}), CAST({p} AS {text}), CAST({p} AS {text}), found.h, "
+            f"MIN(found.k), CAST({p} AS {text}), CAST({p} AS {text}), CAST({p} AS {text}) "
+            f"FROM (SELECT {hashed} AS h, {key} AS k FROM {self.dialect.quote(staged)} "
+            f"WHERE {faulted[0]}) found WHERE NOT EXISTS (SELECT 1 FROM {self.released} r "
+            f"WHERE r.table_name = {p} AND r.expectation = {p} AND r.rule = {p} "
+            "AND r.row_hash = found.h) GROUP BY found.h",
+            (
+                released.table,
+                released.expectation,
+                released.rule,
+                released.hold_id,
+                released.by,
+                released.at,
+                *faulted[1],
+                released.table,
+                released.expectation,
+                released.rule,
+            ),
+        )
+
+    def unreleased(
+        self, table: str, expectation: str, rule: str, hashed: str
+    ) -> tuple[str, tuple[Any, ...]]:
+        """The SQL condition of a staged row no release covers for this rule (hashed: the SQL
+        of its content hash), and its parameters: an anti-join, never a row read."""
+        p = self.p
+        return (
+            f"NOT EXISTS (SELECT 1 FROM {self.released} r WHERE r.table_name = {p} "
+            f"AND r.expectation = {p} AND r.rule = {p} AND r.row_hash = {hashed})",
+            (table, expectation, rule),
+        )
+
+    def has_released(self, connection: Any) -> bool:
+        """Whether the released rows' table exists: a store made before it has none until the
+        next registration or hold creates it, and then nothing was released."""
+        return bool(declared_types(connection, self.dialect, f"{self.prefix}_released"))
 
     def _has_holds(self, connection: Any) -> bool:
         """Whether the holds table exists: a store made before holds has none until the next

@@ -86,6 +86,7 @@ def decide_group(
         recorded = _recorded(steps, connection, manifests)
         activations = {table: steps.activation(connection, table) for table in tables}
         held = {steps.store.held_for(connection, t, manifests[t].identity) for t in tables}
+        discarded = {t: steps.store.discarded(connection, t, manifests[t].identity) for t in tables}
     now = steps.clock()
     replayed = group.replay(manifests, recorded)
     if replayed is not None:
@@ -97,6 +98,16 @@ def decide_group(
         if not refused:
             return GroupDecision(group, replayed)
         receipts = _reject_all(steps, group, states, manifests, refused, now)
+        return GroupDecision(group, _save(steps, receipts))
+    discarding = {t: (holding.refused_as_discarded(h),) for t, h in discarded.items() if h}
+    if discarding:  # a person discarded one of them: the group is refused, never held again
+        receipts = group.apply(
+            _ledgers(states),
+            manifests,
+            now=now,
+            outcomes=discarding,
+            sources=_sources(steps, group),
+        )
         return GroupDecision(group, _save(steps, receipts))
     (hold_id,) = held if len(held) == 1 else (None,)
     if hold_id is not None:  # every table's rows wait for a person already: never staged twice
@@ -319,6 +330,8 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
     group = Group(tuple(held.contract for held in found.tables))
     staged = tuple(held.staged for held in found.tables)
     with transaction(steps.connect, steps.dialect) as connection:
+        steps.store.create(connection)  # a store made before released rows gets their table
+    with transaction(steps.connect, steps.dialect) as connection:
         for held in found.tables:
             add_missing_columns(connection, steps.dialect, held.staged, held.contract)
     ddl_joins = transactional_ddl(steps.dialect)
@@ -329,6 +342,8 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
         note = f"held as {hold_id}, released by {by} at {when(now)} UTC"
         releases = {held.table: Release(held, note) for held in found.tables}
         receipts = _release_locked(steps, connection, group, found, states, releases, now)
+        for held in found.tables:
+            holding.accept_rows(steps, connection, hold_id, held, by, now)
         outcome = str(receipts[0].outcome)  # a group's tables share one outcome
         steps.store.end_hold(connection, hold_id, RELEASED, by, stamp(now), None, outcome)
         for files in staged:  # published, refused or replayed: the staged rows are spent

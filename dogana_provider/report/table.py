@@ -10,7 +10,7 @@ can change), which widens a narrow column of counts threefold; so the few lines 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 
@@ -31,6 +31,16 @@ def when(value: datetime | None) -> str:
     if value is None:
         return "-"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def iso(value: Any) -> str:
+    """A date or an instant in ISO 8601, as a log line states it; anything else as it is."""
+    return value.isoformat() if isinstance(value, date | datetime) else str(value)
+
+
+def iso_window(window: Sequence[Any]) -> str:
+    """A window's two ends as people read them: [2026-11-03, 2026-11-04]."""
+    return f"[{', '.join(iso(end) for end in window)}]"
 
 
 def age(value: timedelta | None) -> str:

@@ -314,3 +314,131 @@ def test_a_receipt_works_for_a_keyless_contract_too() -> None:
     assert receipt.transition is not None
     assert receipt.transition.plan.actions == (Action(ActionKind.APPEND),)
     assert Shape.changes().checkpoint == "timestamp"
+
+
+# Each malformed decision is refused naming the field ---------------------------------------------
+
+
+def _decisions() -> tuple[Receipt, Receipt]:
+    ledger = Ledger.new(ORDERS)
+    accepted = Gate.evaluate(ledger, full(), (ROWS_OK,), now=SUNDAY)
+    rejected = Gate.evaluate(ledger, full(), (ROWS_BAD,), now=SUNDAY)
+    return accepted, rejected
+
+
+def _gap() -> Transition:
+    plan = _decisions()[0].transition
+    assert plan is not None
+    known = {"complete_as_of": SUNDAY, "deletions_as_of": SUNDAY}
+    return Transition(
+        plan.plan, (Region(None, day(2), **known), Region(day(3), None, False, **known))
+    )
+
+
+SIZE_BAD = Check("size", False, "bytes differ")
+MALFORMED = {
+    "Check.name": (lambda: Check("", True), "Check.name: a check has a name"),
+    "Check.passed": (lambda: Check("rows", 1), "Check.passed: 1 is not true or false"),  # type: ignore[arg-type]
+    "Transition.plan": (
+        lambda: Transition("plan", _decisions()[0].transition.regions),  # type: ignore[arg-type, union-attr]
+        "Transition.plan: expected an ApplyPlan",
+    ),
+    "Transition.regions, none": (
+        lambda: _decisions()[0].transition.replace(regions=()),  # type: ignore[union-attr]
+        "Transition.regions: an acceptance proves every region it covers",
+    ),
+    "Transition.regions, unknown": (
+        lambda: _decisions()[0].transition.replace(regions=(Region(),)),  # type: ignore[union-attr]
+        "Transition.regions: an acceptance proves every region it covers",
+    ),
+    "Transition.regions, a gap": (
+        _gap,
+        "Transition.regions[1]: the regions over a coverage are sorted and contiguous",
+    ),
+    "Receipt.manifest": (
+        lambda: _decisions()[0].replace(manifest="m"),
+        "Receipt.manifest: expected a Manifest",
+    ),
+    "Receipt.contract": (
+        lambda: _decisions()[0].replace(contract="c"),
+        "Receipt.contract: expected the Contract in force",
+    ),
+    "Receipt.checks, none": (
+        lambda: _decisions()[0].replace(checks=()),
+        "Receipt.checks: a decision records at least one Check",
+    ),
+    "Receipt.checks, not checks": (
+        lambda: _decisions()[0].replace(checks=(*_decisions()[0].checks, "rows")),
+        "Receipt.checks: a decision records at least one Check",
+    ),
+    "Receipt.outcome": (
+        lambda: _decisions()[0].replace(outcome="maybe"),
+        "Receipt.outcome: 'maybe' is not an outcome",
+    ),
+    "Receipt.base_publication_id": (
+        lambda: _decisions()[0].replace(base_publication_id="x"),
+        "Receipt.base_publication_id: 'x' is neither a chain head nor the genesis 'None'",
+    ),
+    "Receipt.publication_id": (
+        lambda: _decisions()[1].replace(publication_id="y"),
+        "Receipt.publication_id: 'y' is neither a chain head nor the genesis 'None'",
+    ),
+    "Receipt.ledger_identity": (
+        lambda: _decisions()[0].replace(ledger_identity="z"),
+        "Receipt.ledger_identity: 'z' is not an identity",
+    ),
+    "an acceptance with failed checks": (
+        lambda: _decisions()[0].replace(checks=(*_decisions()[0].checks, ROWS_BAD, SIZE_BAD)),
+        "Receipt.outcome: accepted, but check(s) rows, size failed",
+    ),
+    "an acceptance without its transition": (
+        lambda: _decisions()[0].replace(transition=None),
+        "Receipt.transition: an accepted receipt carries its Transition",
+    ),
+    "a rejection without a failed check": (
+        lambda: _decisions()[1].replace(checks=_decisions()[0].checks),
+        "Receipt.outcome: a rejection names at least one failed check",
+    ),
+    "a rejection with a transition": (
+        lambda: _decisions()[1].replace(transition=_decisions()[0].transition),
+        "Receipt.transition: a rejection changes nothing, so it has no transition",
+    ),
+    "a rejection moving the publication": (
+        lambda: _decisions()[1].replace(publication_id=_decisions()[0].publication_id),
+        "Receipt.publication_id: a rejection leaves the publication as it was",
+    ),
+    "a replay of a rejection": (
+        lambda: _decisions()[1].replay(),
+        "Receipt.replay: only an acceptance is replayed, this is rejected",
+    ),
+    "a replay of a replay": (
+        lambda: _decisions()[0].replay().replay(),
+        "Receipt.replay: only an acceptance is replayed, this is replayed",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_decision_is_refused_naming_the_field(case: str) -> None:
+    build, message = MALFORMED[case]
+    with pytest.raises(InvalidContract) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+def test_an_acceptance_names_the_head_its_chain_step_gives() -> None:
+    accepted, _ = _decisions()
+    monday = full(MONDAY)
+    with pytest.raises(InvalidContract) as refused:
+        accepted.replace(manifest=monday)
+    assert str(refused.value) == (
+        f"Receipt.publication_id: {accepted.publication_id} does not extend None with this "
+        f"contract and manifest (expected {chain_of('None', ORDERS, monday)})"
+    )
+
+
+def test_a_receipt_filed_under_the_contracts_table_lists_its_failed_checks() -> None:
+    _, rejected = _decisions()
+    assert rejected.table == "orders"
+    assert rejected.failed == (ROWS_BAD,)
+    assert not rejected.accepted and not rejected.replayed

@@ -345,3 +345,107 @@ def test_region_endpoint_integers_must_be_exact_in_binary64() -> None:
     with pytest.raises(InvalidContract, match="not exact in binary64"):
         Region.from_dict(wire)
     assert Region.from_dict({**wire, "high": 2**60}).identity
+
+
+KNOWN = Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY)
+HEAD = "0" * 64
+MALFORMED = {
+    "contract": (
+        lambda: Ledger("orders", (Region(),)),  # type: ignore[arg-type]
+        "Ledger.contract: expected a Contract, got str",
+    ),
+    "regions, a string": (
+        lambda: Ledger(ORDERS, "regions"),  # type: ignore[arg-type]
+        "Ledger.regions: expected a sequence of Region",
+    ),
+    "regions, a number": (
+        lambda: Ledger(ORDERS, 5),  # type: ignore[arg-type]
+        "Ledger.regions: expected a sequence of Region",
+    ),
+    "regions of a windowless table": (
+        lambda: Ledger(
+            LOG,
+            Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(1)))).regions,
+            publication_id=HEAD,
+        ),
+        "Ledger.regions: table log has no window column, so its ledger has one region",
+    ),
+    "generation, empty": (
+        lambda: Ledger(LOG, (KNOWN,), "", HEAD),
+        "Ledger.generation: '' is not an integer or a nonempty string",
+    ),
+    "generation, a bool": (
+        lambda: Ledger(LOG, (KNOWN,), True, HEAD),
+        "Ledger.generation: True is not an integer or a nonempty string",
+    ),
+    "generation, a float": (
+        lambda: Ledger(LOG, (KNOWN,), 1.5, HEAD),  # type: ignore[arg-type]
+        "Ledger.generation: 1.5 is not an integer or a nonempty string",
+    ),
+    "no publication, known": (
+        lambda: Ledger(ORDERS, (KNOWN,)),
+        "Ledger.publication_id: a ledger without a publication has accepted nothing, so it holds "
+        "one unknown region and no position",
+    ),
+    "no publication, two regions": (
+        lambda: Ledger(
+            ORDERS,
+            (
+                Region(None, day(2)),
+                Region(day(2), None, False, complete_as_of=SUNDAY, deletions_as_of=SUNDAY),
+            ),
+        ),
+        "Ledger.publication_id: a ledger without a publication has accepted nothing, so it holds "
+        "one unknown region and no position",
+    ),
+    "no publication, a position": (
+        lambda: Ledger(FEED, (Region(),), generation="g1"),
+        "Ledger.publication_id: a ledger without a publication has accepted nothing, so it holds "
+        "one unknown region and no position",
+    ),
+    "publication_id, not hex": (
+        lambda: Ledger(ORDERS, (KNOWN,), publication_id="head"),
+        "Ledger.publication_id: 'head' is not a chain head (lowercase hex SHA-256)",
+    ),
+    "publication_id, upper case": (
+        lambda: Ledger(ORDERS, (KNOWN,), publication_id="A" * 64),
+        f"Ledger.publication_id: {'A' * 64!r} is not a chain head (lowercase hex SHA-256)",
+    ),
+    "claims, no window column": (
+        lambda: Ledger.new(LOG).claims(SUNDAY, limit=timedelta(0), window=(1, 2)),
+        "Ledger.claims: table log has no window column",
+    ),
+    "claims, low after high": (
+        lambda: Ledger.new(ORDERS).claims(SUNDAY, limit=timedelta(0), window=(day(3), day(2))),
+        "Ledger.claims: window low datetime.date(2026, 10, 3) is after high "
+        "datetime.date(2026, 10, 2)",
+    ),
+    "claims, a bound of another type": (
+        lambda: Ledger.new(ORDERS).claims(SUNDAY, limit=timedelta(0), window=(day(1), 5)),
+        "Ledger.claims window[1]: expected date, got int 5",
+    ),
+    "regions_over, empty": (
+        lambda: Ledger.new(ORDERS).regions_over(day(2), day(2)),
+        "Ledger.regions_over: [datetime.date(2026, 10, 2), datetime.date(2026, 10, 2)) is empty",
+    ),
+    "regions_over, reversed": (
+        lambda: Ledger.new(ORDERS).regions_over(day(3), day(2)),
+        "Ledger.regions_over: [datetime.date(2026, 10, 3), datetime.date(2026, 10, 2)) is empty",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_ledger_or_question_is_refused_naming_the_field(case: str) -> None:
+    build, message = MALFORMED[case]
+    with pytest.raises(InvalidContract) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+def test_claims_of_a_closed_window_cover_it_to_its_last_value() -> None:
+    """Ledger.claims cuts the regions to the closed window, high included."""
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(2), day(3))))
+    claims = ledger.claims(MONDAY, limit=timedelta.max, window=(day(2), day(3)))
+    assert [(c.low, c.high) for c in claims.regions] == [(day(2), day(4))]
+    assert claims.complete_as_of == SUNDAY

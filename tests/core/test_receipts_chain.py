@@ -81,7 +81,11 @@ def test_follow_applies_one_accepted_receipt() -> None:
 def test_follow_refuses_a_rejection() -> None:
     receipts, ledgers = history()
     rejection = next(receipt for receipt in receipts if not receipt.accepted)
-    with pytest.raises(InconsistentPublication, match="rejected receipt is not a step"):
+    with pytest.raises(
+        InconsistentPublication,
+        match=r"^a rejected receipt is not a step of the chain: only acceptances are followed "
+        r"\(rejections change nothing; a replay repeats an acceptance already followed\)$",
+    ):
         ledgers[1].follow(rejection)
 
 
@@ -94,7 +98,11 @@ def test_follow_refuses_a_replay_of_an_acceptance_already_followed() -> None:
 def test_follow_refuses_a_missing_receipt() -> None:
     receipts, _ = history()
     first, _, third = accepted(receipts)
-    with pytest.raises(InconsistentPublication, match="missing or out of order"):
+    with pytest.raises(
+        InconsistentPublication,
+        match=f"^receipt builds on publication {third.base_publication_id}, but the head is "
+        f"{first.publication_id}: a receipt is missing or out of order$",
+    ):
         Ledger.new(ORDERS).follow(first).follow(third)
 
 
@@ -128,6 +136,24 @@ def test_follow_refuses_a_receipt_the_ledger_would_not_admit() -> None:
     )
     with pytest.raises(InconsistentPublication, match=r"does not apply.*Transitions 3"):
         Ledger.new(ORDERS).follow(forged)
+
+
+def test_follow_refuses_a_receipt_whose_contract_changes_a_fixed_field() -> None:
+    # Contract evolution: once the table has history its key is fixed, so a receipt filed under a
+    # rekeyed contract does not continue the chain, whatever its steps say.
+    _, ledgers = history()
+    rekeyed = ORDERS.replace(key=("id", "updated_at"))
+    manifest = make(rekeyed, "changes", MONDAY + HOUR, since=SUNDAY)
+    step = Gate.evaluate(ledgers[1].with_contract(ORDERS), manifest, now=MONDAY + HOUR)
+    forged = step.replace(
+        contract=rekeyed, publication_id=chain(step.base_publication_id, rekeyed, manifest)
+    )
+    with pytest.raises(
+        InconsistentPublication,
+        match=r"^receipt's contract cannot follow the ledger's: Ledger.with_contract: key, "
+        r"key types cannot change once table orders has history \(Contract evolution\)$",
+    ):
+        ledgers[1].follow(forged)
 
 
 # from_receipts -----------------------------------------------------------------------------------
@@ -229,6 +255,23 @@ def test_with_contract_refuses_a_change_to_a_fixed_field_once_the_table_has_hist
     changed = FIXED_CHANGES[field]()
     with pytest.raises(InvalidContract, match=f"{field}.* cannot change"):
         ledger.with_contract(changed)
+
+
+def test_with_contract_names_every_fixed_field_it_refuses() -> None:
+    ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
+    with pytest.raises(
+        InvalidContract,
+        match=r"^Ledger.with_contract: key, key types cannot change once table orders has "
+        r"history \(Contract evolution\)$",
+    ):
+        ledger.with_contract(ORDERS.replace(key=("id", "updated_at")))
+
+
+def test_with_contract_takes_a_contract() -> None:
+    with pytest.raises(
+        InvalidContract, match=r"^Ledger\.with_contract: expected a Contract, got str$"
+    ):
+        Ledger.new(ORDERS).with_contract("orders")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("field", list(FIXED_CHANGES))

@@ -454,3 +454,94 @@ def test_apply_plan_holds_at_least_one_action() -> None:
 
 def test_region_helper_sanity() -> None:
     assert Region.closed(day(1), day(1)) == Region(day(1), day(2), False, True)
+
+
+# Each refusal names its rule ---------------------------------------------------------------------
+
+REFUSALS = {
+    "1": (
+        lambda: Ledger.new(ORDERS),
+        lambda: Manifest("orders", "weekly", SUNDAY),
+        "Transitions 1 (the manifest matches its shape and contract): Contract orders: no shape "
+        "named 'weekly'",
+    ),
+    "2": (
+        lambda: orders_full_at(SUNDAY).apply(window(ORDERS, MONDAY, day(5), day(5))),
+        lambda: full(ORDERS, SUNDAY + HOUR),
+        "Transitions 2 (every affected known region has t > complete_as_of): produced_at "
+        "2026-10-18T01:00:00+00:00 is not after complete_as_of 2026-10-19T00:00:00+00:00 of region "
+        "[datetime.date(2026, 10, 5), datetime.date(2026, 10, 6)); a late delivery cannot "
+        "overwrite newer evidence",
+    ),
+    "3, keyed": (
+        lambda: Ledger.new(ORDERS),
+        lambda: make(ORDERS, "changes", MONDAY, since=SUNDAY),
+        "Transitions 3 (every region a changed-only delivery covers is known): region (unbounded, "
+        "unbounded) is unknown; a changed-only read proves nothing where nothing was proven "
+        "before",
+    ),
+    "3, first append": (
+        lambda: Ledger.new(EVENTS),
+        lambda: make(EVENTS, "append", MONDAY, since=SUNDAY + HOUR),
+        "Transitions 3 (every region a changed-only delivery covers is known): region (unbounded, "
+        "unbounded) is unknown; only the first append on an untouched ledger may start at the "
+        "contract's start_at (2026-10-18T00:00:00+00:00); otherwise deliver a complete "
+        "whole-table read first",
+    ),
+    "3, no start_at": (
+        lambda: Ledger.new(EVENTS.replace(start_at=None)),
+        lambda: make(EVENTS.replace(start_at=None), "append", MONDAY, since=SUNDAY),
+        "Transitions 3 (every region a changed-only delivery covers is known): region (unbounded, "
+        "unbounded) is unknown; only the first append on an untouched ledger may start at the "
+        "contract's start_at (none declared); otherwise deliver a complete whole-table read "
+        "first",
+    ),
+    "3, later append": (
+        lambda: Ledger.new(EVENTS).apply(make(EVENTS, "append", MONDAY, since=SUNDAY)),
+        lambda: make(EVENTS, "append", MONDAY + 2 * HOUR, since=MONDAY + HOUR),
+        "Transitions 3 (every later append has since equal to complete_as_of in every region it "
+        "covers): since 2026-10-19T01:00:00+00:00 but region (unbounded, unbounded) is complete "
+        "as of 2026-10-19T00:00:00+00:00",
+    ),
+    "4, since <= t": (
+        lambda: orders_full_at(SUNDAY),
+        lambda: make(ORDERS, "changes", MONDAY, since=MONDAY + HOUR),
+        "Transitions 4 (timestamp changes have since <= t): since 2026-10-19T01:00:00+00:00 is "
+        "after produced_at 2026-10-19T00:00:00+00:00",
+    ),
+    "4, since <= complete_as_of": (
+        lambda: orders_full_at(SUNDAY).apply(window(ORDERS, SUNDAY + HOUR, day(3), day(3))),
+        lambda: make(ORDERS, "changes", MONDAY, since=SUNDAY + 2 * HOUR),
+        "Transitions 4 (timestamp changes have since <= complete_as_of everywhere covered): since "
+        "2026-10-18T02:00:00+00:00 is after complete_as_of 2026-10-18T00:00:00+00:00 of region "
+        "(unbounded, datetime.date(2026, 10, 3)), so changes in between would be missed",
+    ),
+    "5": (
+        lambda: Ledger.new(FEED).apply(full(FEED, SUNDAY, generation="g1")),
+        lambda: make(FEED, "feed", MONDAY, since="g0", generation="g2"),
+        "Transitions 5 (generation changes have since equal to the held generation): since 'g0', "
+        "held 'g1'; a broken chain needs a full reset, a complete whole-table delivery issuing a "
+        "generation",
+    ),
+    "6, no position": (
+        lambda: Ledger.new(LOG).apply(full(LOG, SUNDAY)),
+        lambda: make(LOG, "tail", MONDAY, since=0, generation=5),
+        "Transitions 6 (a missing or opaque position needs a complete delivery issuing one): the "
+        "ledger holds no position; a sequence read needs a held integer",
+    ),
+    "6, skip": (
+        lambda: log_at(100),
+        lambda: make(LOG, "tail", MONDAY, since=101, generation=120),
+        "Transitions 6 (keyed sequence reads have since <= position <= generation): since 101, "
+        "held position 100, generation 120; a read may reread, never skip or go back",
+    ),
+}
+
+
+@pytest.mark.parametrize("rule", list(REFUSALS))
+def test_each_refusal_names_its_rule_and_what_broke_it(rule: str) -> None:
+    """RejectedDelivery names the rule as the spec words it, then the values that break it."""
+    ledger, manifest, message = REFUSALS[rule]
+    with pytest.raises(RejectedDelivery) as refused:
+        ledger().apply(manifest())
+    assert str(refused.value) == message

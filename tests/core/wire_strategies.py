@@ -199,10 +199,20 @@ def contract_and_manifest(draw: st.DrawFn) -> tuple[Contract, Manifest]:
         tombstones=tombstones,
         content_hash=draw(st.none() | hex_digests),
     )
-    if manifest.interval_is_empty:
+    if _interval_is_empty(manifest):
         manifest = manifest.replace(rows=0, tombstones=0)
     manifest.check(contract)
     return contract, manifest
+
+
+def _interval_is_empty(manifest: Manifest) -> bool:
+    """A zero-length changes interval: (g, g] of a sequence, (t, t] of a timestamp read."""
+    since = manifest.since
+    if since is None:
+        return False
+    if isinstance(since, datetime):
+        return since == manifest.produced_at
+    return since == manifest.generation
 
 
 def _utc_key(value: Any) -> Any:

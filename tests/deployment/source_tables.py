@@ -29,7 +29,8 @@ def fill_examples(connection: sqlite3.Connection) -> None:
         [(1, "ada", 1200, stamp), (2, "grace", 800, stamp), (3, "edsger", 450, stamp)],
     )
     connection.executemany(
-        "INSERT INTO invoices VALUES (?, ?, ?, 0)", [(1, "ada", stamp), (2, "grace", stamp)]
+        "INSERT INTO invoices (invoice_id, customer, updated_at, is_deleted) VALUES (?, ?, ?, 0)",
+        [(1, "ada", stamp), (2, "grace", stamp)],
     )
     connection.executemany(
         "INSERT INTO invoice_lines VALUES (?, ?, ?)", [(10, 1, 1000), (11, 1, 250), (20, 2, 4000)]

@@ -255,3 +255,21 @@ def pipeline(
             )
             extract(planned.output) >> gate >> publish
         """
+
+
+def publish_meanwhile(
+    request: dict[str, Any], contract_path: str, source_path: str, folder: str, conn_id: str
+) -> str:
+    """Another run of the same DAG, planned from the same ledger: it reads the source later and
+    publishes first. Returns its publication id."""
+    from dogana_core.gate import Outcome
+    from dogana_core.manifest import Manifest
+    from dogana_provider.hooks.dogana import DoganaHook
+
+    receiver = DoganaHook(conn_id).receiver
+    receiver.register(Contract.from_json(Path(contract_path).read_bytes()))
+    delivered = extract(request, contract_path, source_path, folder)
+    path = Path(delivered["uri"].removeprefix("file://"))
+    receipt = receiver.receive(path, Manifest.from_dict(delivered["manifest"]))
+    assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+    return receipt.publication_id

@@ -282,11 +282,12 @@ def test_the_plan_logs_a_window_and_its_start_in_iso_dates_as_people_read_them()
     from datetime import date
 
     from dogana_core.planner import Requirement
-    from dogana_provider.operators.plan import _request_line, _requirement_line
+    from dogana_provider.operators.plan import _request_line
+    from dogana_provider.operators.superseded import requirement_line
 
     window = (date(2026, 11, 3), date(2026, 11, 4))
     at = datetime(2026, 11, 5, tzinfo=UTC)
-    required = _requirement_line(Requirement("shipments", at, window=window))
+    required = requirement_line(Requirement("shipments", at, window=window))
     assert required.endswith("over window [2026-11-03, 2026-11-04]"), required
     request = ExtractionRequest("shipments", "day_changes", at, window=window, since=at)
     planned = _request_line(request)

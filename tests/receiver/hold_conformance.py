@@ -26,7 +26,7 @@ from dogana_core.group import Group, recorded_digest
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.activation import SOURCE_ACTIVE
-from dogana_provider.receiver.holds import NotHeld
+from dogana_provider.receiver.holds import DISCARDED_CHECK, NotHeld
 from dogana_provider.receiver.receiver import HeldDelivery
 from dogana_provider.receiver.together import GroupDecision
 
@@ -227,6 +227,71 @@ class HoldConformance:
         after = self.state(receiver, source.table)
         assert after[:2] == before[:2] and after[2] == [*before[2], receipt.identity]
 
+    # What a release covers later -------------------------------------------------------------
+    # Order 7, named "bad", released at 4h; later reads carry it again.
+
+    def released(self, receiver: Receiver, source: Source) -> None:
+        decision, _ = self.held(receiver, source)
+        assert decision.hold is not None
+        (receipt,) = receiver.release(decision.hold, by=PERSON)
+        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+
+    def test_a_released_row_does_not_hold_the_next_full_read_again(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        receipt = self.publish_checked(receiver, source, source.full(at(5)))
+        (check,) = [c for c in receipt.checks if c.name == HELD_BY]
+        assert check.passed and check.detail.startswith("met:")
+        assert "all released earlier" in check.detail
+
+    def test_a_released_row_does_not_hold_a_changes_read_rereading_it(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        # Since 2h, as a lookback rereads: order 7 (changed at 3h) comes again, unchanged.
+        receipt = self.publish_checked(receiver, source, source.changes(at(2), at(5)))
+        assert receipt.manifest.rows == 1
+        (check,) = [c for c in receipt.checks if c.name == HELD_BY]
+        assert check.passed and "all released earlier" in check.detail
+
+    def test_a_released_row_changed_since_is_checked_afresh_and_holds_again(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        source.put(7, 7, "bad", at(4.5))  # changed again at the source: another version
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held, decision.receipt.failed
+        (check,) = decision.receipt.failed
+        assert check.name == HELD_BY and "1 live row" in check.detail
+
+    def test_a_release_covers_the_rows_released_not_others_the_same_rule_faults(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        source.put(8, 8, "bad", at(4.5))
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held and decision.hold is not None
+        (check,) = decision.receipt.failed
+        assert check.detail.endswith(
+            "2 live rows not satisfying name <> 'bad', 1 released earlier, 1 row"
+        )
+        (shown,) = receiver.violations(receiver.find_hold(decision.hold), 20)
+        assert shown.rows.count == 2  # a person sees every row at fault, the released one too
+
+    def test_a_release_covers_the_rule_as_declared_then(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        self.released(receiver, source)
+        stricter = {
+            "checks": {
+                HELD_BY: {"check_statement": "name NOT IN ('bad', 'worse')", "on_violation": "hold"}
+            }
+        }
+        receiver.declare(source.table, Expectations.from_dict(stricter))
+        decision = receiver.decide(*source.full(at(5)))
+        assert decision.held, decision.receipt.failed
+
     # Discarded -------------------------------------------------------------------------------
 
     def test_a_discarded_hold_is_recorded_as_a_rejection_and_its_staged_rows_dropped(
@@ -252,6 +317,33 @@ class HoldConformance:
             "order 7 is a test order",
         )
         receiver.verify(source.table)
+
+    def test_a_discarded_delivery_delivered_again_is_refused_as_discarded(
+        self, receiver: Receiver, source: Source
+    ) -> None:
+        """A cleared gate or a retry hands the same manifest over again: the person's discard
+        stands, naming who and when, and no new hold is made of it."""
+        receiver.register(source.contract, Expectations.from_dict(HOLD))
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        self.publish_checked(receiver, source, source.full(at(2)))
+        source.put(7, 7, "bad", at(3))
+        delivery = source.changes(at(2), at(4))
+        decision = receiver.decide(*delivery)
+        assert decision.hold is not None
+        receiver.discard(decision.hold, by=PERSON, reason="order 7 is a test order")
+        before = self.state(receiver, source.table)
+        again = receiver.decide(*delivery)
+        assert not again.held and not again.to_publish
+        assert again.receipt.outcome is Outcome.REJECTED
+        (failed,) = again.receipt.failed
+        assert failed.name == DISCARDED_CHECK
+        assert f"held as {decision.hold} and discarded by {PERSON} at {WHEN}" in failed.detail
+        assert "order 7 is a test order" in failed.detail
+        assert receiver.holds() == []
+        after = self.state(receiver, source.table)
+        assert after[:2] == before[:2] and after[2] == [*before[2], again.receipt.identity]
+        assert self.staging_left(receiver, delivery[1]) == []
 
     # Ending a hold ---------------------------------------------------------------------------
 
@@ -481,6 +573,19 @@ class HoldConformance:
         assert receiver.find_hold(held.hold).state == "discarded"
         with pytest.raises(NotHeld, match=f"discarded by {PERSON}"):
             receiver.release(held.hold, by=OTHER)
+
+    def test_a_discarded_group_delivered_again_is_refused_as_discarded(
+        self, receiver: Receiver, uid: str, tmp_path: Path
+    ) -> None:
+        held = self.held_group(receiver, uid, tmp_path)
+        receiver.discard(held.hold, by=PERSON)
+        again = receiver.decide_group(held.group, held.deliveries)
+        assert again.hold is None and not again.to_publish
+        assert [r.outcome for r in again.receipts] == [Outcome.REJECTED] * 2
+        refused = [c for r in again.receipts for c in r.failed if c.name == DISCARDED_CHECK]
+        assert refused and all(f"discarded by {PERSON} at {WHEN}" in c.detail for c in refused)
+        assert receiver.holds() == []
+        assert self.group_staged(receiver, held) == []
 
     def test_two_people_releasing_a_group_at_once_publish_it_once(
         self, connect: Any, receiver: Receiver, uid: str, tmp_path: Path

@@ -1,0 +1,138 @@
+"""A delivery superseded by a newer publication: refused and recorded, and its run green.
+
+Two runs of one DAG can deliver one table at once: a catch-up (scheduled) run beside a manual
+one, two manual runs, any DAG whose max_active_runs is above one. Each plans, reads the source
+and decides; the one that publishes first moves the table's ledger past the other's read, whose
+boundary is then not after the table's complete_as_of. The protocol refuses that read
+(Transitions 2: a late delivery cannot overwrite newer evidence), and the receiver records the
+rejection, as it records every decision. Yet the other run asked for something, its
+Requirement, which the first run's publication already gives: nothing is missing, and nobody
+should be paged.
+
+Such a delivery is superseded, when all of these hold:
+
+    - its receipt is a rejection whose only failed check is the transition: the ledger moved.
+      A rejection for anything else (a row check, a block, a hold, the manifest) is not;
+    - the plan task upstream stated the run's Requirement (pushed under REQUIREMENT) for its
+      table, with the head the plan read;
+    - the table's head is no longer that head: another publication came between;
+    - the table's ledger now meets the requirement (plan_delivery has nothing to read).
+
+The receipt stays what the protocol makes it, a rejection naming the transition: its outcomes
+are accepted, rejected and replayed, and a fourth would be a new wire format. So a superseded
+delivery is recorded exactly as any refused one, and only the task's end differs: it is skipped
+(AirflowSkipException, so the tasks downstream skip and no Asset event claims a publication that
+did not happen), its reason naming the publication that met the run's requirement. A late
+delivery that is not covered (a pushed delivery with no plan, or a run whose requirement the
+ledger still lacks) fails its task as any rejection does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from airflow.sdk import XComArg
+from airflow.sdk.exceptions import XComNotFound
+
+from dogana_core.errors import DoganaError
+from dogana_core.gate import Outcome, Receipt
+from dogana_core.planner import Requirement, plan_delivery
+from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.report.table import iso_window
+
+REQUIREMENT = "requirement"
+"""The plan task's XCom key for what the run asked of its table, and the head it planned on."""
+TRANSITION = "transition"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What a run's plan task asked of one table, and the table's head when it planned."""
+
+    requirement: Requirement
+    planned_on: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"requirement": self.requirement.to_dict(), "planned_on": self.planned_on}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Planned:
+        return cls(Requirement.from_dict(data["requirement"]), str(data["planned_on"]))
+
+
+def planned(task: Any, context: Any) -> list[Planned]:
+    """What the nearest plan tasks upstream asked (several for a mapped plan, one per table);
+    none when no plan task is upstream (a pushed delivery) or it stated nothing. A plan task is
+    one whose class states requirements under REQUIREMENT (PlanDeliveryOperator.states)."""
+    found: list[Any] = []
+    seen: set[str] = set()
+    queue = deque(task.upstream_list)
+    while queue and not found:
+        for _ in range(len(queue)):  # one level of the DAG at a time: the nearest plan wins
+            upstream = queue.popleft()
+            if upstream.task_id in seen:
+                continue
+            seen.add(upstream.task_id)
+            kind = getattr(upstream, "operator_class", type(upstream))
+            if getattr(kind, "states", None) == REQUIREMENT:
+                found.append(upstream)
+            else:
+                queue.extend(upstream.upstream_list)
+    stated: list[Planned] = []
+    for plan in found:
+        try:
+            value = XComArg(plan, key=REQUIREMENT).resolve(context)
+        except XComNotFound:
+            continue
+        values = [value] if isinstance(value, dict) else list(value or ())
+        stated += [Planned.from_dict(item) for item in values if isinstance(item, dict)]
+    return stated
+
+
+def superseded(hook: DoganaHook, receipt: Receipt, stated: Sequence[Planned]) -> str | None:
+    """Why a rejected delivery is superseded, naming the publication that met the run's
+    requirement; None when it is not (its task fails as any rejection's)."""
+    failed = {check.name for check in receipt.failed}
+    if receipt.outcome is not Outcome.REJECTED or failed != {TRANSITION}:
+        return None
+    mine = [item for item in stated if item.requirement.table == receipt.table]
+    if len(mine) != 1:
+        return None
+    (plan,) = mine
+    with hook.committed() as connection:
+        state = hook.receiver.store.state(connection, receipt.table)
+        last = hook.receiver.store.last_accepted(connection, receipt.table)
+    if state is None or last is None or state.head == plan.planned_on:
+        return None
+    try:
+        if plan_delivery(state.ledger, plan.requirement) is not None:
+            return None
+    except DoganaError:  # no shape could establish it: the planner cannot say it is met
+        return None
+    (transition,) = receipt.failed
+    return (
+        f"{receipt.table}: delivery {receipt.manifest.identity[:12]} (produced at "
+        f"{receipt.manifest.produced_at.isoformat()}) superseded by publication "
+        f"{last.publication_id[:12]} (manifest {last.manifest.identity[:12]}, produced at "
+        f"{last.manifest.produced_at.isoformat()}), published since this run planned, which "
+        f"already meets this run's requirement ({requirement_line(plan.requirement)}); its "
+        f"rejection is recorded ({transition.name}: {transition.detail}) and nothing of it "
+        "is published"
+    )
+
+
+def requirement_line(requirement: Requirement) -> str:
+    """A requirement as a person reads it in a log line."""
+    deletions = requirement.deletions_as_of
+    return (
+        f"complete as of {requirement.complete_as_of.isoformat()}"
+        + ("" if deletions is None else f", deletions as of {deletions.isoformat()}")
+        + (
+            " over the whole table"
+            if requirement.window is None
+            else f" over window {iso_window(requirement.window)}"
+        )
+    )
