@@ -459,6 +459,7 @@ class Receiver:
         """
         for path in scratch.remove_abandoned() + remove_orphans(scratch.folder()):
             log.info("removed %s: left by a killed load", path)
+        scratch.remove_stale_marks(older_than.total_seconds())
         try:
             cutoff = stamp(self.clock() - older_than)
         except OverflowError:  # older than the calendar (no limit): none is old enough

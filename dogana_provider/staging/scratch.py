@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -71,11 +72,18 @@ def held_file(
         file.close()
 
 
-def remove_abandoned(prefix: str = BATCH_PREFIX, suffix: str = BATCH_SUFFIX) -> list[str]:
-    """Remove the files named prefix*suffix in the temporary folder that no live process holds;
-    their paths."""
+def remove_abandoned(
+    prefix: str = BATCH_PREFIX, suffix: str = BATCH_SUFFIX, older_than: float = 0.0
+) -> list[str]:
+    """Remove the files named prefix*suffix in the temporary folder that no live process holds
+    (and last changed more than older_than seconds ago); their paths."""
     removed = []
     for path in folder().glob(f"{prefix}*{suffix}"):
+        try:
+            if time.time() - path.stat().st_mtime < older_than:
+                continue
+        except OSError:
+            continue
         with _free(path) as free:
             if free:
                 with contextlib.suppress(OSError):
@@ -102,6 +110,13 @@ def deciding(name: str) -> Iterator[None]:
     with contextlib.suppress(OSError):
         os.unlink(final)
     file.close()
+
+
+def remove_stale_marks(older_than: float) -> list[str]:
+    """Remove the free marks last changed more than older_than seconds ago: those of decisions
+    that failed before their table was kept (nothing of them left), or whose table, by now,
+    any sweep drops for its age; their paths."""
+    return remove_abandoned(DECIDING_PREFIX, DECIDING_SUFFIX, older_than)
 
 
 def abandoned(name: str) -> bool:

@@ -405,3 +405,21 @@ def test_a_gate_killed_while_mariadb_loads_a_batch_leaves_no_batch_file_to_the_n
         from test_receiver_mariadb import drop_tables
 
         drop_tables(mariadb_url, uid)
+
+
+def test_a_failed_decisions_free_mark_is_removed_once_older_than_the_sweeps_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision that raised leaves its mark free, whether or not its table outlived it; once
+    older than the sweep's limit its table would go for its age anyway, and so does the mark."""
+    from dogana_provider.staging import scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _, _, receiver, _ = registered("sqlite", str(tmp_path / "receiver.db"), tmp_path)
+    with pytest.raises(ConnectionError), scratch.deciding("dogana_stage_failed"):
+        raise ConnectionError("the database went away while the rows were checked")
+    (mark,) = tmp_path.glob("dogana-deciding-*")
+    receiver.sweep(GATE_SWEEP_AFTER)
+    assert mark.exists()  # its table, were there one, may be another store's: not old yet
+    receiver.sweep(timedelta(0))
+    assert not mark.exists()
