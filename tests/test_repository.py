@@ -8,6 +8,7 @@ import importlib.util
 import itertools
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -114,6 +115,39 @@ def _reaches_in(node: ast.Attribute) -> bool:
     owner = node.value.id if isinstance(node.value, ast.Name) else None
     private = node.attr.startswith("_") and not node.attr.endswith("__")
     return private and owner not in ("self", "cls")
+
+
+# What `git grep -n "dialect.name\|\.name ==\|name in (" dogana_provider` finds: a test of which
+# database this is, or a line that reads like one.
+DATABASE_TEST = re.compile(r"dialect.name|\.name ==|name in \(")
+DIALECT_HOMES = {
+    "dogana_provider/dialects",
+    "dogana_provider/staging/sqlite.py",
+    "dogana_provider/staging/postgres.py",
+    "dogana_provider/staging/mariadb.py",
+    "dogana_provider/sources/sqlite.py",
+    "dogana_provider/sources/sqlite_reader.py",
+    "dogana_provider/sources/postgres.py",
+    "dogana_provider/sources/mysql.py",
+}
+
+
+def test_only_a_databases_own_modules_ask_which_database_it_is() -> None:
+    """What differs between databases is a method or a flag of their Dialect (dialects/), or
+    lives in that database's own staging or source module; code elsewhere asks the dialect,
+    never its name."""
+    offending = []
+    for path in sorted((ROOT / "dogana_provider").rglob("*")):
+        relative = path.relative_to(ROOT).as_posix()
+        if not path.is_file() or "__pycache__" in path.parts:
+            continue
+        if any(relative == home or relative.startswith(f"{home}/") for home in DIALECT_HOMES):
+            continue
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+        for number, line in enumerate(lines, 1):
+            if DATABASE_TEST.search(line):
+                offending.append(f"{relative}:{number}: {line.strip()}")
+    assert not offending, "\n".join(offending)
 
 
 @pytest.mark.parametrize(

@@ -246,7 +246,7 @@ class Bounds:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], where: str) -> Bounds:
         values = {}
-        for name in (*COMPARISONS, "tolerance"):
+        for name in [*COMPARISONS, "tolerance"]:
             if name in data:
                 values[name] = _decode(data[name], f"{where}.{name}")
         try:
@@ -595,13 +595,6 @@ def _at(where: str, exc: Exception) -> str:
     return text if text.startswith(where) else f"{where}: {text}"
 
 
-def expectations_of(value: Any, where: str = "expectations") -> Expectations | None:
-    """An Expectations, its dict, or None (nothing declared here), as operators take it."""
-    if value is None:
-        return None
-    return Expectations.from_dict(value, where)
-
-
 # Results -----------------------------------------------------------------------------------------
 
 
@@ -780,7 +773,7 @@ class Evaluation:
 
 
 def aggregate_of(evaluation: Evaluation, name: str) -> Expectation:
-    return next(item for item in evaluation.expectations if item.name == name)
+    return {item.name: item for item in evaluation.expectations}[name]
 
 
 def plan(
@@ -835,7 +828,7 @@ def verify(
     rows = StagedRows(connection, dialect, staged, contract, manifest)
     # Expectations judge live rows. A delivery declaring no tombstones has none, or its own
     # checks (tombstones, deleted_not_null) reject it: its rows are taken whole, sparing every
-    # aggregate a CASE on the deleted column (a third of the scan's time on SQLite).
+    # aggregate a CASE on the deleted column.
     whole = manifest.tombstones == 0
     evaluation = plan(
         connection,
@@ -867,7 +860,7 @@ def _value(dialect: Dialect, column: str, logical: str) -> str:
     """A column as its values compare: code points for strings; numbers for SQLite's decimal
     text, which would otherwise compare as text ("10" < "9")."""
     quoted = dialect.quote(column)
-    if dialect.name == "sqlite" and logical.startswith(DECIMAL_PREFIX):
+    if dialect.stored_decimal(logical):
         return f"CAST({quoted} AS REAL)"
     return dialect.ordered(quoted, logical)
 

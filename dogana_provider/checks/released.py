@@ -32,8 +32,6 @@ from dogana_provider.checks.expectations import Expectation, Expectations
 from dogana_provider.dialects import Dialect
 from dogana_provider.staging import ROW_COLUMN, Staged
 
-SQLITE_SHA256 = "dogana_sha256"
-
 
 def rule(expectation: Expectation) -> str:
     """The digest of an expectation as declared: a release covers this rule, not its name."""
@@ -45,13 +43,7 @@ def row_hash(connection: Any, dialect: Dialect, staged: Staged, contract: Contra
     """The SQL of a staged row's content hash, its columns qualified by the staging table."""
     deleted = contract.deleted_column
     columns = sorted(name for name, _ in staged.columns if name not in (ROW_COLUMN, deleted))
-    spelled = _spelled(dialect, staged, columns)
-    if dialect.name == "sqlite":
-        connection.create_function(SQLITE_SHA256, 1, _sha256, deterministic=True)
-        return f"{SQLITE_SHA256}({spelled})"
-    if dialect.name == "postgresql":
-        return f"encode(sha256(convert_to({spelled}, 'UTF8')), 'hex')"
-    return f"SHA2({spelled}, 256)"
+    return dialect.sha256_hex(connection, _spelled(dialect, staged, columns))
 
 
 def row_key(dialect: Dialect, staged: Staged, contract: Contract) -> str:
@@ -62,20 +54,9 @@ def row_key(dialect: Dialect, staged: Staged, contract: Contract) -> str:
 
 def _spelled(dialect: Dialect, staged: Staged, columns: list[str]) -> str:
     table = dialect.quote(staged.table)
-    mysql = dialect.name == "mysql"
     parts = []
     for column in columns:
-        value = f"CAST({table}.{dialect.quote(column)} AS {'CHAR' if mysql else 'TEXT'})"
-        if mysql:
-            parts.append(f"COALESCE(CONCAT(CHAR_LENGTH({value}), ':', {value}), '-')")
-        else:
-            parts.append(f"COALESCE(LENGTH({value}) || ':' || {value}, '-')")
-    if not parts:
-        return "''"
-    if mysql:
-        return f"CONCAT({', '.join(parts)})"
-    return " || ".join(parts)
-
-
-def _sha256(text: str | None) -> str | None:
-    return None if text is None else hashlib.sha256(text.encode("utf-8")).hexdigest()
+        value = dialect.cast_text(f"{table}.{dialect.quote(column)}")
+        spelled = dialect.concat([dialect.char_length(value), "':'", value])
+        parts.append(f"COALESCE({spelled}, '-')")
+    return dialect.concat(parts) if parts else "''"

@@ -28,10 +28,10 @@ A tombstone's values other than its key may be null (Deleted column): its window
 required, but when present it must be inside a window delivery's window, and its cursor is null
 or inside the interval. A live row's cursor is never null.
 
-Every check but the two hashes is set-based SQL over the staged table (staging.py): the counts
+Every check but the two hashes is set-based SQL over the staged table (staging/): the counts
 share one scan, duplicated keys one GROUP BY, and only a failing check reads a few example rows
 for its detail. Statements are built from quoted identifiers and bound parameters only, through a
-Dialect (sql.py), so the same functions run on SQLite, PostgreSQL and MySQL/MariaDB.
+Dialect (dialects/), so the same functions run on SQLite, PostgreSQL and MySQL/MariaDB.
 """
 
 from __future__ import annotations
@@ -459,13 +459,13 @@ class StagedRows:
         if len(self.contract.key) == 1:
             # One key column: whether a key repeats is COUNT vs COUNT(DISTINCT) in this same
             # scan, a sort the databases do in memory; GROUP BY, on a staged table with no
-            # statistics, is planned for 200 groups and spills (5x slower at a million rows).
+            # statistics, is planned for 200 groups and spills to disk.
             key = self.q(self.contract.key[0])
             distinct = {"keys": f"COUNT({key})", "distinct_keys": f"COUNT(DISTINCT {key})"}
-            if self.dialect.name == "sqlite":
+            if self.dialect.staged_key_index:
                 # Alone, SQLite answers it from the staging table's key index
                 # (actions.index_staged_keys); in the scan it would insert every key into a
-                # temporary b-tree, 2 s for a million keys in no order.
+                # temporary b-tree, slow for keys in no order.
                 apart = {"distinct_keys": distinct.pop("distinct_keys")}
         columns = ["COUNT(*)", *sums, *distinct.values()]
         # An aggregate the counts or another group already compute (a unique_check on the key)

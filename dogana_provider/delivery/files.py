@@ -146,9 +146,7 @@ def column_pairs(
 ) -> list[tuple[str, str]]:
     """The [name, type] pairs of a file in column order, the deleted column left out."""
     pairs = []
-    for column in columns:
-        if column.name == deleted_column:
-            continue
+    for column in [c for c in columns if c.name != deleted_column]:
         if column.logical is None:
             raise UnreadableFile(path, f"no column-hash type: {column.problem}", column=column.name)
         pairs.append((column.name, column.logical))
@@ -202,8 +200,9 @@ def check_columns(path: str | Path, columns: Sequence[Column], contract: Contrac
     for column in columns:
         if column.problem and pa.types.is_timestamp(column.arrow_type):
             raise UnreadableFile(path, column.problem, column=column.name)
+    by_name = {c.name: c for c in reversed(columns)}  # the first of a name, as files read
     for name, kind in contract.types:
-        bound = next((c for c in columns if c.name == name), None)
+        bound = by_name.get(name)
         role = _role(contract, name)
         if bound is None:
             if name == contract.deleted_column:
@@ -392,7 +391,7 @@ class DeliveredFile:
         return self._columns
 
     def column(self, name: str) -> Column | None:
-        return next((c for c in self.columns if c.name == name), None)
+        return {c.name: c for c in reversed(self.columns)}.get(name)
 
     # Opening ------------------------------------------------------------------------------------
 
@@ -523,8 +522,8 @@ def release_unused() -> None:
     """Hand back to the system the pages Arrow's allocator keeps once a batch is done with.
 
     mimalloc (pyarrow's default) and jemalloc keep freed pages for the next allocation, so a
-    process streaming a million rows held 60 MB more than it used at its peak (bench/pipeline.py);
-    asking after each batch costs about 0.4 ms."""
+    process streaming a large file would hold far more than it uses at its peak; asking after
+    each batch costs little."""
     pa.default_memory_pool().release_unused()
 
 
@@ -653,8 +652,8 @@ class DeliveryWriter:
         self._deleted = deleted if deleted in schema.names else None
         self._row_group_rows = row_group_rows
         self._sink = HashingWriter(path, overwrite=overwrite)
-        # No dictionary pages: building them costs more than the rest of the write together
-        # (7x at a million rows of mostly distinct values) and the file comes out larger.
+        # No dictionary pages: on mostly distinct values building them costs more than the rest
+        # of the write together, and the file comes out larger.
         self._writer = pq.ParquetWriter(
             self._sink,
             schema,

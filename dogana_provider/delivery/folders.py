@@ -70,8 +70,9 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
         return 0
     horizon = datetime.now(UTC) - older_than
     removed = 0
+    kept = {keep}
     for run in folder.iterdir():
-        if run.name == keep or not run.is_dir():
+        if run.name in kept or not run.is_dir():
             continue
         emptied = 0
         for item in list(run.iterdir()):

@@ -65,7 +65,7 @@ class DoganaHook(BaseHook):
             self.log.info(
                 "dogana receiver: connection %r (%s), tables prefixed %r",
                 self.receiver_conn_id,
-                self._receiver.dialect.name,
+                self._receiver.dialect,
                 self.prefix,
             )
         return self._receiver

@@ -174,7 +174,7 @@ class ExtractOperator(BaseOperator):
         self.log.info(
             "source %s (%s): %d tables in one snapshot, boundary %s",
             self.source_conn_id,
-            source.dialect.name,
+            source.dialect,
             len(requests),
             max(r.until for r in requests).isoformat(),
         )

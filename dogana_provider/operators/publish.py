@@ -56,8 +56,6 @@ from dogana_provider.operators.superseded import planned, superseded
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 
-ASSET_SCHEME = SCHEME
-
 
 def dogana_asset(table: str, receiver_conn_id: str = DoganaHook.default_conn_name) -> Asset:
     """The Asset of a table published by a receiver: dogana://<conn_id>/<table>.
@@ -75,7 +73,7 @@ def dogana_alias(receiver_conn_id: str = DoganaHook.default_conn_name) -> AssetA
     table's dogana_asset carrying its claims; a DAG scheduled on dogana_asset(table) runs after
     it as after a static outlet.
     """
-    return AssetAlias(name=f"{ASSET_SCHEME}://{receiver_conn_id}")
+    return AssetAlias(name=f"{SCHEME}://{receiver_conn_id}")
 
 
 class PublishOperator(BaseOperator):
@@ -201,7 +199,7 @@ class PublishOperator(BaseOperator):
             conn_id, table = named
             if conn_id == self.receiver_conn_id and table in tables:
                 continue
-            published = ", ".join(f"{ASSET_SCHEME}://{self.receiver_conn_id}/{t}" for t in tables)
+            published = ", ".join(f"{SCHEME}://{self.receiver_conn_id}/{t}" for t in tables)
             raise ValueError(
                 f"outlet {outlet.uri}: not a table this task publishes ({published}); nothing "
                 "was published. Give each table's Asset to the task that publishes it, or, for "
@@ -294,7 +292,7 @@ def _asset_table(asset: Asset) -> tuple[str, str] | None:
     """(receiver_conn_id, table) of a dogana_asset; None for any other Asset."""
     scheme, _, rest = asset.uri.partition("://")
     conn_id, _, table = rest.partition("/")
-    if scheme != ASSET_SCHEME:
+    if scheme != SCHEME:
         return None
     return conn_id, table
 

@@ -1,7 +1,15 @@
 """The reference receiver: stage, check, decide and publish deliveries in a SQL database."""
 
-from dogana_provider.receiver.receiver import Decision, Receiver, Snapshot, UnknownTable
+from dogana_provider.receiver.receiver import Decision, Receiver, TableRead, UnknownTable
 from dogana_provider.receiver.store import Store, Verified
 from dogana_provider.receiver.together import GroupDecision
 
-__all__ = ["Decision", "GroupDecision", "Receiver", "Snapshot", "Store", "UnknownTable", "Verified"]
+__all__ = [
+    "Decision",
+    "GroupDecision",
+    "Receiver",
+    "Store",
+    "TableRead",
+    "UnknownTable",
+    "Verified",
+]

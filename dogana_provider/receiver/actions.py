@@ -16,7 +16,7 @@ publication's transaction, the checked staging table itself becomes the publishe
 tombstones deleted, its row-number and deleted columns dropped, the old table dropped, the staged
 one renamed, the indexes built on the loaded rows), committed with the ledger and the receipt or
 not at all. Copying it instead stays for what a swap would break, each case named in swap_refused:
-a group's publication (its tables' rows are copied one table after another, as before),
+a group's publication (its tables' rows are copied one table after another),
 MariaDB (RENAME TABLE commits at once, so a crash could publish rows without their receipt), a
 published table whose columns differ from the delivery's (added by an earlier delivery), and one
 that other objects hang on (views, foreign keys, triggers, grants, rules), which a dropped table
@@ -37,13 +37,12 @@ lacks is NULL in the rows it inserts. Types come from the staged columns' logica
 from __future__ import annotations
 
 import hashlib
-import sqlite3
+from contextlib import nullcontext
 from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.dialects import Dialect, create_index, execute
-from dogana_provider.receiver.transactions import schema_lock
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
 
 
@@ -57,9 +56,9 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
 
     Harmless before a decision: an empty table publishes nothing, and the row checks need it to
     look for keys already published outside a window. Deliveries of a new table decided at once
-    each create it: schema_lock makes them take turns, the first creating it.
+    each create it: Dialect.lock_schema makes them take turns, the first creating it.
     """
-    schema_lock(connection, dialect, dialect.quote(contract.table))
+    dialect.lock_schema(connection, dialect.quote(contract.table))
     columns = ", ".join(
         f"{dialect.quote(name)} {dialect.column_type(kind)}"
         for name, kind in published_columns(staged, contract)
@@ -76,34 +75,34 @@ def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: 
     if contract.keyed:
         # Upserts, tombstones and replaced windows find published rows by key: without an
         # index, a small changes delivery would scan the whole table.
-        keys = ", ".join(_index_column(dialect, k, logical.get(k)) for k in contract.key)
+        keys = ", ".join(dialect.index_column(k, logical.get(k)) for k in contract.key)
         create_index(connection, dialect, contract.table, key_index_name(contract.table), keys)
     window = contract.window_column
     if window is not None and window in logical:
         # A replaced window deletes the published rows whose window value is in range: without
         # an index, every window delivery would scan the whole table.
-        column = _index_column(dialect, window, logical.get(window))
+        column = dialect.index_column(window, logical.get(window))
         create_index(connection, dialect, contract.table, f"dogana_window_{digest}", column)
 
 
 def index_staged_keys(
     connection: Any, dialect: Dialect, staged: Staged, contract: Contract
 ) -> None:
-    """SQLite: the staging table's key index, built once its rows are in, in the stage's write
-    transaction (the row checks' is read-only).
+    """The staging table's key index where the dialect wants one (Dialect.staged_key_index:
+    SQLite), built once its rows are in, in the stage's write transaction (the row checks' is
+    read-only).
 
     The row checks ask whether a key repeats: without an index SQLite answers COUNT(DISTINCT)
-    by inserting each key into a temporary b-tree in the rows' order, 0.15 s for a million keys
-    in order and about 2 s for keys in no order (uuids, text). An index is built from a sort,
-    0.3 to 0.45 s either way, and answers it in 0.05 s (checks.py); and a whole-table
-    replacement swaps the staging table in with its key index built, which the swap built
-    before. Its name is the published key index's and a suffix of the staging table's, which
+    by inserting each key into a temporary b-tree in the rows' order, slow for keys in no
+    order (uuids, text). An index is built from a sort whatever the order, and answers it
+    (checks/rows.py); and a whole-table replacement swaps the staging table in with its key
+    index built. Its name is the published key index's and a suffix of the staging table's, which
     create_index takes for the published one: index names are one namespace in a schema, and
     SQLite renames no index. Elsewhere the scan's COUNT(DISTINCT) sorts anyway.
     """
     logical = dict(staged.columns)
     if (
-        dialect.name != "sqlite"
+        not dialect.staged_key_index
         or not contract.keyed
         or any(k not in logical for k in contract.key)
     ):
@@ -119,13 +118,6 @@ def index_staged_keys(
 def key_index_name(table: str) -> str:
     """The name of the published table's key index (create_indexes)."""
     return f"dogana_key_{hashlib.sha256(table.encode()).hexdigest()[:20]}"
-
-
-def _index_column(dialect: Dialect, column: str, logical: str | None) -> str:
-    # MariaDB indexes a TEXT column only by a prefix of it; 255 characters tell keys apart.
-    if dialect.name == "mysql" and logical == "str":
-        return f"{dialect.quote(column)}(255)"
-    return dialect.quote(column)
 
 
 def add_missing_columns(
@@ -197,12 +189,13 @@ def swap_refused(
     """Why the plan's rows are copied rather than the staging table swapped in; None to swap."""
     if [action.operation for action in plan.actions] != [ActionKind.REPLACE_ALL]:
         return "the plan changes part of the table"
-    if dialect.name not in ("postgresql", "sqlite"):
-        return f"{dialect.name} commits at every DDL statement"
+    refused = dialect.swap_refused()
+    if refused is not None:
+        return refused
     names = [name for name, _ in published_columns(staged, contract)]
     if existing_columns(connection, dialect, contract.table) != names:
         return "the published table's columns differ from the delivery's"
-    if _dependents(connection, dialect, contract.table):
+    if dialect.has_dependents(connection, contract.table):
         return "other objects depend on the published table"
     return None
 
@@ -221,65 +214,11 @@ def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contrac
             (True,),
         )
         dropped.append(deleted)
-    if dialect.name == "postgresql":
-        # Marks the columns dropped; the rows are not rewritten.
-        drops = ", ".join(f"DROP COLUMN {dialect.quote(name)}" for name in dropped)
-        execute(connection, f"ALTER TABLE {source} {drops}")
-    else:  # SQLite rewrites every row for each (none, most often)
-        for name in dropped:
-            execute(connection, f"ALTER TABLE {source} DROP COLUMN {dialect.quote(name)}")
+    for statement in dialect.drop_columns(source, dropped):
+        execute(connection, statement)
     execute(connection, f"DROP TABLE {target}")
     execute(connection, f"ALTER TABLE {source} RENAME TO {target}")
     create_indexes(connection, dialect, staged, contract)
-
-
-def lock_before_snapshot(connection: Any, dialect: Dialect, table: str) -> None:
-    """Wait for a publication swapping the table in before a REPEATABLE READ snapshot is taken.
-
-    PostgreSQL takes the snapshot at the first statement that needs one, which LOCK TABLE and
-    SAVEPOINT are not: once the lock is held, no swap can commit before the snapshot, so the
-    ledger and the rows read after it are one committed state. A table not published yet has
-    nothing to lock. SQLite's read transaction already sees the schema of its snapshot.
-    """
-    if dialect.name != "postgresql":
-        return
-    cursor = connection.cursor()
-    try:
-        cursor.execute("SAVEPOINT dogana_lock")
-        try:
-            cursor.execute(f"LOCK TABLE {dialect.quote(table)} IN ACCESS SHARE MODE")
-        except Exception:
-            cursor.execute("ROLLBACK TO SAVEPOINT dogana_lock")
-        cursor.execute("RELEASE SAVEPOINT dogana_lock")
-    finally:
-        cursor.close()
-
-
-def _dependents(connection: Any, dialect: Dialect, table: str) -> bool:
-    """Whether a view, trigger, rule, foreign key, policy or grant hangs on the table."""
-    if dialect.name == "sqlite":
-        # Views and triggers name tables in their text: any of them could name this one.
-        sql = "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')"
-        params: tuple[Any, ...] = ()
-    else:
-        # Everything pg_depend records against the table but its own indexes, TOAST table and
-        # row type, which go and come with it.
-        sql = (
-            "SELECT (SELECT count(*) FROM pg_depend d WHERE d.refclassid = 'pg_class'::regclass"
-            " AND d.refobjid = c.oid AND d.classid <> 'pg_type'::regclass"
-            " AND NOT (d.classid = 'pg_class'::regclass AND EXISTS (SELECT 1 FROM pg_class r"
-            " WHERE r.oid = d.objid AND r.relkind IN ('i', 't'))))"
-            " + (CASE WHEN c.relacl IS NULL THEN 0 ELSE 1 END)"
-            f" FROM pg_class c WHERE c.oid = to_regclass({dialect.placeholder})"
-        )
-        params = (dialect.quote(table),)
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    finally:
-        cursor.close()
-    return row is not None and int(row[0] or 0) > 0
 
 
 class _Published:
@@ -336,61 +275,36 @@ class _Published:
                 f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
             )
             where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
-        bulk = self.dialect.name == "mysql" and _nothing_to_check(self.connection, self.contract)
-        if bulk:
-            execute(
-                self.connection,
-                "SET @dogana_unique = @@unique_checks, @dogana_foreign = @@foreign_key_checks, "
-                "unique_checks = 0, foreign_key_checks = 0",
-            )
-        try:
+        # A table someone gave a primary key, a unique index or a foreign key keeps the
+        # checks; dogana's own indexes are not unique (the row checks find duplicate keys).
+        unchecked = not self.dialect.has_unique_or_foreign(self.connection, self.contract.table)
+        with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
                 self.connection,
                 f"INSERT INTO {self.target} ({names}) SELECT {selected} FROM {self.source} s "
                 f"WHERE {where}",
                 params,
             )
-        finally:
-            if bulk:
-                execute(
-                    self.connection,
-                    "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
-                )
 
     def updates_in_place(self) -> bool:
         """Whether an upsert UPDATEs the published rows whose key is staged instead of deleting
-        and inserting them: on SQLite, which has UPDATE ... FROM since 3.33.
+        and inserting them (Dialect.updates_in_place: SQLite's UPDATE ... FROM).
 
         Each of the rows a changes delivery spreads across a table lies on a page of its own:
         a DELETE rewrites those pages and every key-index page holding one of their keys, and
         the INSERT the index pages again, each page written twice at the commit (to the
         rollback journal, then to the table). An UPDATE that leaves the key alone rewrites the
-        table's pages alone: a third less time in the two statements and their commit for
-        10,000 spread rows of a million (0.46 s against 0.30 s, median of 8).
-        The result is the same: a published keyed table holds each key once (every publication
-        deletes the keys it inserts, and staged keys are unique), so each updated row is the
-        one the DELETE would have removed, the staged row's values in every published column,
-        NULL in those the file lacks, as an insert leaves them; only a trigger could tell the
-        two apart, so a table with one keeps DELETE and INSERT. PostgreSQL's UPDATE visits the
-        same heap pages as its DELETE and, a freshly loaded page having no room, writes each new
-        version elsewhere with its index entry, as the INSERT does: no faster (measured), and a
-        plain join lets the planner scan the whole table. MariaDB's was no faster either.
+        table's pages alone. The result is the same: a published keyed table holds each key
+        once (every publication deletes the keys it inserts, and staged keys are unique), so
+        each updated row is the one the DELETE would have removed, the staged row's values in
+        every published column, NULL in those the file lacks, as an insert leaves them; only a
+        trigger could tell the two apart, so a table with one keeps DELETE and INSERT.
+        PostgreSQL's UPDATE visits the same heap pages as its DELETE and, a freshly loaded page
+        having no room, writes each new version elsewhere with its index entry, as the INSERT
+        does, and a plain join lets the planner scan the whole table: it keeps DELETE and
+        INSERT, as MariaDB does.
         """
-        if self.dialect.name != "sqlite" or sqlite3.sqlite_version_info < (3, 33, 0):
-            return False
-        # A trigger on the published table would see an UPDATE where it saw a DELETE and an
-        # INSERT: such a table keeps them.
-        cursor = self.connection.cursor()
-        try:
-            cursor.execute(
-                "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
-                "AND tbl_name = ? COLLATE NOCASE",
-                (self.contract.table,),
-            )
-            (triggers,) = cursor.fetchone()
-        finally:
-            cursor.close()
-        return int(triggers) == 0
+        return self.dialect.updates_in_place(self.connection, self.contract.table)
 
     def update_matching(self, key: tuple[str, ...]) -> None:
         """UPDATE the published rows sharing a key with a live staged row to its values."""
@@ -428,25 +342,20 @@ class _Published:
         The cost must follow the delivery, not the table: probe the published key index once
         per staged key. A correlated EXISTS lets the planner pick a scan of the whole published
         table instead (SQLite always does; PostgreSQL does whenever its statistics are missing
-        or think a scan cheaper, 10x slower at a million rows). So on a one-column key,
-        PostgreSQL is handed the staged keys as one array (= ANY(ARRAY(...)), an index scan
-        whatever the statistics) and SQLite an IN list it looks up in the index; MariaDB a join
-        (below). Other keys keep EXISTS.
+        or think a scan cheaper). So a one-column key is matched as Dialect.one_key_match says
+        (PostgreSQL: the staged keys as one array; SQLite: an IN list it looks up in the
+        index). MariaDB runs a single-table DELETE's EXISTS (or IN) once per published row,
+        each a scan of the staging table; its multi-table DELETE joins the distinct staged keys
+        to the key index instead (Dialect.deletes_by_join). Other keys keep EXISTS.
         """
         where, params = self.staged_where(live=live)
-        if len(key) == 1 and self.dialect.name in ("postgresql", "sqlite"):
-            column = self.dialect.quote(key[0])
-            staged = f"SELECT s.{column} FROM {self.source} s WHERE {where}"
-            if self.dialect.name == "postgresql":
-                matching = f"{self.target}.{column} = ANY (ARRAY({staged}))"
-            else:
-                matching = f"{self.target}.{column} IN ({staged})"
+        column = self.dialect.quote(key[0])
+        staged = f"SELECT s.{column} FROM {self.source} s WHERE {where}"
+        matching = self.dialect.one_key_match(f"{self.target}.{column}", staged)
+        if len(key) == 1 and matching is not None:
             execute(self.connection, f"DELETE FROM {self.target} WHERE {matching}", params)
             return
-        if self.dialect.name == "mysql":
-            # MariaDB runs a single-table DELETE's EXISTS (or IN) once per published row, each
-            # a scan of the staging table: 150 s for 2,000 keys against 200,000 rows. Its
-            # multi-table DELETE joins the distinct staged keys to the key index instead: 5 ms.
+        if self.dialect.deletes_by_join:
             columns = ", ".join(f"s.{self.dialect.quote(k)}" for k in key)
             joined = " AND ".join(
                 f"x.{self.dialect.quote(k)} = {self.target}.{self.dialect.quote(k)}" for k in key
@@ -467,30 +376,3 @@ class _Published:
             f"(SELECT 1 FROM {self.source} s WHERE {same} AND {where})",
             params,
         )
-
-
-def _nothing_to_check(connection: Any, contract: Contract) -> bool:
-    """Whether the published table has no unique index and no foreign key of its own.
-
-    Then InnoDB's unique_checks and foreign_key_checks have nothing to check on an insert into
-    it, and turning them off changes no outcome; what it does change is how InnoDB inserts into
-    an empty table (a whole-table replacement, or the first delivery): one undo record for the
-    table instead of one per row, the indexes sorted and built page by page (MariaDB 10.6 and
-    later), a third less time for the bench's copy of a million rows. The table's lock is then
-    held to the commit, and an error rolls back the whole transaction, not the statement
-    alone: a publication is all or nothing anyway. Dogana's own indexes are not unique (the
-    row checks find duplicate keys); a table someone gave a primary key, a unique index or a
-    foreign key keeps the checks.
-    """
-    cursor = connection.cursor()
-    try:
-        cursor.execute(
-            "SELECT (SELECT COUNT(*) FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0) "
-            "+ (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s)",
-            (contract.table, contract.table),
-        )
-        return int(cursor.fetchone()[0]) == 0
-    finally:
-        cursor.close()

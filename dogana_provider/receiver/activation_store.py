@@ -54,13 +54,17 @@ class LogEntry:
     detail: dict[str, Any]
 
 
+_OWN = ("settings", "sources", "source_log")
+"""The activation tables, by their names after the prefix."""
+
+
 class SourceStore:
     """Statements on the settings, sources and log tables, for one dialect and prefix."""
 
     def __init__(self, dialect: Dialect, prefix: str = "dogana") -> None:
         check_identifier(f"{prefix}_source_log", "store prefix")
         self.dialect = dialect
-        self.own_names = tuple(f"{prefix}_{name}" for name in ("settings", "sources", "source_log"))
+        self.own_names = tuple(f"{prefix}_{name}" for name in _OWN)
         self.settings, self.sources, self.log_table = (dialect.quote(n) for n in self.own_names)
         self.p = dialect.placeholder
         self._ready = False
@@ -140,7 +144,7 @@ class SourceStore:
         activation or deactivation waits for the publication holding it."""
         if not self.ready(connection):
             return None
-        suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
+        suffix = self.dialect.for_update(lock)
         row = fetch_one(
             connection,
             f"SELECT {_COLUMNS} FROM {self.sources} WHERE table_name = {self.p}{suffix}",

@@ -54,7 +54,7 @@ from dogana_provider.receiver.store import (
     Released,
     TableState,
 )
-from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.receiver.transactions import transaction
 from dogana_provider.report.table import when
 
 DecideHeld = Callable[[Any, TableState, HeldTable, "Release", datetime], Receipt]
@@ -153,7 +153,7 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
         steps.store.create(connection)  # a store made before released rows gets their table
     with transaction(steps.connect, steps.dialect) as connection:
         add_missing_columns(connection, steps.dialect, held.staged, held.contract)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
         state = steps.locked_state(connection, held.table)
         still_held(steps, connection, hold_id)
@@ -242,7 +242,7 @@ def discard(steps: Steps, hold_id: str, by: str, reason: str = "") -> tuple[Rece
     """Refuse a held delivery: a rejection naming the held checks, who, when and why."""
     by = person(by)
     found = held_still(steps, hold_id)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     receipts = []
     with transaction(steps.connect, steps.dialect) as connection:
         states = {

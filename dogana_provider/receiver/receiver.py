@@ -68,13 +68,12 @@ from dogana_core.manifest import Manifest
 from dogana_provider.checks import expectations
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.expectations import Expectations
-from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE, Dialect
+from dogana_provider.dialects import Dialect, dialect_for
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import (
     add_missing_columns,
     count_published,
     existing_columns,
-    lock_before_snapshot,
 )
 from dogana_provider.receiver.activating import Sources
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
@@ -101,10 +100,7 @@ from dogana_provider.receiver.together import (
 from dogana_provider.receiver.transactions import (
     Connect,
     Reusing,
-    name_released,
-    streaming_cursor,
     transaction,
-    transactional_ddl,
 )
 from dogana_provider.staging import Staged, drop, scratch
 from dogana_provider.staging.sqlite import remove_orphans
@@ -116,9 +112,8 @@ __all__ = [
     "Hold",
     "NotHeld",
     "Receiver",
-    "Snapshot",
+    "TableRead",
     "UnknownTable",
-    "dialect_of",
 ]
 
 log = logging.getLogger(__name__)
@@ -184,7 +179,7 @@ class Held:
 
 
 @dataclass(frozen=True)
-class Snapshot:
+class TableRead:
     """A table's ledger and rows read in one transaction: one committed state."""
 
     ledger: Ledger
@@ -207,7 +202,7 @@ class Receiver:
     ) -> None:
         """require_activation=True switches the receiver's stored setting on at the next
         registration, when it is off (sources.py); it never switches it off."""
-        if dialect.name == "postgresql":
+        if dialect.reuses_connections:
             connect = Reusing(connect)  # transactions.py: a connection per delivery step
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
@@ -220,7 +215,7 @@ class Receiver:
     @classmethod
     def from_hook(cls, hook: Any, **options: Any) -> Receiver:
         """A receiver over a common-sql DbApiHook: its connection id selects the database."""
-        return cls(hook.get_conn, dialect_of(hook), **options)
+        return cls(hook.get_conn, dialect_for(hook), **options)
 
     # Contracts --------------------------------------------------------------------------------
 
@@ -266,10 +261,10 @@ class Receiver:
         """Refuse a table that names, in this database, another registered table or one of the
         receiver's own (its store's tables, its staging tables).
 
-        Names are compared as the database compares them (Dialect.name_key): on SQLite orders
+        Names are compared as the database compares them (Dialect.compared_name): on SQLite orders
         and ORDERS are one table, whose rows two ledgers would each claim as theirs.
         """
-        key = self.dialect.name_key
+        key = self.dialect.compared_name
         own = [*self.store.own_names, *self.steps.sources.own_names, f"{STAGING_PREFIX}*"]
         registered = [name for name in self.store.table_names(connection) if name != table]
         for name in [*registered, *own]:
@@ -281,8 +276,8 @@ class Receiver:
                 whose = "a registered table" if name in registered else "the receiver's own"
                 how = " without regard to case" if self.dialect.folds_names else ""
                 raise InvalidContract(
-                    f"Contract.table: {table!r} names the same {self.dialect.name} table as "
-                    f"{name!r}, {whose} ({self.dialect.name} compares table names{how})"
+                    f"Contract.table: {table!r} names the same {self.dialect} table as "
+                    f"{name!r}, {whose} ({self.dialect} compares table names{how})"
                 )
 
     def ledger(self, table: str) -> Ledger:
@@ -385,7 +380,7 @@ class Receiver:
         assert staged is not None
         with transaction(self.connect, self.dialect) as connection:
             add_missing_columns(connection, self.dialect, staged, decision.receipt.contract)
-        ddl_joins = transactional_ddl(self.dialect)
+        ddl_joins = self.dialect.transactional_ddl
         with transaction(self.connect, self.dialect) as connection:
             receipt = self._publish_locked(connection, decision.receipt, staged)
             # Whatever the outcome (published, refused, replayed), the staged rows are spent.
@@ -485,8 +480,8 @@ class Receiver:
     def _loader_gone(self, connection: Any, staging: str) -> bool:
         """Whether a LOADING staging table's loader is gone: its lock, taken here, proves it,
         and the state is read again under it, since a loader marks its table loaded before it
-        lets go (transactions.hold_name)."""
-        if not name_released(connection, self.dialect, staging):
+        lets go (Dialect.lock_name)."""
+        if not self.dialect.try_lock_name(connection, staging, wait=1.0):
             return False
         return self.store.staging_state(connection, staging) == LOADING
 
@@ -568,16 +563,16 @@ class Receiver:
             return list(self.store.receipts_of(connection, table))
 
     @contextmanager
-    def read(self, table: str) -> Iterator[Snapshot]:
+    def read(self, table: str) -> Iterator[TableRead]:
         """The ledger and the published rows, from one committed state; rows are streamed."""
         with transaction(self.connect, self.dialect, write=False) as connection:
-            lock_before_snapshot(connection, self.dialect, table)
+            self.dialect.lock_before_snapshot(connection, table)
             state = self.steps.state(connection, table)
             columns = tuple(existing_columns(connection, self.dialect, table))
-            cursor = streaming_cursor(connection, self.dialect)
+            cursor = self.dialect.streaming_cursor(connection)
             try:
                 cursor.execute(f"SELECT * FROM {self.dialect.quote(table)}")
-                yield Snapshot(state.ledger, columns, _stream(cursor))
+                yield TableRead(state.ledger, columns, _stream(cursor))
             finally:
                 cursor.close()
 
@@ -693,16 +688,6 @@ class Receiver:
         # A hold found only now, under the publication's lock, is a rejection like a block's:
         # nothing here can keep the staged rows for a person.
         return self._evaluate_on(connection, state, manifest, staged, now, source)[0]
-
-
-def dialect_of(hook: Any) -> Dialect:
-    """The Dialect of a DbApiHook's database, from its SQLAlchemy dialect name."""
-    name = str(hook.dialect_name)
-    known = {"sqlite": SQLITE, "postgresql": POSTGRES, "mysql": MARIADB}
-    dialect = known.get(name)
-    if dialect is None:
-        raise ValueError(f"no dogana dialect for database {name!r} (sqlite, postgresql, mysql)")
-    return dialect
 
 
 def _stream(cursor: Any, size: int = 1000) -> Iterator[tuple[Any, ...]]:

@@ -28,7 +28,7 @@ from dogana_provider.receiver.actions import create_published, execute_plan, ind
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.store import Store, TableState, stamp
-from dogana_provider.receiver.transactions import Connect, hold_name, transaction
+from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.staging import Staged, drop, stage_file
 from dogana_provider.staging.sqlite import attaching, preloaded
 
@@ -84,7 +84,7 @@ class Steps:
         """Save a rejection under the table's lock; one refused for an expired authorization
         also records the expiry in the log, once (note_expiry)."""
         self.store.save(connection, receipt)
-        if any(check.name == SOURCE_ACTIVE for check in receipt.failed):
+        if SOURCE_ACTIVE in {check.name for check in receipt.failed}:
             self.note_expiry(connection, receipt.table, receipt.received_at)
 
     # Activation (activation.py) --------------------------------------------------------------
@@ -141,13 +141,13 @@ class Steps:
         committed for publish."""
         name = self.staging_name(manifest) if name is None else name
         # SQLite reads the file into a private one first, attached to the transaction's
-        # connection, from which its rows are copied in one statement (sqlite_load.py).
+        # connection, from which its rows are copied in one statement (staging/sqlite.py).
         with preloaded(path, contract, self.dialect) as loaded:
             connect = self.connect if loaded is None else attaching(self.connect, loaded)
             with transaction(connect, self.dialect) as connection:
                 # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash
                 # after it leaves the table LOADING where sweep finds it, and its loader gone.
-                hold_name(connection, self.dialect, name)
+                self.dialect.lock_name(connection, name)
                 self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
                 staged = stage_file(
                     connection, self.dialect, name, path, contract, preloaded=loaded

@@ -81,7 +81,6 @@ from dogana_provider.dialects import (
     run_or_fail,
 )
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
-from dogana_provider.receiver.transactions import schema_lock, streaming_cursor
 from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).
@@ -90,11 +89,20 @@ WAITING, RECORDED, LOADING, HELD = 0, 1, 2, 3
 # The states of a hold ({prefix}_holds.state).
 HOLDING, RELEASED, DISCARDED = "held", "released", "discarded"
 
+_OWN = (
+    "tables",
+    "receipts",
+    "receipts_manifest",
+    "staging",
+    "expectations",
+    "chunks",
+    "holds",
+    "released",
+)
+"""The store's tables and replay index, by their names after the prefix."""
+
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
 FEW = 64  # chunks fetched by name, at most; a state read missing more reads the table's all
-
-# Documents are wire JSON of unbounded length: MariaDB's TEXT stops at 64 KiB.
-_DOCUMENT = {"mysql": "LONGTEXT", "mariadb": "LONGTEXT"}
 
 
 @dataclass(frozen=True)
@@ -143,7 +151,7 @@ class HeldTable:
     def grouped(self) -> bool:
         """Whether this table was decided in a group (together.py): its checks carry the
         together check, as Group.apply makes it."""
-        return any(check.name == TOGETHER for check in self.checks)
+        return TOGETHER in {check.name for check in self.checks}
 
     @property
     def held_checks(self) -> tuple[Check, ...]:
@@ -206,28 +214,16 @@ class Store:
         self.released = dialect.quote(f"{prefix}_released")
         self._holds_exist = False
         self.p = dialect.placeholder
-        self.own_names = tuple(
-            f"{prefix}_{name}"
-            for name in (
-                "tables",
-                "receipts",
-                "receipts_manifest",
-                "staging",
-                "expectations",
-                "chunks",
-                "holds",
-                "released",
-            )
-        )
+        self.own_names = tuple(f"{prefix}_{name}" for name in _OWN)
         """The names this store's tables and index take in the database."""
 
     # Schema ---------------------------------------------------------------------------------
 
     def create(self, connection: Any) -> None:
         """Create the tables and the replay index when missing; safe to repeat, and safe for
-        any number of callers at once (schema_lock)."""
-        schema_lock(connection, self.dialect, self.tables)
-        document = _DOCUMENT.get(self.dialect.name, "TEXT")
+        any number of callers at once (Dialect.lock_schema)."""
+        self.dialect.lock_schema(connection, self.tables)
+        document = self.dialect.document_type
         statements = [
             f"CREATE TABLE IF NOT EXISTS {self.tables} ("
             "table_name VARCHAR(64) NOT NULL PRIMARY KEY, "
@@ -308,7 +304,7 @@ class Store:
         lock=True takes the row lock (SELECT ... FOR UPDATE) where the database has one; on
         SQLite the caller's BEGIN IMMEDIATE already holds the database's write lock.
         """
-        suffix = " FOR UPDATE" if lock and self.dialect.name != "sqlite" else ""
+        suffix = self.dialect.for_update(lock)
         row = fetch_one(
             connection,
             f"SELECT contract, ledger FROM {self.tables} WHERE table_name = {self.p}{suffix}",
@@ -343,7 +339,7 @@ class Store:
             connection,
             f"INSERT INTO {self.tables} (table_name, contract, ledger, publication_id) "
             f"VALUES ({self.p}, {self.p}, {self.p}, {self.p}) "
-            f"{self._unless_exists('table_name')}",
+            f"{self.dialect.unless_exists('table_name')}",
             (
                 ledger.contract.table,
                 ledger.contract.to_json(),
@@ -351,13 +347,6 @@ class Store:
                 ledger.head,
             ),
         )
-
-    def _unless_exists(self, *key: str) -> str:
-        """The clause that makes an INSERT do nothing where a row with its key exists."""
-        if self.dialect.name == "mysql":
-            # INSERT IGNORE would also silence truncation and type errors: only the key's.
-            return f"ON DUPLICATE KEY UPDATE {key[-1]} = {key[-1]}"
-        return f"ON CONFLICT ({', '.join(key)}) DO NOTHING"
 
     def update_table(self, connection: Any, ledger: Ledger) -> None:
         execute(
@@ -417,7 +406,7 @@ class Store:
                 connection,
                 f"INSERT INTO {self.chunks} (table_name, digest, regions) "
                 f"VALUES ({self.p}, {self.p}, {self.p}) "
-                f"{self._unless_exists('table_name', 'digest')}",
+                f"{self.dialect.unless_exists('table_name', 'digest')}",
                 (table, name, chunks[name].decode("utf-8")),
             )
         for name in sorted(stored - chunks.keys()):
@@ -536,7 +525,7 @@ class Store:
         Consume it before the next statement on the connection (MySQLdb's streaming cursor
         holds the connection until its result is read).
         """
-        cursor = streaming_cursor(connection, self.dialect)
+        cursor = self.dialect.streaming_cursor(connection)
         try:
             cursor.execute(
                 f"SELECT receipt FROM {self.receipts} WHERE table_name = {self.p} ORDER BY seq",
@@ -776,13 +765,13 @@ class Store:
         before for the same rule keeps its first record. The caller holds the table's lock."""
         key, hashed = identity
         p = self.p
-        text = "CHAR" if self.dialect.name == "mysql" else "VARCHAR(200)"
+        bound = self.dialect.cast_text(p, length=200)  # a bound value, typed for the SELECT
         execute(
             connection,
             f"INSERT INTO {self.released} (table_name, expectation, rule, row_hash, row_key, "
             "hold_id, released_by, released_at) "
-            f"SELECT CAST({p} AS {text}), CAST({p} AS {text}), CAST({p} AS {text}), found.h, "
-            f"MIN(found.k), CAST({p} AS {text}), CAST({p} AS {text}), CAST({p} AS {text}) "
+            f"SELECT {bound}, {bound}, {bound}, found.h, "
+            f"MIN(found.k), {bound}, {bound}, {bound} "
             f"FROM (SELECT {hashed} AS h, {key} AS k FROM {self.dialect.quote(staged)} "
             f"WHERE {faulted[0]}) found WHERE NOT EXISTS (SELECT 1 FROM {self.released} r "
             f"WHERE r.table_name = {p} AND r.expectation = {p} AND r.rule = {p} "
@@ -951,8 +940,8 @@ times that with every region decoded (claims over the whole table decode them al
 
 def forget() -> None:
     """Forget what this process keeps of stored ledgers (their chunks, indexes and contracts),
-    as a new process starts without it: bench/ledger.py measures a step as a new task's process
-    runs it. Nothing else needs it: what is kept is named by what it holds, never stale."""
+    as a new process starts without it, to measure a step as a new task's process runs it.
+    Nothing else needs it: what is kept is named by what it holds, never stale."""
     KEPT.clear()
     _index.cache_clear()
     _contract.cache_clear()

@@ -48,7 +48,7 @@ from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.holds import HeldDelivery, Release
 from dogana_provider.receiver.steps import Checked, Steps, stamp
 from dogana_provider.receiver.store import RELEASED, HeldTable, Hold, TableState
-from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.receiver.transactions import transaction
 from dogana_provider.report.table import when
 from dogana_provider.staging import Staged, scratch
 
@@ -73,6 +73,21 @@ class GroupDecision:
             and bool(self.staged)
             and all(r.outcome is Outcome.ACCEPTED for r in self.receipts)
         )
+
+
+@dataclass(frozen=True)
+class GroupCase:
+    """What one decision on a group weighs: each table's state and manifest, the staged rows
+    (in the group's order), the instant, each table's activation then, and for a held group's
+    release its released checks."""
+
+    group: Group
+    states: Mapping[str, TableState]
+    manifests: Mapping[str, Manifest]
+    staged: tuple[Staged, ...]
+    now: datetime
+    active: Mapping[str, SourceState]
+    released: Mapping[str, Release] | None = None
 
 
 def decide_group(
@@ -134,9 +149,8 @@ def decide_group(
             for table in tables
         )
         with transaction(steps.connect, steps.dialect, write=False) as connection:
-            receipts, checked = _evaluate(
-                steps, connection, group, states, manifests, staged, now, sources
-            )
+            case = GroupCase(group, states, manifests, staged, now, sources)
+            receipts, checked = _evaluate(steps, connection, case)
         decision = GroupDecision(group, receipts, staged)
         if decision.to_publish:
             return decision
@@ -159,7 +173,7 @@ def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
     with transaction(steps.connect, steps.dialect) as connection:
         for receipt, files in zip(decision.receipts, staged, strict=True):
             add_missing_columns(connection, steps.dialect, files, receipt.contract)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
         receipts = _publish_locked(steps, connection, decision)
         for files in staged:  # published, refused or replayed: the staged rows are spent
@@ -194,25 +208,19 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
     )
     if stale:
         manifests = {r.table: r.manifest for r in receipts}
-        receipts = _decide_again(steps, connection, group, states, manifests, staged, now, sources)
+        case = GroupCase(group, states, manifests, staged, now, sources)
+        receipts = _decide_again(steps, connection, case)
     return _commit(steps, connection, states, receipts, staged)
 
 
 def _evaluate(
-    steps: Steps,
-    connection: Any,
-    group: Group,
-    states: Mapping[str, TableState],
-    manifests: Mapping[str, Manifest],
-    staged: tuple[Staged, ...],
-    now: datetime,
-    active: Mapping[str, SourceState],
-    released: Mapping[str, Release] | None = None,
+    steps: Steps, connection: Any, case: GroupCase
 ) -> tuple[tuple[Receipt, ...], dict[str, Checked]]:
     """Preflight, row checks of every staged file (and each table's SOURCE_ACTIVE, where the
     receiver requires activation), then Group.apply: all accepted or none. released, for a held
     group's release, passes each table's released checks again. Also each table's Checked
     (none when preflight refused the group)."""
+    group, states, manifests, now = case.group, case.states, case.manifests, case.now
     sources = _sources(steps, group)
     if not all(
         check.passed
@@ -222,13 +230,13 @@ def _evaluate(
         return group.apply(_ledgers(states), manifests, now=now, sources=sources), {}
     checked = {
         table: steps.row_checks(connection, states[table], manifests[table], files)
-        for table, files in zip(group.tables, staged, strict=True)
+        for table, files in zip(group.tables, case.staged, strict=True)
     }
     outcomes: dict[str, list[Check]] = {}
     for table, found in checked.items():
-        release = (released or {}).get(table)
+        release = (case.released or {}).get(table)
         outcomes[table] = list(found.checks if release is None else release.checks(found.checks))
-        check = active[table].check()
+        check = case.active[table].check()
         if check is not None:
             outcomes[table].append(check)
     receipts = group.apply(_ledgers(states), manifests, now=now, outcomes=outcomes, sources=sources)
@@ -334,7 +342,7 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
     with transaction(steps.connect, steps.dialect) as connection:
         for held in found.tables:
             add_missing_columns(connection, steps.dialect, held.staged, held.contract)
-    ddl_joins = transactional_ddl(steps.dialect)
+    ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
         states = {table: steps.locked_state(connection, table) for table in sorted(group.tables)}
         holding.still_held(steps, connection, hold_id)
@@ -394,36 +402,24 @@ def _release_locked(
             _ledgers(states), manifests, now=now, outcomes=outcomes, sources=_sources(steps, group)
         )
     else:  # decided again from the same staged rows, as a stale group decision is
-        receipts = _decide_again(
-            steps, connection, group, states, manifests, staged, now, sources, releases
-        )
+        case = GroupCase(group, states, manifests, staged, now, sources, releases)
+        receipts = _decide_again(steps, connection, case)
     return _commit(steps, connection, states, receipts, staged)
 
 
-def _decide_again(
-    steps: Steps,
-    connection: Any,
-    group: Group,
-    states: Mapping[str, TableState],
-    manifests: Mapping[str, Manifest],
-    staged: tuple[Staged, ...],
-    now: datetime,
-    active: Mapping[str, SourceState],
-    released: Mapping[str, Release] | None = None,
-) -> tuple[Receipt, ...]:
+def _decide_again(steps: Steps, connection: Any, case: GroupCase) -> tuple[Receipt, ...]:
     """A group decided again on its locked states from the same staged rows, never a rebased
     plan: the replay of its recorded acceptances (refused if the bytes differ), else preflight,
     row checks and Group.apply (_evaluate)."""
+    group, manifests = case.group, case.manifests
     replayed = group.replay(manifests, _recorded(steps, connection, manifests))
     if replayed is None:
-        return _evaluate(
-            steps, connection, group, states, manifests, staged, now, active, released
-        )[0]
-    hashes = dict(zip(group.tables, (files.sha256 for files in staged), strict=True))
+        return _evaluate(steps, connection, case)[0]
+    hashes = dict(zip(group.tables, (files.sha256 for files in case.staged), strict=True))
     refused = _other_bytes(manifests, hashes)
     if not refused:
         return replayed
-    return _reject_all(steps, group, states, manifests, refused, now)
+    return _reject_all(steps, group, case.states, manifests, refused, case.now)
 
 
 def _commit(

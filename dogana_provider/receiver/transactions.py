@@ -1,12 +1,12 @@
 """One transaction per step, with each database's way to take the lock.
 
 Each transaction takes a connection and gives it back when it ends. On SQLite and MariaDB that
-is a new connection, closed after (MariaDB's named locks, hold_name, end with their session).
-On PostgreSQL a receiver lends the next transaction the connection the last one finished with,
-committed or rolled back and idle (Reusing): a delivery's four steps run about a dozen
-transactions, and a new connection costs 2.5 ms on an idle machine, tens on a busy one. Nothing
+is a new connection, closed after (MariaDB's named locks, Dialect.lock_name, end with their
+session). On PostgreSQL a receiver lends the next transaction the connection the last one
+finished with, committed or rolled back and idle (Reusing): a delivery's four steps run about a
+dozen transactions, and a new connection costs more than most of them. Nothing
 a transaction leaves on its session outlives it there: the isolation level is set per
-transaction, and the advisory locks (schema_lock) are transaction-scoped.
+transaction, and the advisory locks (Dialect.lock_schema) are transaction-scoped.
 
 A publication must lock the table's head before it compares it with the receipt's base
 (The receiver, what it owes 2). PostgreSQL and MariaDB lock the store's row with SELECT ... FOR
@@ -22,8 +22,6 @@ half-written, and no receipt is saved for what did not happen.
 
 from __future__ import annotations
 
-import importlib
-import secrets
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -111,95 +109,9 @@ def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> It
 
 
 def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
-    if dialect.name == "sqlite":
-        # sqlite3 would open a deferred transaction at the first write, too late for a lock.
-        statement = "BEGIN IMMEDIATE" if write else "BEGIN"
-    elif dialect.name == "postgresql":
-        # psycopg opens the transaction at the first statement; fix its isolation first.
-        statement = "SET TRANSACTION ISOLATION LEVEL " + (
-            "READ COMMITTED" if write else "REPEATABLE READ"
-        )
-    else:
-        # MySQL/MariaDB: SET TRANSACTION applies to the next transaction, started explicitly.
-        level = "READ COMMITTED" if write else "REPEATABLE READ"
-        snapshot = "" if write else " WITH CONSISTENT SNAPSHOT"
-        statement = f"SET TRANSACTION ISOLATION LEVEL {level}; START TRANSACTION{snapshot}"
     cursor = connection.cursor()
     try:
-        for part in statement.split("; "):
-            cursor.execute(part)
-    finally:
-        cursor.close()
-
-
-def schema_lock(connection: Any, dialect: Dialect, name: str) -> None:
-    """Serialize, until the transaction ends, the callers that create or alter tables under name.
-
-    PostgreSQL's CREATE TABLE IF NOT EXISTS is not safe against itself: two transactions that
-    both see no table both insert its row type, and the second fails with a UniqueViolation on
-    pg_type. A transaction-scoped advisory lock, keyed by the schema and the name, makes the
-    second wait for the first's commit and then find the table. MariaDB takes a metadata lock
-    on the table's name for each DDL statement, and SQLite's BEGIN IMMEDIATE holds the
-    database's write lock: both already serialize.
-    """
-    if dialect.name != "postgresql":
-        return
-    cursor = connection.cursor()
-    try:
-        cursor.execute(
-            "SELECT pg_advisory_xact_lock(hashtextextended(current_schema() || '.' || %s, 0))",
-            (name,),
-        )
-    finally:
-        cursor.close()
-
-
-def transactional_ddl(dialect: Dialect) -> bool:
-    """Whether DDL (CREATE, ALTER, DROP) joins the transaction; MySQL/MariaDB commit at each."""
-    return dialect.name in ("sqlite", "postgresql")
-
-
-def streaming_cursor(connection: Any, dialect: Dialect) -> Any:
-    """A cursor that fetches a large result from the server in batches.
-
-    The default cursors of psycopg and MySQLdb hold a whole result in client memory; a named
-    (server-side) cursor and MySQLdb's SSCursor do not. sqlite3 already steps through rows.
-    """
-    if dialect.name == "postgresql":
-        return connection.cursor(name=f"dogana_{secrets.token_hex(8)}")
-    if dialect.name == "mysql" and type(connection).__module__.startswith("MySQLdb"):
-        cursors = importlib.import_module("MySQLdb.cursors")
-        return connection.cursor(cursors.SSCursor)
-    return connection.cursor()
-
-
-def hold_name(connection: Any, dialect: Dialect, name: str) -> None:
-    """Hold a named lock for as long as the connection lives, where DDL commits at once.
-
-    MariaDB commits a staging table's CREATE at once, so its half-loaded rows outlive a killed
-    loader; the loader's session lock on the table's name, which the server releases when the
-    session ends however it ends, is what tells sweep the loader is gone. Elsewhere the load is
-    one transaction, which a kill rolls back: nothing to hold.
-    """
-    if transactional_ddl(dialect):
-        return
-    if _scalar(connection, "SELECT GET_LOCK(%s, 0)", (name,)) != 1:
-        raise RuntimeError(f"the lock on {name!r} is held by another session")
-
-
-def name_released(connection: Any, dialect: Dialect, name: str, wait: float = 1.0) -> bool:
-    """Take the named lock of hold_name when its holder is gone (waiting up to wait seconds):
-    True then, and it is held by this connection until it closes; False while a holder lives,
-    and always where DDL joins the transaction (nothing holds a name there)."""
-    if transactional_ddl(dialect):
-        return False
-    return _scalar(connection, "SELECT GET_LOCK(%s, %s)", (name, wait)) == 1
-
-
-def _scalar(connection: Any, sql: str, params: tuple[Any, ...]) -> Any:
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-        return cursor.fetchone()[0]
+        for statement in dialect.begin_statements(write=write):
+            cursor.execute(statement)
     finally:
         cursor.close()

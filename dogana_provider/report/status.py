@@ -159,7 +159,7 @@ def read_status(
                     held=held,
                 )
             )
-    return ReceiverStatus(name or hook.receiver_conn_id, dialect.name, now, tuple(found))
+    return ReceiverStatus(name or hook.receiver_conn_id, str(dialect), now, tuple(found))
 
 
 def delivered_span(ledger: Ledger) -> tuple[Region, ...]:

@@ -13,6 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from dogana_provider.dialects import (
+    MARIADB,
+    POSTGRES,
+    SQLITE,
+    Dialect,
+    UnknownDatabase,
+    dialect_for,
+)
 from dogana_provider.sources.extract import Extracted, Read, extract, read_all
 from dogana_provider.sources.mysql import MySqlSnapshots
 from dogana_provider.sources.postgres import PostgresSnapshots
@@ -25,25 +33,21 @@ from dogana_provider.sources.snapshot import (
 )
 from dogana_provider.sources.sqlite import SqliteSnapshots
 
-SOURCES: dict[str, type[SnapshotSource]] = {
-    "sqlite": SqliteSnapshots,
-    "postgresql": PostgresSnapshots,
-    "postgres": PostgresSnapshots,
-    "mysql": MySqlSnapshots,
-    "mariadb": MySqlSnapshots,
+SOURCES: dict[Dialect, type[SnapshotSource]] = {
+    SQLITE: SqliteSnapshots,
+    POSTGRES: PostgresSnapshots,
+    MARIADB: MySqlSnapshots,
 }
+"""Each database's snapshot read, by its dialect (dialects.dialect_for)."""
 
 
 def snapshots_for(hook: Any, **options: Any) -> SnapshotSource:
-    """The snapshot source of a common-sql DbApiHook, by its database (dialect_name)."""
-    name = str(getattr(hook, "dialect_name", "") or getattr(hook, "conn_type", "")).lower()
-    kind = SOURCES.get(name.partition("+")[0])
-    if kind is None:
-        raise UnsupportedRead(
-            f"no snapshot read for database {name!r}: SQLite, PostgreSQL and MySQL/MariaDB "
-            "(through SqliteHook, PostgresHook, MySqlHook)"
-        )
-    return kind(hook.get_conn, **options)
+    """The snapshot source of a common-sql DbApiHook, by its database (dialects.dialect_for)."""
+    try:
+        dialect = dialect_for(hook)
+    except UnknownDatabase as exc:
+        raise UnsupportedRead(f"no snapshot read: {exc}") from None
+    return SOURCES[dialect](hook.get_conn, **options)
 
 
 __all__ = [

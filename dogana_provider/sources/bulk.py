@@ -47,8 +47,8 @@ is taken:
                                found while reading: the file so far is dropped
 
 And one case where the row-by-row conversion is the faster: a read of few rows, a changes read
-most often. ADBC's connection costs about 40 ms before its first row (the driver loads the
-server's types), more than the read's own cursor takes for FEW_ROWS rows. So a read the planner
+most often. ADBC's connection costs time before its first row (the driver loads the server's
+types), more than the read's own cursor takes for FEW_ROWS rows. So a read the planner
 expects to hold at most FEW_ROWS rows is read first through the read's own cursor, in the same
 snapshot, and converted as the row-by-row path converts it; when it does hold more, that cursor
 is closed after FEW_ROWS + 1 rows and the read is made by ADBC after all.
@@ -73,9 +73,8 @@ from dogana_provider.sources.columns import (
     DECIMAL_PREFIX,
     Columns,
     UnsupportedColumn,
-    described_type,
 )
-from dogana_provider.sources.snapshot import Snapshot
+from dogana_provider.sources.snapshot import SlowPath, Snapshot
 
 log = logging.getLogger(__name__)
 
@@ -85,10 +84,6 @@ BATCH_BYTES = "adbc.postgresql.batch_size_hint_bytes"
 _PLACEHOLDER = re.compile(r"%\((\w+)\)s|%%")
 FEW_ROWS = 10_000
 """Rows the read's own cursor reads in less time than ADBC takes to connect."""
-
-
-class SlowPath(Exception):
-    """Why a read takes the row-by-row path instead; the message names the case."""
 
 
 @dataclass(frozen=True)
@@ -117,15 +112,15 @@ def settled_schema(
     """The file's schema from the description alone, or SlowPath naming the column."""
     for column in description:
         name = renames.get(str(column[0]), str(column[0]))
-        described = described_type(snapshot.dialect.name, column)
-        if described is None and snapshot.dialect is SQLITE and name in typed:
+        described = snapshot.dialect.described_type(column)
+        if described is None and not snapshot.dialect.describes_columns and name in typed:
             continue  # SQLite describes no column: its type is the one typed (declared, say)
         if described is None:
             raise SlowPath(f"column {name}: the database does not type it, its values must")
         if name in typed and typed[name] != described:
             raise SlowPath(f"column {name}: typed {typed[name]}, the database has {described}")
     return Columns(
-        snapshot.dialect.name, description, [], typed, renames, false_when_null=false_when_null
+        snapshot.dialect, description, [], typed, renames, false_when_null=false_when_null
     )
 
 
@@ -184,7 +179,7 @@ def _few(
         plan = json.loads(plan)
     if plan[0]["Plan"]["Plan Rows"] > limit:
         return None
-    cursor = snapshot.source.streaming_cursor(snapshot.connection)
+    cursor = snapshot.dialect.streaming_cursor(snapshot.connection)
     try:
         cursor.execute(sql, dict(params))
         rows = cursor.fetchmany(limit + 1)
@@ -294,6 +289,7 @@ def _numeric(target: pa.Field) -> Any:
 def _converted(
     reader: Any, columns: Columns, converters: Sequence[Any]
 ) -> Iterator[pa.RecordBatch]:
+    flagged = {columns.false_when_null}
     for batch in reader:
         arrays = []
         for index, (field, convert) in enumerate(zip(columns.schema, converters, strict=True)):
@@ -301,7 +297,7 @@ def _converted(
                 array = convert(batch.column(index))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as exc:
                 raise UnsupportedColumn(f"column {field.name}: {exc}") from None
-            if field.name == columns.false_when_null and array.null_count:
+            if field.name in flagged and array.null_count:
                 array = pc.fill_null(array, False)
             arrays.append(array)
         yield pa.RecordBatch.from_arrays(arrays, schema=columns.schema)

@@ -5,8 +5,8 @@ column's logical type is settled from the first batch, in this order:
 
 1. the contract types the column (key, window, cursor, deleted): that type;
 2. the DAG author names it (column_types): that type;
-3. the driver describes it (psycopg's type OIDs, MySQLdb's field types), decimals with their
-   precision and scale where the driver gives them;
+3. the driver describes it (Dialect.described_type: psycopg's type OIDs, MySQLdb's field
+   types), decimals with their precision and scale where the driver gives them;
 4. otherwise (SQLite describes nothing) the first non-null value of the first batch; a column
    null throughout the first batch needs column_types.
 
@@ -31,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dogana_provider.delivery.files import CANONICAL
+from dogana_provider.dialects import Dialect
 
 DECIMAL_PREFIX = "decimal("
 
@@ -53,71 +54,7 @@ def arrow_type(logical: str) -> pa.DataType:
         ) from None
 
 
-# What drivers describe --------------------------------------------------------------------------
-
-_PG_OIDS = {
-    16: "bool",
-    20: "int",
-    21: "int",
-    23: "int",
-    26: "int",
-    700: "float",
-    701: "float",
-    25: "str",
-    1042: "str",
-    1043: "str",
-    19: "str",
-    2950: "str",
-    1082: "date",
-    1114: "datetime",
-    1184: "datetime",
-}
-
-_MYSQL_TYPES = {
-    1: "int",  # TINY; BOOLEAN is TINYINT(1): typed bool only where the contract or author says
-    2: "int",
-    3: "int",
-    8: "int",
-    9: "int",
-    13: "int",
-    4: "float",
-    5: "float",
-    7: "datetime",
-    12: "datetime",
-    10: "date",
-    15: "str",
-    253: "str",
-    254: "str",
-    247: "str",
-    248: "str",
-    # TEXT columns come described as BLOBs; a real BLOB arrives as bytes and fails as str
-    249: "str",
-    250: "str",
-    251: "str",
-    252: "str",
-}
-_MYSQL_DECIMALS = (0, 246)
-
-
-def described_type(dialect: str, column: Sequence[Any]) -> str | None:
-    """The logical type a driver's description names, or None to look at the values."""
-    type_code = column[1]
-    if dialect == "postgresql":
-        if type_code == 1700:
-            precision, scale = getattr(column, "precision", None), getattr(column, "scale", None)
-            if precision is None and len(column) > 5:
-                precision, scale = column[4], column[5]
-            if precision:
-                return f"decimal({precision},{scale or 0})"
-            return None  # numeric without a declared precision: from the values
-        return _PG_OIDS.get(type_code)
-    if dialect == "mysql":
-        if type_code in _MYSQL_DECIMALS:
-            length, scale = column[3], column[5]
-            # The display length counts a sign and, with a scale, the point.
-            return f"decimal({max(1, length - 1 - (1 if scale else 0))},{scale})"
-        return _MYSQL_TYPES.get(type_code)
-    return None
+# What values say -------------------------------------------------------------------------------
 
 
 def value_type(value: Any) -> str:
@@ -247,7 +184,7 @@ class Columns:
 
     def __init__(
         self,
-        dialect: str,
+        dialect: Dialect,
         description: Sequence[Sequence[Any]],
         first_rows: Sequence[Sequence[Any]],
         typed: Mapping[str, str],
@@ -261,7 +198,7 @@ class Columns:
             raise UnsupportedColumn(f"the read has a column name twice: {self.names}")
         self.logical: list[str] = []
         for index, (name, column) in enumerate(zip(self.names, description, strict=True)):
-            logical = typed.get(name) or described_type(dialect, column)
+            logical = typed.get(name) or dialect.described_type(column)
             if logical is None:
                 sample = next((row[index] for row in first_rows if row[index] is not None), None)
                 if sample is None and first_rows:
@@ -385,7 +322,7 @@ _ARROW_TAKES: dict[str, tuple[type, ...]] = {
 # Values of one other Python type that Arrow parses in C exactly as the converters above would:
 # text datetimes and dates (SQLite), 0/1 integers as bool, REAL decimals by their shortest
 # repr. Each returns None where Arrow refuses a value, and the converters then go value by value,
-# so a value that does not fit fails naming it exactly as before.
+# so a value that does not fit fails naming it exactly as they do.
 
 
 # The Python type of each Arrow type a driver returns, as its DB-API cursor would return it.

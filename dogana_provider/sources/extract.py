@@ -28,10 +28,10 @@ from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
 from dogana_provider.delivery.files import DeliveryWriter
-from dogana_provider.sources.bulk import BulkRead, SlowPath, settled_schema
+from dogana_provider.sources.bulk import BulkRead, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
 from dogana_provider.sources.selection import Reading, Relation, bounds
-from dogana_provider.sources.snapshot import Snapshot, SnapshotSource
+from dogana_provider.sources.snapshot import SlowPath, Snapshot, SnapshotSource
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +78,7 @@ def extract(
     with source.snapshot(until) as snapshot:
         log.info(
             "snapshot of %s open: produced_at %s (boundary %s)",
-            source.dialect.name,
+            source.dialect,
             snapshot.produced_at.isoformat(),
             until.isoformat(),
         )
@@ -212,7 +212,7 @@ def _row_by_row(
             for description, rows in snapshot.stream(reading.rows(snapshot.produced_at), params):
                 if columns is None:
                     columns = Columns(
-                        snapshot.dialect.name,
+                        snapshot.dialect,
                         description,
                         rows,
                         typed,
@@ -241,10 +241,10 @@ def _collection_paused() -> Iterator[None]:
     """The cyclic garbage collector off while rows stream in, back on after.
 
     Every row is a new tuple the collector counts: it runs every 700 and, now and then, walks
-    every older object too (Airflow's imports are hundreds of thousands). A third of a
-    row-by-row read of a million rows went there, and rows hold no reference cycles for it to
-    find. Nested or concurrent reads share one pause; the last to end resumes it, and
-    only if it was on when the first began.
+    every older object too (Airflow's imports are hundreds of thousands): a large share of a
+    row-by-row read's time, for rows that hold no reference cycles for it to find. Nested or
+    concurrent reads share one pause; the last to end resumes it, and only if it was on when
+    the first began.
     """
     global _paused, _resume
     with _pausing:

@@ -39,8 +39,8 @@ class MySqlSnapshots(SnapshotSource):
 
     def prepare(self, connection: Any) -> None:
         if type(connection).__module__.startswith("MySQLdb"):
-            # MySQLdb builds each DATETIME, DATE and DECIMAL value in Python (half a read's
-            # time); their text is parsed by Arrow a batch at a time instead (columns.py).
+            # MySQLdb builds each DATETIME, DATE and DECIMAL value in Python, one at a time;
+            # their text is parsed by Arrow a batch at a time instead (columns.py).
             fields = importlib.import_module("MySQLdb.constants.FIELD_TYPE")
             converter = dict(connection.converter)
             for code in (fields.DATETIME, fields.TIMESTAMP, fields.DATE, fields.NEWDECIMAL):
@@ -68,13 +68,6 @@ class MySqlSnapshots(SnapshotSource):
 
     def end(self, connection: Any) -> None:
         self._execute(connection, "ROLLBACK")
-
-    def streaming_cursor(self, connection: Any) -> Any:
-        # MySQLdb's default cursor holds the whole result in memory; SSCursor streams it.
-        if type(connection).__module__.startswith("MySQLdb"):
-            cursors = importlib.import_module("MySQLdb.cursors")
-            return connection.cursor(cursors.SSCursor)
-        return connection.cursor()
 
 
 def _autocommit(connection: Any, on: bool) -> None:

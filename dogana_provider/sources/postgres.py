@@ -14,7 +14,6 @@ too: that costs a retry, never a wrong instant.
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -118,7 +117,3 @@ class PostgresSnapshots(SnapshotSource):
         relation: Any = None,
     ) -> AbstractContextManager[Any]:
         return postgres_read(snapshot, sql, params, columns, few_rows=self.few_rows)
-
-    def streaming_cursor(self, connection: Any) -> Any:
-        # A named cursor is a server-side cursor: rows arrive fetchmany by fetchmany.
-        return connection.cursor(name=f"dogana_{secrets.token_hex(8)}")

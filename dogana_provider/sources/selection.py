@@ -177,8 +177,9 @@ class Reading:
 
     def _ranges(self, produced_at: datetime | None) -> dict[str, list[tuple[str, str]]]:
         """SQLite's text ranges (sqlite.text_ranges) of the window and the cursor filters, by
-        the filter's name, where the column is a datetime and the bounds allow them."""
-        if self.dialect.name != "sqlite":
+        the filter's name, where the database stores datetimes as text, the column is a
+        datetime and the bounds allow them."""
+        if not self.dialect.text_datetimes:
             return {}
         contract, request = self.contract, self.request
         found: dict[str, list[tuple[str, str]]] = {}
@@ -201,23 +202,11 @@ class Reading:
 
     def _column(self, name: str) -> str:
         """A column as it compares in dogana's order (SQLite text datetimes normalized)."""
-        quoted = self.dialect.quote(name)
         kind = str(self.contract.type_of(name))
-        if self.dialect.name == "sqlite" and kind == "datetime":
-            return f"dogana_utc({quoted})"
-        if self.dialect.name == "sqlite" and kind == "date":
-            return f"dogana_date({quoted})"
-        if kind == "str" and self.dialect.name == "postgresql":
-            return f'{quoted} COLLATE "C"'
-        if kind == "str" and self.dialect.name == "mysql":
-            # The UTF-8 bytes compare in code-point order, whatever the column's collation.
-            return f"CAST({quoted} AS BINARY)"
-        return quoted
+        return self.dialect.source_column(self.dialect.quote(name), kind)
 
     def _bound(self, name: str, kind: str | None = None) -> str:
-        if kind == "str" and self.dialect.name == "mysql":
-            return f"CAST({self.ph(name)} AS BINARY)"
-        return self.ph(name)
+        return self.dialect.source_bound(self.ph(name), kind)
 
     def _live(self) -> str | None:
         if self.flag is None:

@@ -77,6 +77,11 @@ class SnapshotError(Exception):
     """A consistent read could not be taken; the message says why and what to do."""
 
 
+class SlowPath(Exception):
+    """Why a read takes the row-by-row path instead of a bulk read (bulk.py); the message
+    names the case."""
+
+
 class SourceNotReady(SnapshotError):
     """The source's clock did not reach the request's boundary within the wait allowed."""
 
@@ -123,7 +128,7 @@ class Snapshot:
         self, sql: str, params: Mapping[str, Any]
     ) -> Iterator[tuple[Sequence[Any], list[Sequence[Any]]]]:
         """(description, rows) per batch; the first batch may be empty, none after it is."""
-        cursor = self.source.streaming_cursor(self.connection)
+        cursor = self.dialect.streaming_cursor(self.connection)
         try:
             cursor.execute(sql, dict(params))
             first = True
@@ -192,9 +197,6 @@ class SnapshotSource(ABC):
         """Close the read: nothing was written, so roll back."""
         connection.rollback()
 
-    def streaming_cursor(self, connection: Any) -> Any:
-        return connection.cursor()
-
     def bulk_read(
         self,
         snapshot: Snapshot,
@@ -206,9 +208,7 @@ class SnapshotSource(ABC):
         """The statement's rows straight into Arrow, in this snapshot (sources/bulk.py), or
         bulk.SlowPath naming why not; by default no second connection can share the read.
         relation is what the statement reads from (selection.Relation)."""
-        from dogana_provider.sources.bulk import SlowPath
-
-        raise SlowPath(f"no bulk read shares a {self.dialect.name} read's snapshot")
+        raise SlowPath(f"no bulk read shares a {self.dialect} read's snapshot")
 
     def declared_types(self, connection: Any, relation: Any) -> dict[str, str]:
         """Logical types a table declares, for drivers that describe none (SQLite)."""

@@ -1,10 +1,10 @@
 """PostgreSQL's binary COPY format, built from Arrow arrays a column at a time.
 
-Staging loads a batch with COPY ... FROM STDIN (FORMAT binary): the server reads each value with
-its type's binary receive function instead of parsing text, which halves its side of the load
-(a million rows of the bench's six columns: 0.8 s, against 1.7 s for COPY's text format). The
-format is a signature, then per row a 16-bit field count and, per field, a 32-bit byte length
-(-1 for NULL) and the value's bytes, big-endian; then a 16-bit -1.
+Staging loads a batch with COPY ... FROM STDIN (FORMAT binary): COPY costs no round trip per
+row, as executemany does, and the server reads each value with its type's binary receive
+function instead of parsing text, which costs it less than COPY's text format. The format is a
+signature, then per row a 16-bit field count and, per field, a 32-bit byte length (-1 for
+NULL) and the value's bytes, big-endian; then a 16-bit -1.
 
 Every value is built by Arrow's kernels or by the standard library's array.byteswap, never one
 Python object per value: a fixed-width column's values become big-endian bytes in one call, a
@@ -25,11 +25,15 @@ a scale from 0 to their precision, the only ones a NUMERIC's digits are laid out
 from __future__ import annotations
 
 import array
+import io
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from dogana_provider.dialects import Dialect
 
 SIGNATURE = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # the signature, no flags, no header extension
 TRAILER = b"\xff\xff"
@@ -42,6 +46,30 @@ _LITTLE = sys.byteorder == "little"
 # The standard library's array type codes of each byte width.
 _CODES = {1: "B", 2: "h", 4: "i", 8: "q"}  # 8: "q" holds a float64's bytes as well
 _INT64_DIGITS = 18  # a decimal of up to 18 digits has its unscaled integer in an int64
+
+
+class CopyBinary:
+    """A staging table's bulk load: each batch through COPY FROM STDIN in the binary format."""
+
+    def __init__(
+        self, connection: Any, dialect: Dialect, table: str, quoted: str, logical: Sequence[str]
+    ) -> None:
+        self.statement = f"COPY {dialect.quote(table)} ({quoted}) FROM STDIN (FORMAT binary)"
+        self.logical = list(logical)
+
+    def load(
+        self,
+        cursor: Any,
+        numbers: range,
+        columns: Sequence[pa.Array],
+        following: pa.RecordBatch | None = None,
+    ) -> bool:
+        """Load one batch; always True: COPY needs nothing the connection could refuse."""
+        _copy(cursor, self.statement, SIGNATURE, tuples(numbers, columns, self.logical), TRAILER)
+        return True
+
+    def close(self) -> None:
+        """Nothing is built ahead."""
 
 
 def tuples(numbers: range, columns: Sequence[pa.Array], logical: Sequence[str]) -> pa.Buffer:
@@ -167,3 +195,37 @@ def _unscaled(column: pa.Array) -> pa.Array:
     kind = pa.decimal256 if pa.types.is_decimal256(column.type) else pa.decimal128
     integers = kind(column.type.precision, 0)
     return pa.Array.from_buffers(integers, len(column), column.buffers(), offset=column.offset)
+
+
+def _copy(cursor: Any, statement: str, *chunks: bytes | pa.Buffer) -> None:
+    """One batch through COPY FROM STDIN: psycopg 3's copy(), or psycopg2's copy_expert.
+
+    The chunks go to the driver as they are (Arrow buffers included), never joined first."""
+    if hasattr(cursor, "copy"):
+        with cursor.copy(statement) as copy:
+            for chunk in chunks:
+                copy.write(memoryview(chunk).cast("B"))
+        return
+    cursor.copy_expert(statement, _Chunks(chunks), size=1 << 20)
+
+
+class _Chunks(io.RawIOBase):
+    """The chunks as one file that copy_expert reads, copying each part once."""
+
+    def __init__(self, chunks: Sequence[bytes | pa.Buffer]) -> None:
+        super().__init__()
+        self._chunks = [memoryview(chunk).cast("B") for chunk in chunks]
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        while self._chunks and not len(self._chunks[0]):
+            self._chunks.pop(0)
+        if not self._chunks:
+            return 0
+        target = memoryview(buffer).cast("B")
+        size = min(len(target), len(self._chunks[0]))
+        target[:size] = self._chunks[0][:size]
+        self._chunks[0] = self._chunks[0][size:]
+        return size

@@ -8,13 +8,13 @@ to a process: either copy would release or override the other's). So it writes a
 own, which nothing else opens until it is closed: ``preload`` reads the delivered file exactly as
 staging does (the same checks, the same refusals, the same hash), before the staging transaction,
 into a table declared as the staging table will be, each batch as sqlite3 would have bound it
-(sql.SQLITE's values, as Arrow arrays), so the same column affinities apply to the same values.
+(SQLITE.values, as Arrow arrays), so the same column affinities apply to the same values.
 The staging transaction then attaches that file (SQLite attaches outside a transaction only,
 hence ``attaching``) and copies its table whole (``Preloaded.copy``): two tables declared alike,
 SQLite copies the records as they are, rowids (the row numbers, staging.row_number) included.
 
 Where the driver is not installed, or the staging reads only some of a file's columns (the CLI's
-check), staging binds as before (staging.py's executemany), and says so in the log.
+check), staging binds each batch (staging/__init__.py's executemany), and says so in the log.
 
 The private file lives in the temporary folder while its loader holds a lock on a file beside
 it (flock, which SQLite's own POSIX locks never meet). A loader killed before it removed its
@@ -46,7 +46,7 @@ except ImportError:  # Windows
 from dogana_core.contract import Contract
 from dogana_provider.delivery.files import DeliveredFile, MisnamedColumn, UnreadableFile
 from dogana_provider.dialects import SQLITE, Dialect, execute
-from dogana_provider.staging import (
+from dogana_provider.staging.table import (
     ROW_COLUMN,
     column_definitions,
     refuse_unstorable,
@@ -152,7 +152,7 @@ def preload(path: str, contract: Contract, dialect: Dialect) -> Preloaded | None
 def _load(dbapi: Any, database: str, delivered: DeliveredFile, dialect: Dialect) -> int:
     """staging.stage_file's reading of every column, into the private file."""
     columns = delivered.columns
-    if any(c.name == ROW_COLUMN for c in columns):
+    if ROW_COLUMN in {c.name for c in columns}:
         raise MisnamedColumn(
             delivered.path, "is a name dogana reserves for staging", column=ROW_COLUMN
         )
@@ -205,7 +205,8 @@ def _load(dbapi: Any, database: str, delivered: DeliveredFile, dialect: Dialect)
 
 def _bound(array: pa.Array, logical: str) -> pa.Array:
     """A column as sqlite3 binds SQLITE.values(array, logical): text for dates, datetimes and
-    decimals (in the very spelling sql.py gives them), 0/1 for booleans, the rest as it is."""
+    decimals (in the very spelling SQLITE.values gives them), 0/1 for booleans, the rest as
+    it is."""
     if logical == "datetime":
         return array.cast(pa.timestamp("us")).cast(pa.string())
     if logical in ("date",) or logical.startswith("decimal("):

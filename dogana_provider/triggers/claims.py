@@ -47,7 +47,7 @@ class Awaited:
     def __post_init__(self) -> None:
         given = [
             name
-            for name in ("exact_at", "complete_as_of", "max_age")
+            for name in ["exact_at", "complete_as_of", "max_age"]
             if getattr(self, name) is not None
         ]
         if len(given) != 1:

@@ -57,7 +57,7 @@ from dogana_provider.delivery.files import BATCH_ROWS
 from dogana_provider.dialects import Dialect, execute
 from dogana_provider.receiver import Decision, Receiver, UnknownTable
 from dogana_provider.receiver.steps import STAGING_PREFIX
-from dogana_provider.receiver.transactions import transaction, transactional_ddl
+from dogana_provider.receiver.transactions import transaction
 
 Connect = Callable[[], Any]
 THREADS_TIMEOUT = 60  # seconds two concurrent publishers may take; a hang fails the test
@@ -912,7 +912,7 @@ class ReceiverConformance(ActivationConformance, HoldConformance):
         with pytest.raises((ConnectionError, self.driver_error)):
             crashing.publish(decision)
         (left,) = self.staging_left(receiver, manifest)
-        if transactional_ddl(self.dialect):
+        if self.dialect.transactional_ddl:
             # The drop was inside the publication's transaction: nothing was published, and
             # the staged rows still wait for their publish, so a sweep by age keeps them.
             assert receiver.verify(source.table).publications == 1

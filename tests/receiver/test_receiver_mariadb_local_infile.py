@@ -1,6 +1,6 @@
 """The conformance suite on MariaDB again, over connections that allow LOAD DATA LOCAL INFILE:
-staging then loads each batch as a file (staging.py's _LocalInfile) instead of executemany, and
-every rule holds the same, unstorable values and faults mid-publish included."""
+staging then loads each batch as a file (staging/mariadb.py's LocalInfile) instead of
+executemany, and every rule holds the same, unstorable values and faults mid-publish included."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from receiver_deliveries import orders_contract, write_many
 from dogana_provider import staging
 from dogana_provider.delivery.files import BATCH_ROWS
 from dogana_provider.dialects import MARIADB
-from dogana_provider.staging import _load_data_text, _LocalInfile
+from dogana_provider.staging import mariadb as mariadb_staging
+from dogana_provider.staging.mariadb import LocalInfile, load_data_text
 
 pytestmark = pytest.mark.mariadb
 
@@ -36,7 +37,7 @@ def test_a_connection_that_allows_local_infile_stages_through_it(mariadb_url: st
     try:
         cursor = connection.cursor()
         cursor.execute(f"CREATE TEMPORARY TABLE {table} (n BIGINT, s TEXT, b BOOLEAN)")
-        loader = _LocalInfile(connection, MARIADB, table, "n, s, b")
+        loader = LocalInfile(connection, MARIADB, table, "n, s, b", ["int", "str", "bool"])
         columns = [
             pa.array(["tab\there", "", None, "nul\x00x", "back\\slash"]),
             pa.array([True, False, None, True, False]),
@@ -63,9 +64,9 @@ def test_batches_loaded_while_the_next_is_built_keep_their_rows_and_numbers(
 
     def recorded(numbers: range, columns: Sequence[pa.Array]) -> pa.Buffer:
         builders.append(threading.current_thread().name)
-        return _load_data_text(numbers, columns)
+        return load_data_text(numbers, columns)
 
-    monkeypatch.setattr(staging, "_load_data_text", recorded)
+    monkeypatch.setattr(mariadb_staging, "load_data_text", recorded)
     table = f"dogana_ahead_{uuid.uuid4().hex[:10]}"
     rows = 2 * BATCH_ROWS + 7
     path = write_many(tmp_path / "many.parquet", rows)

@@ -7,7 +7,7 @@ read is the only one and the source conformance suite covers it; SQLite's is
 test_bulk_read_sqlite.py's.
 
 The receiver's side of the fast path too: PostgreSQL staging writes COPY's binary format
-(copy_binary.py), which must store every value exactly as the driver's own adaptation of the
+(staging/postgres.py), which must store every value exactly as the driver's own adaptation of the
 file's values stores it, row by row.
 """
 

@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from dogana_provider.dialects import SQLITE
 from dogana_provider.sources.columns import (
     CONVERTERS,
     Columns,
@@ -30,7 +31,7 @@ def value_by_value(kind: str, values: list[Any]) -> pa.Array:
 
 def parsed(kind: str, values: list[Any]) -> pa.Array:
     """The batch as Columns converts it (Arrow's parse where it applies)."""
-    columns = Columns("sqlite", [("v", None)], [], {"v": kind}, {})
+    columns = Columns(SQLITE, [("v", None)], [], {"v": kind}, {})
     return columns.batch([(v,) for v in values]).column(0)
 
 
@@ -120,6 +121,6 @@ def test_undecoded_dates_and_decimals_parse_as_their_text() -> None:
 
 @pytest.mark.parametrize("text", ["", "12,50", "twelve"])
 def test_a_text_that_is_no_number_in_a_decimal_column_is_refused_naming_it(text: str) -> None:
-    columns = Columns("sqlite", [("amount", None)], [], {"amount": "decimal(12,2)"}, {})
+    columns = Columns(SQLITE, [("amount", None)], [], {"amount": "decimal(12,2)"}, {})
     with pytest.raises(UnsupportedColumn, match=f"column amount: '{text}' is not a decimal"):
         columns.batch([("1.25",), (text,)])

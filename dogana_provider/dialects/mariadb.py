@@ -1,0 +1,209 @@
+"""MariaDB (and MySQL): DDL that commits at once, named session locks, DATETIME without offset,
+and string collations that must be told to compare bytes."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pyarrow as pa
+
+from dogana_provider.dialects.base import Dialect, execute, identity, pylist, scalar
+
+# MariaDB's server errors are 1000-1999 and 3000 up, client ones (a lost connection) 2000-2999;
+# among server errors, these are the server's state, not the statement's: disk full, out of
+# memory, too many connections, shutdown, network, aborted, lock wait, deadlock, interrupted,
+# killed, statement time exceeded.
+_OPERATIONAL = frozenset(
+    {1021, 1037, 1038, 1040, 1041, 1053, 1077, 1078, 1079, 1080, 1152, 1153, 1154, 1155}
+    | {1156, 1157, 1158, 1159, 1160, 1161, 1184, 1205, 1213, 1317, 1927, 1969, 3024}
+)
+
+# The field types a cursor's description names, as logical types (decimals: described_type).
+_TYPES = {
+    1: "int",  # TINY; BOOLEAN is TINYINT(1): typed bool only where the contract or author says
+    2: "int",
+    3: "int",
+    8: "int",
+    9: "int",
+    13: "int",
+    4: "float",
+    5: "float",
+    7: "datetime",
+    12: "datetime",
+    10: "date",
+    15: "str",
+    253: "str",
+    254: "str",
+    247: "str",
+    248: "str",
+    # TEXT columns come described as BLOBs; a real BLOB arrives as bytes and fails as str
+    249: "str",
+    250: "str",
+    251: "str",
+    252: "str",
+}
+_DECIMALS = (0, 246)
+
+
+def _naive_utc(value: datetime) -> datetime:
+    # DATETIME holds no offset: dogana stores UTC, so every value is converted to it first.
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+def _naive_utc_array(array: pa.Array) -> list[Any]:
+    # files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
+    return array.cast(pa.timestamp("us")).to_pylist()  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class MariadbDialect(Dialect):
+    def index_column(self, column: str, logical: str | None) -> str:
+        # A TEXT column is indexed only by a prefix of it; 255 characters tell keys apart.
+        if logical == "str":
+            return f"{self.quote(column)}(255)"
+        return self.quote(column)
+
+    def cast_text(self, expression: str, length: int | None = None) -> str:
+        # CAST takes CHAR, never VARCHAR (outside Oracle mode); an over-long value is then
+        # refused by the column it goes into, not cut here.
+        return f"CAST({expression} AS CHAR)"
+
+    def concat(self, parts: Sequence[str]) -> str:
+        # || is OR here, unless PIPES_AS_CONCAT.
+        return f"CONCAT({', '.join(parts)})"
+
+    def char_length(self, expression: str) -> str:
+        # LENGTH counts bytes here.
+        return f"CHAR_LENGTH({expression})"
+
+    def sha256_hex(self, connection: Any, expression: str) -> str:
+        return f"SHA2({expression}, 256)"
+
+    def source_column(self, quoted: str, logical: str) -> str:
+        # The UTF-8 bytes compare in code-point order, whatever the column's collation.
+        if logical == "str":
+            return f"CAST({quoted} AS BINARY)"
+        return quoted
+
+    def source_bound(self, placeholder: str, logical: str | None) -> str:
+        if logical == "str":
+            return f"CAST({placeholder} AS BINARY)"
+        return placeholder
+
+    def described_type(self, column: Sequence[Any]) -> str | None:
+        type_code = column[1]
+        if type_code in _DECIMALS:
+            length, scale = column[3], column[5]
+            # The display length counts a sign and, with a scale, the point.
+            return f"decimal({max(1, length - 1 - (1 if scale else 0))},{scale})"
+        return _TYPES.get(type_code)
+
+    def streaming_cursor(self, connection: Any) -> Any:
+        # MySQLdb's default cursor holds the whole result in memory; SSCursor streams it.
+        if type(connection).__module__.startswith("MySQLdb"):
+            cursors = importlib.import_module("MySQLdb.cursors")
+            return connection.cursor(cursors.SSCursor)
+        return connection.cursor()
+
+    def begin_statements(self, *, write: bool) -> tuple[str, ...]:
+        # SET TRANSACTION applies to the next transaction, started explicitly.
+        level = "READ COMMITTED" if write else "REPEATABLE READ"
+        snapshot = "" if write else " WITH CONSISTENT SNAPSHOT"
+        return (f"SET TRANSACTION ISOLATION LEVEL {level}", f"START TRANSACTION{snapshot}")
+
+    def lock_name(self, connection: Any, name: str) -> None:
+        # A staging table's CREATE commits at once, so its half-loaded rows outlive a killed
+        # loader; the loader's session lock on the table's name, which the server releases when
+        # the session ends however it ends, is what tells sweep the loader is gone.
+        if scalar(connection, "SELECT GET_LOCK(%s, 0)", (name,)) != 1:
+            raise RuntimeError(f"the lock on {name!r} is held by another session")
+
+    def try_lock_name(self, connection: Any, name: str, wait: float) -> bool:
+        return bool(scalar(connection, "SELECT GET_LOCK(%s, %s)", (name, wait)) == 1)
+
+    def unless_exists(self, *key: str) -> str:
+        # INSERT IGNORE would also silence truncation and type errors: only the key's.
+        return f"ON DUPLICATE KEY UPDATE {key[-1]} = {key[-1]}"
+
+    def declared_types_query(self, table: str) -> tuple[str, tuple[Any, ...]]:
+        sql = (
+            "SELECT column_name, CONCAT(column_type, COALESCE(CONCAT(' COLLATE ', "
+            "collation_name), '')) FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name = %s"
+        )
+        return sql, (table,)
+
+    @contextmanager
+    def unchecked_inserts(self, connection: Any) -> Iterator[None]:
+        # With no unique index and no foreign key, InnoDB's unique_checks and
+        # foreign_key_checks have nothing to check, and turning them off changes no outcome;
+        # what it changes is how InnoDB inserts into an empty table: one undo record for the
+        # table instead of one per row, the indexes sorted and built page by page. The table's
+        # lock is then held to the commit, and an error rolls back the whole transaction, not
+        # the statement alone: a publication is all or nothing anyway.
+        execute(
+            connection,
+            "SET @dogana_unique = @@unique_checks, @dogana_foreign = @@foreign_key_checks, "
+            "unique_checks = 0, foreign_key_checks = 0",
+        )
+        try:
+            yield
+        finally:
+            execute(
+                connection,
+                "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
+            )
+
+    def has_unique_or_foreign(self, connection: Any, table: str) -> bool:
+        count = scalar(
+            connection,
+            "SELECT (SELECT COUNT(*) FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0) "
+            "+ (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s)",
+            (table, table),
+        )
+        return int(count) != 0
+
+    def statement_error(self, error: BaseException) -> str | None:
+        args = getattr(error, "args", ())
+        code = args[0] if args and isinstance(args[0], int) else None
+        if code is None or 2000 <= code < 3000 or code < 1000 or code in _OPERATIONAL:
+            return None
+        return " ".join(str(error).split())
+
+
+MARIADB = MariadbDialect(
+    name="mysql",
+    placeholder="%s",
+    quote_char="`",
+    types=(
+        ("int", "BIGINT"),
+        ("float", "DOUBLE"),
+        # The default collations ignore case and trailing spaces; nopad_bin compares the UTF-8
+        # bytes, which is code-point order, and keeps "a" and "a " apart.
+        ("str", "TEXT CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin"),
+        ("bool", "BOOLEAN"),
+        ("date", "DATE"),
+        ("datetime", "DATETIME(6)"),
+    ),
+    decimal_type=lambda precision, scale: f"DECIMAL({precision},{scale})",
+    bind_datetime=_naive_utc,
+    bind_date=identity,
+    datetime_array=_naive_utc_array,
+    date_array=pylist,
+    decimal_array=pylist,
+    text_collation=None,
+    stores_nan=False,
+    stores_infinity=False,
+    folds_names=True,
+    transactional_ddl=False,
+    # The store's documents are JSON of unbounded length: TEXT stops at 64 KiB.
+    document_type="LONGTEXT",
+    deletes_by_join=True,
+)
