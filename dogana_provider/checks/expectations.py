@@ -728,6 +728,13 @@ def reported(receipt: Receipt) -> Reported:
     return Reported(bool(found), found)
 
 
+def column_of(name: str) -> str | None:
+    """The column an expectation's check name is on: a column check is named column.check,
+    and a table check's name has no dot (_check_name); None for a table check."""
+    column, dot, check = name.rpartition(".")
+    return column if dot and check in set(ColumnCheck) else None
+
+
 # Running them ------------------------------------------------------------------------------------
 
 

@@ -16,7 +16,8 @@ naming of files: ``file`` / its path, or ``<scheme>://<bucket>`` / its key.
 Facets: a schema from the contract's columns (and the file's or the published table's when they
 are known), column lineage (each column from its namesake upstream), DataQualityAssertions from a
 receipt's checks, and ``dogana``: DoganaDatasetFacet, the table's claims (state, complete_as_of,
-deletions_as_of, exact_as_of, publication_id, window), whose JSON Schema ships beside this file.
+deletions_as_of, exact_as_of, publication_id, window), whose JSON Schema ships beside this file
+and is served by the dogana plugin of the API server, the facet's _schemaURL (schema_url).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import attr
 from airflow.providers.common.compat.openlineage.facet import (
@@ -49,13 +50,23 @@ from dogana_core.claims import NO_LIMIT, Claims
 from dogana_core.contract import Contract
 from dogana_core.gate import Receipt
 from dogana_core.ledger import Ledger
-from dogana_provider.checks.expectations import MET, NONE_DECLARED, reported
+from dogana_provider.checks.expectations import MET, NONE_DECLARED, column_of, reported
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import window_of
 
 FACET = "dogana"
-# The $id of the facet's JSON Schema, DoganaDatasetFacet.json beside this file.
-SCHEMA_URL = "https://dogana.invalid/schemas/openlineage/DoganaDatasetFacet.json"
+SCHEMA_PATH = "dogana/schemas/openlineage/DoganaDatasetFacet.json"
+"""Where the Airflow API server serves the facet's JSON Schema, DoganaDatasetFacet.json beside
+this file: the dogana plugin's app (ui/app.py), under the deployment's own address."""
+
+
+def schema_url() -> str:
+    """The facet schema's address under the deployment's ``[api] base_url``, which a lineage
+    system's reader of the event can reach as it reaches Airflow's UI."""
+    from airflow.configuration import conf
+
+    base = conf.get("api", "base_url", fallback=None) or "http://localhost:8080/"
+    return urljoin(base.rstrip("/") + "/", SCHEMA_PATH)
 
 
 @attr.define
@@ -71,7 +82,7 @@ class DoganaDatasetFacet(DatasetFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return f"{SCHEMA_URL}#/$defs/DoganaDatasetFacet"
+        return f"{schema_url()}#/$defs/DoganaDatasetFacet"
 
 
 # Names ------------------------------------------------------------------------------------------
@@ -164,14 +175,15 @@ def column_lineage(columns: Iterable[str], upstream: Dataset) -> ColumnLineageDa
 def assertions(receipt: Receipt) -> DataQualityAssertionsDatasetFacet:
     """Every check of the receipt: the core's and the receiver's row checks, passed or failed,
     and each quality expectation, successful when met: a warned violation passes its Check
-    (the delivery is published) but is no successful assertion. The check saying none is
-    declared asserts nothing and is left out."""
+    (the delivery is published) but is no successful assertion; a column expectation's assertion
+    names its column. The check saying none is declared asserts nothing and is left out."""
     quality = {check.name for check in reported(receipt).checks}
     return DataQualityAssertionsDatasetFacet(
         assertions=[
             Assertion(
                 assertion=check.name,
                 success=check.detail.startswith(MET) if check.name in quality else check.passed,
+                column=column_of(check.name) if check.name in quality else None,
                 description=check.detail or None,
             )
             for check in receipt.checks

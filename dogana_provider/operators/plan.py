@@ -47,6 +47,7 @@ from dogana_provider.operators.arguments import (
 )
 from dogana_provider.operators.superseded import REQUIREMENT, Planned, requirement_line
 from dogana_provider.report.activation import inactive_message
+from dogana_provider.report.table import iso, iso_window
 
 
 class PlanDeliveryOperator(BaseOperator):
@@ -241,7 +242,7 @@ def _shape(value: Any) -> str | None:
 def _request_line(request: ExtractionRequest) -> str:
     return (
         f"read shape {request.shape!r} at or after {request.until.isoformat()}"
-        + ("" if request.window is None else f", window {list(request.window)}")
-        + ("" if request.since is None else f", since {request.since}")
+        + ("" if request.window is None else f", window {iso_window(request.window)}")
+        + ("" if request.since is None else f", since {iso(request.since)}")
         + (", issuing its position" if request.issue_position else "")
     )

@@ -41,6 +41,7 @@ from dogana_core.errors import DoganaError
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.planner import Requirement, plan_delivery
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.report.table import iso_window
 
 REQUIREMENT = "requirement"
 """The plan task's XCom key for what the run asked of its table, and the head it planned on."""
@@ -132,6 +133,6 @@ def requirement_line(requirement: Requirement) -> str:
         + (
             " over the whole table"
             if requirement.window is None
-            else f" over window {list(requirement.window)}"
+            else f" over window {iso_window(requirement.window)}"
         )
     )

@@ -45,11 +45,13 @@ names its hold, and publish refuses it (HeldDelivery). A group is held whole, on
 every table (together.py), and released by together.py in one commit.
 
 sweep drops staging tables left behind: a crash between the commit that recorded a decision and
-the drop (MariaDB cannot drop inside that commit), or a decision nobody published in time.
+the drop (MariaDB cannot drop inside that commit), a gate that died before it handed its decision
+back (staging/scratch.py), or a decision nobody published in time.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -100,7 +102,8 @@ from dogana_provider.receiver.transactions import (
     Reusing,
     transaction,
 )
-from dogana_provider.staging import Staged, drop
+from dogana_provider.staging import Staged, drop, scratch
+from dogana_provider.staging.sqlite import remove_orphans
 
 __all__ = [
     "Decision",
@@ -113,6 +116,8 @@ __all__ = [
     "TableRead",
     "UnknownTable",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -324,13 +329,15 @@ class Receiver:
             with transaction(self.connect, self.dialect) as connection:
                 self.steps.save_rejection(connection, receipt)
             return Decision(receipt)
-        staged = self.steps.stage(path, manifest, state.contract)
-        receipt, checked = self._evaluate(state, manifest, staged, now, source)
-        if receipt.outcome is Outcome.REJECTED:
-            if expectations.held(checked.results, (check.name for check in receipt.failed)):
-                return self.hold(Held(state, manifest, staged, receipt, checked, now))
-            return self._rejected(receipt, staged)
-        return Decision(receipt, staged)
+        name = self.steps.staging_name(manifest)
+        with scratch.deciding(name):  # a gate killed before it hands back leaves it to sweep
+            staged = self.steps.stage(path, manifest, state.contract, name)
+            receipt, checked = self._evaluate(state, manifest, staged, now, source)
+            if receipt.outcome is Outcome.REJECTED:
+                if expectations.held(checked.results, (check.name for check in receipt.failed)):
+                    return self.hold(Held(state, manifest, staged, receipt, checked, now))
+                return self._rejected(receipt, staged)
+            return Decision(receipt, staged)
 
     def hold(self, held: Held) -> Decision:
         """Hold a delivery whose protocol checks passed and whose only rejecting failures are
@@ -439,12 +446,20 @@ class Receiver:
 
         Those whose decision is recorded (a crash came between that commit and the drop, which
         MariaDB cannot join to it), those whose load was killed (MariaDB committed the CREATE;
-        the loader's session lock is gone), and those created more than older_than ago (a
-        decision nobody published: publishing it after the sweep raises and changes nothing).
-        Never one a live loader holds, nor a held delivery's (holds.py), whatever its age. Only
-        this store's staging tables are considered. Safe to repeat and to run beside gates and
-        publishers, as long as older_than is longer than a decision waits for its publish.
+        the loader's session lock is gone), those whose gate died or failed on this machine
+        before it handed its decision back (its mark is free: staging/scratch.py), and those
+        created more than older_than ago (a decision nobody published: publishing it after the
+        sweep raises and changes nothing). Never one a live loader holds, nor a held delivery's
+        (holds.py), whatever its age. Only this store's staging tables are considered. Safe to
+        repeat and to run beside gates and publishers, as long as older_than is longer than a
+        decision waits for its publish.
+
+        The batch files of MariaDB loads killed on this machine go too (scratch.py), and the
+        private files of SQLite preloads whose loader is gone (staging/sqlite.py).
         """
+        for path in scratch.remove_abandoned() + remove_orphans(scratch.folder()):
+            log.info("removed %s: left by a killed load", path)
+        scratch.remove_stale_marks(older_than.total_seconds())
         try:
             cutoff = stamp(self.clock() - older_than)
         except OverflowError:  # older than the calendar (no limit): none is old enough
@@ -455,8 +470,9 @@ class Receiver:
         for staging, _table, created_at, state in noted:
             if state == HELD:
                 continue  # a held delivery's rows wait for a person, however long
+            abandoned = scratch.abandoned(staging)
             young = created_at > cutoff
-            if young and state not in (RECORDED, LOADING):
+            if young and state not in (RECORDED, LOADING) and not abandoned:
                 continue  # a decision that may still be published
             with transaction(self.connect, self.dialect) as connection:
                 if young and state == LOADING and not self._loader_gone(connection, staging):

@@ -129,9 +129,17 @@ class Steps:
             {"granted_at": record.granted_at and record.granted_at.isoformat()},
         )
 
-    def stage(self, path: str, manifest: Manifest, contract: Contract) -> Staged:
-        """Step 3's load: the file's rows in a new staging table, committed for publish."""
-        name = f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
+    def staging_name(self, manifest: Manifest) -> str:
+        """A new staging table's name for manifest; its decision is marked under way
+        (scratch.deciding) by this name before stage creates it."""
+        return f"{STAGING_PREFIX}{manifest.identity[:16]}_{secrets.token_hex(4)}"
+
+    def stage(
+        self, path: str, manifest: Manifest, contract: Contract, name: str | None = None
+    ) -> Staged:
+        """Step 3's load: the file's rows in a new staging table (name, or a new one),
+        committed for publish."""
+        name = self.staging_name(manifest) if name is None else name
         # SQLite reads the file into a private one first, attached to the transaction's
         # connection, from which its rows are copied in one statement (staging/sqlite.py).
         with preloaded(path, contract, self.dialect) as loaded:

@@ -30,6 +30,7 @@ group's hold as it ends any hold: a rejection per table.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -49,7 +50,7 @@ from dogana_provider.receiver.steps import Checked, Steps, stamp
 from dogana_provider.receiver.store import RELEASED, HeldTable, Hold, TableState
 from dogana_provider.receiver.transactions import transaction
 from dogana_provider.report.table import when
-from dogana_provider.staging import Staged
+from dogana_provider.staging import Staged, scratch
 
 
 @dataclass(frozen=True)
@@ -139,20 +140,25 @@ def decide_group(
     if not all(source.publishes for source in sources.values()):
         inactive = _inactive(steps, group, states, manifests, sources, now)
         return GroupDecision(group, _save(steps, inactive))
-    staged = tuple(
-        steps.stage(paths[table], manifests[table], states[table].contract) for table in tables
-    )
-    with transaction(steps.connect, steps.dialect, write=False) as connection:
-        case = GroupCase(group, states, manifests, staged, now, sources)
-        receipts, checked = _evaluate(steps, connection, case)
-    decision = GroupDecision(group, receipts, staged)
-    if decision.to_publish:
-        return decision
-    if _holds_it(steps, group, states, manifests, checked, sources, now):
-        return _hold(steps, group, states, receipts, staged, checked)
-    _save(steps, receipts, staged)
-    steps.discard(staged)
-    return GroupDecision(group, receipts)
+    names = {table: steps.staging_name(manifests[table]) for table in tables}
+    with ExitStack() as deciding:  # a gate killed before it hands back leaves them to sweep
+        for name in names.values():
+            deciding.enter_context(scratch.deciding(name))
+        staged = tuple(
+            steps.stage(paths[table], manifests[table], states[table].contract, names[table])
+            for table in tables
+        )
+        with transaction(steps.connect, steps.dialect, write=False) as connection:
+            case = GroupCase(group, states, manifests, staged, now, sources)
+            receipts, checked = _evaluate(steps, connection, case)
+        decision = GroupDecision(group, receipts, staged)
+        if decision.to_publish:
+            return decision
+        if _holds_it(steps, group, states, manifests, checked, sources, now):
+            return _hold(steps, group, states, receipts, staged, checked)
+        _save(steps, receipts, staged)
+        steps.discard(staged)
+        return GroupDecision(group, receipts)
 
 
 def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:

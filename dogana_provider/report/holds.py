@@ -86,7 +86,8 @@ def violation_lines(found: Violations) -> list[str]:
     if rows.count is None:
         return [*lines, f"  no rows to show: {rows.reason}"]
     shown = f", the first {len(rows.rows)} below" if len(rows.rows) < rows.count else ""
-    lines.append(f"  {plural(rows.count, 'row')} violate it{shown}")
+    verb = "violates" if rows.count == 1 else "violate"
+    lines.append(f"  {plural(rows.count, 'row')} {verb} it{shown}")
     if rows.rows:
         lines.append(text_table(rows.columns, [_cells(row) for row in rows.rows], indent="  "))
     return lines

@@ -10,7 +10,7 @@ can change), which widens a narrow column of counts threefold; so the few lines 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from dogana_core.region import Region
@@ -60,6 +60,16 @@ def span(region: Region) -> str:
 
     opening = "(" if region.low is None else "["
     return f"{opening}{end(region.low, '-inf')}, {end(region.high, '+inf')})"
+
+
+def iso(value: Any) -> str:
+    """A date or an instant in ISO 8601, as a log line states it; anything else as it is."""
+    return value.isoformat() if isinstance(value, date | datetime) else str(value)
+
+
+def iso_window(window: Sequence[Any]) -> str:
+    """A window's two ends as people read them: [2026-11-03, 2026-11-04]."""
+    return f"[{', '.join(iso(end) for end in window)}]"
 
 
 def age(value: timedelta | None) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
@@ -12,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from dogana_provider.dialects import Dialect
+from dogana_provider.staging import scratch
 
 
 def table_options(connection: Any) -> str:
@@ -98,13 +98,14 @@ class LocalInfile:
         if following is not None:
             after = range(numbers.stop, numbers.stop + following.num_rows)
             self._next = self._builder.submit(load_data_text, after, following.columns)
-        with tempfile.NamedTemporaryFile(prefix="dogana-stage-", suffix=".tsv") as file:
+        # Held while it loads: a gate killed meanwhile leaves it for the next sweep (scratch.py).
+        with scratch.held_file() as (file, name):
             file.write(memoryview(text).cast("B"))
             file.flush()
-            if not re.fullmatch(r"[\w./-]+", file.name):
+            if not re.fullmatch(r"[\w./-]+", name):
                 return False  # a temporary folder whose name a literal would have to escape
             try:
-                cursor.execute(f"LOAD DATA LOCAL INFILE '{file.name}' {self.into}")
+                cursor.execute(f"LOAD DATA LOCAL INFILE '{name}' {self.into}")
             except Exception as exc:  # the driver's OperationalError, by its code
                 if exc.args and exc.args[0] in self.REFUSED:
                     return False

@@ -2,6 +2,9 @@
 
     GET /dogana/                          every table of every receiver the user may read
     GET /dogana/receipts/{conn}/{table}   a table's last receipts: outcome, checks, who published
+    GET /dogana/schemas/openlineage/DoganaDatasetFacet.json
+                                          the OpenLineage facet's JSON Schema, as shipped (public:
+                                          a schema, no data), where its events' _schemaURL points
 
 The receivers are the connection ids of ``[dogana] ui_receivers`` (comma separated; default
 dogana_default). Each is read through DoganaHook.committed, the one committed state the
@@ -18,6 +21,7 @@ no receiver sees none of them, and neither their tables nor their names.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -126,6 +130,12 @@ def receipts(request: Request, conn_id: str, table: str, user: User) -> Response
     )
 
 
+@app.get("/schemas/openlineage/DoganaDatasetFacet.json")
+def facet_schema() -> Response:
+    schema = Path(__file__).parent.parent / "lineage" / "DoganaDatasetFacet.json"
+    return Response(schema.read_bytes(), media_type="application/schema+json")
+
+
 def asset_page(conn_id: str, table: str, root: str) -> str | None:
     """The Airflow UI's page of the table's Asset (dogana://conn/table), when Airflow has it."""
     from airflow.models.asset import AssetModel
@@ -142,11 +152,13 @@ def asset_page(conn_id: str, table: str, root: str) -> str | None:
 
 
 def publishers(conn_id: str, table: str) -> Any:
-    """receipt -> "dag_id / run_id / task_id" of the Asset event that carried its publication."""
+    """receipt -> "dag_id / run_id / task_id" of the Asset event that carried its publication;
+    None for a receipt that published nothing."""
     from airflow.models.asset import AssetEvent, AssetModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
+    from dogana_core.gate import Outcome
     from dogana_provider.operators.publish import dogana_asset
 
     with create_session() as session:
@@ -167,4 +179,8 @@ def publishers(conn_id: str, table: str) -> Any:
         for extra, *source in events
         if source[0] is not None
     }
-    return lambda receipt: by_publication.get(receipt.publication_id)
+    # Only an acceptance published anything: a rejection's publication_id is the head it left
+    # as it found it, which another run published.
+    return lambda receipt: (
+        by_publication.get(receipt.publication_id) if receipt.outcome is Outcome.ACCEPTED else None
+    )

@@ -1,4 +1,14 @@
-"""The dogana page's HTML, rendered on the server: no JavaScript, nothing to build.
+"""The dogana page's HTML, rendered on the server: nothing to build, one small script.
+
+Airflow shows the page in its own window, in an iframe sandboxed with allow-scripts,
+allow-same-origin, allow-forms and allow-downloads (the Iframe of its external views): no
+allow-top-navigation and no allow-popups, so a link to Airflow's own Asset page can neither
+target the top window nor open a new one. The script (FOLLOW_IN_AIRFLOW) follows such a link
+in Airflow's window through the history its router listens to, as Airflow's own links are
+followed; opened on its own, the page's links are ordinary links.
+
+Tables fit the frame: cells wrap (a date at its space, a list of checks between its names) and
+nothing is wider than the window at 1,280 px.
 
 Every value shown is escaped. A table's regions are drawn as an SVG strip along its window
 axis, one block per region in axis order (blocks of equal width: an axis of strings or of
@@ -35,11 +45,14 @@ body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; ma
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 24px 0 8px; }
 h3 { font-size: 15px; margin: 18px 0 6px; }
 p.note { color: #555; margin: 0 0 12px; font-size: 13px; }
-table { border-collapse: collapse; font-size: 13px; }
-th, td { text-align: left; padding: 4px 10px; border-bottom: 1px solid #e0e0e0;
-         white-space: nowrap; }
+table { border-collapse: collapse; font-size: 13px; max-width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 4px 8px;
+         border-bottom: 1px solid #e0e0e0; overflow-wrap: break-word; }
 th { background: #f5f5f5; font-weight: 600; }
-.state { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600; }
+td.long { overflow-wrap: anywhere; min-width: 12em; }
+.state { display: inline-block; padding: 1px 8px; border-radius: 10px; font-weight: 600;
+         white-space: nowrap; }
+svg { max-width: 100%; height: auto; }
 .failed { color: #b71c1c; font-weight: 600; }
 section.table { margin: 8px 0 18px; }
 ul.regions { font-size: 12px; color: #333; margin: 4px 0 0; padding-left: 18px; }
@@ -55,10 +68,29 @@ class Links:
     asset: str | None
 
 
+FOLLOW_IN_AIRFLOW = """
+document.addEventListener('click', function (event) {
+  var link = event.target.closest && event.target.closest('a[data-airflow-page]');
+  var airflow = window.parent;
+  if (!link || airflow === window || event.button !== 0 || event.ctrlKey || event.metaKey ||
+      event.shiftKey || event.altKey) return;
+  try {
+    var state = airflow.history.state || {};
+    var key = Math.random().toString(36).slice(2, 10);
+    airflow.history.pushState({usr: null, key: key, idx: (state.idx || 0) + 1}, '', link.href);
+    airflow.dispatchEvent(new airflow.PopStateEvent('popstate', {state: airflow.history.state}));
+    event.preventDefault();
+  } catch (notAirflow) {}  // a frame of another origin: the link opens in the frame
+});
+"""
+
+
 def page(title: str, body: str) -> str:
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head>"
+        "<meta name='viewport' content='width=device-width'>"
+        f"<title>{escape(title)}</title><style>{STYLE}</style>"
+        f"<script>{FOLLOW_IN_AIRFLOW}</script></head>"
         f"<body>{body}</body></html>"
     )
 
@@ -91,7 +123,7 @@ def receiver_section(status: ReceiverStatus, links: Mapping[tuple[str, str], Lin
         link = links[(status.receiver, table.table)]
         anchors = f"<a href='{escape(link.receipts)}'>receipts</a>"
         if link.asset is not None:
-            anchors += f" · <a href='{escape(link.asset)}' target='_top'>asset</a>"
+            anchors += f" · <a href='{escape(link.asset)}' data-airflow-page>asset</a>"
         rows.append(
             [
                 f"<a href='#{escape(_anchor(status.receiver, table.table))}'>"
@@ -135,7 +167,7 @@ def strip(regions: Sequence[RegionClaim], width: int = 900) -> str:
     block = width / len(regions)
     parts = [
         f"<svg xmlns='http://www.w3.org/2000/svg' width='{width + 2}' height='58' "
-        f"role='img' aria-label='regions'>"
+        f"viewBox='0 0 {width + 2} 58' role='img' aria-label='regions'>"
     ]
     for i, region in enumerate(regions):
         fill, ink = COLOURS.get(str(region.state), COLOURS["unknown"])
@@ -190,7 +222,8 @@ def receipts_page(receiver: str, table: str, receipts: Sequence[Receipt], who: A
         f"<p><a href='../../'>← all tables</a></p>"
         f"<h1>Receipts of {escape(table)} <small>in receiver {escape(receiver)}</small></h1>"
         f"<p class='note'>The last {len(receipts)} receipts, newest first; a failed check "
-        "rejects its delivery, which then changes nothing.</p>" + html_table(columns, rows)
+        "rejects its delivery, which then changes nothing.</p>"
+        + html_table(columns, rows, long=("checks", "published by"))
     )
     return page(f"dogana receipts of {table}", body)
 
@@ -204,10 +237,17 @@ def badge(state: str) -> str:
     return f"<span class='state' style='background:{fill};color:{ink}'>{escape(state)}</span>"
 
 
-def html_table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """Cells are HTML already escaped by the caller."""
+def html_table(
+    columns: Sequence[str], rows: Sequence[Sequence[str]], long: Sequence[str] = ()
+) -> str:
+    """Cells are HTML already escaped by the caller; the cells of the columns named long (lists
+    of names, run ids) may break anywhere rather than widen the table past the window."""
     head = "".join(f"<th>{escape(c)}</th>" for c in columns)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    opening = ["<td class='long'>" if c in long else "<td>" for c in columns]
+    body = "".join(
+        "<tr>" + "".join(f"{o}{c}</td>" for o, c in zip(opening, row, strict=True)) + "</tr>"
+        for row in rows
+    )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 

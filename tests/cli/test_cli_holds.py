@@ -267,6 +267,6 @@ def test_a_group_held_whole_is_listed_and_shown_with_each_held_tables_rows(
     out = shown.out.splitlines()
     assert out[0] == f"hold orders-1 of orders, lines in receiver {url}: held"
     assert any(line.startswith("lines: amount.min: violated (hold): ") for line in out)
-    assert "  1 row violate it" in out
+    assert "  1 row violates it" in out  # one row: the verb agrees
     assert not any(line.startswith("orders: together") for line in out)
     assert f'  dogana hold release {url} orders-1 --by "YOUR NAME"' in out

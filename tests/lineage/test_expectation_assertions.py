@@ -42,3 +42,23 @@ def test_a_warned_violation_is_no_successful_assertion() -> None:
 
 def test_none_declared_asserts_nothing() -> None:
     assert "expectations" not in assertions_of(Check("expectations", True, "none_declared"))
+
+
+def test_a_column_expectations_assertion_names_its_column() -> None:
+    from dogana_provider.lineage.openlineage import assertions
+
+    contract = Contract("orders", ("id",), {"full": Shape.complete()}, types={"id": "int"})
+    receipt = Gate.evaluate(
+        Ledger.new(contract),
+        contract.manifest("full", AT, rows=1),
+        [
+            Check("rows", True, "1 live row"),
+            Check("amount.min", True, "met: min 5 (geq_to 0)"),
+            Check("positive", True, "met: no row violates it"),
+        ],
+        now=AT + timedelta(hours=1),
+    )
+    columns = {a.assertion: a.column for a in assertions(receipt).assertions}
+    assert columns["amount.min"] == "amount"
+    assert columns["positive"] is None  # a table check: on no one column
+    assert columns["rows"] is None  # a receiver check, not an expectation

@@ -29,6 +29,7 @@ pytestmark = pytest.mark.airflow
 
 RUNS = Path(__file__).with_name("lineage_runs.py")
 FACET_SCHEMA = "lineage/DoganaDatasetFacet.json"
+AIRFLOW_URL = "https://airflow.example.com"  # the deployment's [api] base_url in these runs
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ def started(
             "AIRFLOW_HOME": str(home),
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+            "AIRFLOW__API__BASE_URL": AIRFLOW_URL,
         }
         with (workdir / "output.log").open("wb") as output:
             process = subprocess.Popen(
@@ -214,7 +216,10 @@ def test_the_dogana_facet_validates_against_its_published_schema(emitted: Emitte
     assert len(facets) >= 8  # plan, publish and sensor of invoices and of shipments; freshness
     for facet in facets:
         jsonschema.validate(facet, own)
-        assert facet["_schemaURL"] == f"{schema['$id']}#/$defs/DoganaDatasetFacet"
+        # Served there by the plugin's app (tests/ui proves it serves this very file).
+        assert facet["_schemaURL"] == (
+            f"{AIRFLOW_URL}/dogana/schemas/openlineage/{schema['$id']}#/$defs/DoganaDatasetFacet"
+        )
 
 
 def test_gate_and_publish_carry_the_receipts_checks_as_data_quality_assertions(

@@ -276,3 +276,20 @@ def test_plan_fails_before_extracting_a_table_the_receiver_may_not_publish(
     )
     assert set(states(module.dag.test()).values()) == {"success"}
     assert published(hook, table) == {1: "one"}
+
+
+def test_the_plan_logs_a_window_and_its_start_in_iso_dates_as_people_read_them() -> None:
+    from datetime import date
+
+    from dogana_core.planner import Requirement
+    from dogana_provider.operators.plan import _request_line
+    from dogana_provider.operators.superseded import requirement_line
+
+    window = (date(2026, 11, 3), date(2026, 11, 4))
+    at = datetime(2026, 11, 5, tzinfo=UTC)
+    required = requirement_line(Requirement("shipments", at, window=window))
+    assert required.endswith("over window [2026-11-03, 2026-11-04]"), required
+    request = ExtractionRequest("shipments", "day_changes", at, window=window, since=at)
+    planned = _request_line(request)
+    assert ", window [2026-11-03, 2026-11-04], since 2026-11-05T00:00:00+00:00" in planned
+    assert "datetime" not in required + planned

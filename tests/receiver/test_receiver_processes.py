@@ -14,6 +14,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import signal
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -261,3 +262,164 @@ def test_a_gate_killed_while_staging_leaves_no_staging_table_after_the_next_run(
             from test_receiver_postgres import drop_tables
         if kind != "sqlite":
             drop_tables(url, uid)
+
+
+class _Stalling:
+    """A real connection that sets an event, and then waits to be killed, at the first
+    statement that matches `at` (a process-wide switch: `after` must have run on some
+    connection first, committed, when given)."""
+
+    reached = False  # `after` ran and committed, in this process
+
+    def __init__(self, connection: Any, stalled: Any, at: str, after: str | None) -> None:
+        self._connection, self._stalled, self._at, self._after = connection, stalled, at, after
+        self._saw_after = False
+
+    def cursor(self) -> Any:
+        cursor, outer = self._connection.cursor(), self
+
+        class Cursor:
+            def execute(self, sql: str, params: Any = ()) -> Any:
+                if (outer._after is None or _Stalling.reached) and outer._at in sql:
+                    outer._stalled.set()
+                    time.sleep(PROCESSES_TIMEOUT)  # killed meanwhile
+                outer._saw_after = outer._saw_after or (
+                    outer._after is not None and outer._after in sql
+                )
+                return cursor.execute(sql, params)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(cursor, name)
+
+        return Cursor()
+
+    def commit(self) -> None:
+        self._connection.commit()
+        _Stalling.reached = _Stalling.reached or self._saw_after
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._connection, name)
+
+
+def stalled_gate(
+    kind: str,
+    url: str,
+    prefix: str,
+    path: str,
+    manifest: str,
+    at: str,
+    after: str | None,
+    stalled: Any,
+) -> None:
+    """A gate's decide in a process of its own, stalled where the test kills it."""
+    receiver = receiver_of(kind, url, prefix)
+    if kind == "mariadb":
+        from test_receiver_mariadb import connector as mariadb
+
+        receiver.steps = replace(receiver.steps, connect=mariadb(url, local_infile=True))
+    connect = receiver.steps.connect
+    receiver.connect = lambda: _Stalling(connect(), stalled, at, after)
+    receiver.steps = replace(receiver.steps, connect=receiver.connect)
+    receiver.decide(path, Manifest.from_json(manifest))
+
+
+def kill_gate_at(
+    kind: str, url: str, prefix: str, path: Path, manifest: Manifest, at: str, after: str | None
+) -> None:
+    context = multiprocessing.get_context("spawn")
+    stalled = context.Event()
+    process = context.Process(
+        target=stalled_gate,
+        args=(kind, url, prefix, str(path), manifest.to_json(), at, after, stalled),
+    )
+    process.start()
+    deadline = time.monotonic() + PROCESSES_TIMEOUT
+    while not stalled.wait(0.5):
+        assert process.is_alive(), f"the gate ended ({process.exitcode}) before it was killed"
+        assert time.monotonic() < deadline, "the gate never got where it is killed"
+    os.kill(process.pid or 0, signal.SIGKILL)
+    process.join(PROCESSES_TIMEOUT)
+    assert process.exitcode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("mariadb", marks=pytest.mark.mariadb)])
+def test_a_gate_killed_while_it_checks_its_staged_rows_leaves_no_staging_table_to_the_next_sweep(
+    kind: str, request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The staging committed, the gate killed while it checks the rows: its staging table is
+    no decision anyone will publish, and the next sweep drops it at once, not a day later;
+    while a gate that handed back its decision keeps its table until that is published."""
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # the gates' temporary folder, and ours
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    url = (
+        str(tmp_path / "receiver.db")
+        if kind == "sqlite"
+        else request.getfixturevalue("mariadb_url")
+    )
+    uid, prefix, receiver, source = registered(kind, url, tmp_path)
+    try:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        path, manifest = source.full(at(2))
+        # The first statement on the staged rows after their transaction committed: a check.
+        kill_gate_at(kind, url, prefix, path, manifest, at="dogana_stage_", after="dogana_stage_")
+        (left,) = staging_tables(kind, url, prefix, manifest)[:1]
+        assert receiver.sweep(GATE_SWEEP_AFTER) == (left,)
+        assert staging_tables(kind, url, prefix, manifest) == []
+        assert list(tmp_path.glob("dogana-deciding-*")) == []
+        waiting = receiver.decide(path, manifest)  # handed back: its table waits for publish
+        assert waiting.staged is not None
+        assert receiver.sweep(GATE_SWEEP_AFTER) == ()
+        assert receiver.publish(waiting).outcome is Outcome.ACCEPTED
+    finally:
+        if kind == "mariadb":
+            from test_receiver_mariadb import drop_tables
+
+            drop_tables(url, uid)
+
+
+@pytest.mark.mariadb
+def test_a_gate_killed_while_mariadb_loads_a_batch_leaves_no_batch_file_to_the_next_sweep(
+    mariadb_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LOAD DATA LOCAL reads each batch from a file in the temporary folder: a gate killed
+    while the server loads it leaves the file, and the next sweep removes it (its writer is
+    gone), never a file a live gate is loading."""
+    from dogana_provider.staging import scratch
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    uid, prefix, receiver, source = registered("mariadb", mariadb_url, tmp_path)
+    try:
+        for id_ in range(1, 4):
+            source.put(id_, id_, f"n{id_}", at(1))
+        path, manifest = source.full(at(2))
+        kill_gate_at("mariadb", mariadb_url, prefix, path, manifest, "LOAD DATA LOCAL", None)
+        (batch,) = tmp_path.glob("dogana-stage-*.tsv")
+        with scratch.held_file() as (_, live):  # a live gate's batch, loading meanwhile
+            receiver.sweep(GATE_SWEEP_AFTER)
+            assert list(tmp_path.glob("dogana-stage-*.tsv")) == [Path(live)]
+        assert not batch.exists()
+        assert staging_tables("mariadb", mariadb_url, prefix, manifest) == []
+    finally:
+        from test_receiver_mariadb import drop_tables
+
+        drop_tables(mariadb_url, uid)
+
+
+def test_a_failed_decisions_free_mark_is_removed_once_older_than_the_sweeps_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A decision that raised leaves its mark free, whether or not its table outlived it; once
+    older than the sweep's limit its table would go for its age anyway, and so does the mark."""
+    from dogana_provider.staging import scratch
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    _, _, receiver, _ = registered("sqlite", str(tmp_path / "receiver.db"), tmp_path)
+    with pytest.raises(ConnectionError), scratch.deciding("dogana_stage_failed"):
+        raise ConnectionError("the database went away while the rows were checked")
+    (mark,) = tmp_path.glob("dogana-deciding-*")
+    receiver.sweep(GATE_SWEEP_AFTER)
+    assert mark.exists()  # its table, were there one, may be another store's: not old yet
+    receiver.sweep(timedelta(0))
+    assert not mark.exists()

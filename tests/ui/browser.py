@@ -3,7 +3,8 @@
 Debian's chromium, started once with the flags that keep it off the network and out of any
 profile. The protocol (a JSON-over-websocket API every Chromium speaks) is enough here: set the
 Airflow session cookie a login sets, open a URL, wait for it to load, read the text a person
-sees (innerText) and take a screenshot. No selenium, no playwright, no driver to download.
+sees (innerText), click where a person clicks, and take a screenshot. No selenium, no
+playwright, no driver to download.
 """
 
 from __future__ import annotations
@@ -109,6 +110,33 @@ class Browser:
             answered = answered or message.get("id") == ident
             loaded = loaded or message.get("method") == "Page.loadEventFired"
         return str(self.evaluate("document.body.innerText"))
+
+    def resize(self, width: int, height: int) -> None:
+        """The window's size as a page sees it (its viewport), from now on."""
+        self.call(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    def wait_for(self, expression: str, timeout: float = 60) -> Any:
+        """The value of expression once it is truthy, evaluated every 0.2 s up to timeout."""
+        deadline = time.monotonic() + timeout
+        while True:
+            value = self.evaluate(expression)
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not true within {timeout} s: {expression}")
+            time.sleep(0.2)
+
+    def click(self, x: float, y: float) -> None:
+        """A person's left click at (x, y) of the window: moved there, pressed, released."""
+        self.call("Input.dispatchMouseEvent", type="mouseMoved", x=x, y=y)
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=x, y=y, button="left", clickCount=1)
 
     def evaluate(self, expression: str) -> Any:
         return self.call("Runtime.evaluate", expression=expression, returnByValue=True)[

@@ -5,7 +5,10 @@ and Airflow's SimpleAuthManager: user op (role op, who may read connections) and
 (role viewer, who may not). Its receivers are two, holding the tables of several_tables.py: a
 SQLite file and a PostgreSQL schema. Chromium opens the page with the session cookie a login
 sets, and the tests assert what a person sees; the screenshot is saved for a person to look at
-(its path is printed, under DOGANA_SCREENSHOTS when set).
+(its path is printed, under DOGANA_SCREENSHOTS when set). The framed tests open the page as a
+person does, through Airflow's own UI (/plugin/dogana, the view's iframe and its sandbox), in a
+1,280 px window. Each orders table has an Asset with one event per acceptance (run_1, run_2),
+as its publish tasks would have left them.
 """
 
 from __future__ import annotations
@@ -32,6 +35,26 @@ from dogana_provider.report.table import when
 pytestmark = pytest.mark.airflow
 
 USERS = {"op": "op-password", "viewer": "viewer-password"}
+WIDTH = 1280  # the narrowest window the page is made for: a laptop's
+
+FRAME_DOCUMENT = "document.querySelector('iframe')?.contentDocument"
+MEASURE = f"""(() => {{
+  const frame = document.querySelector('iframe'), inner = {FRAME_DOCUMENT};
+  const width = inner.documentElement.clientWidth;
+  const cut = [...inner.querySelectorAll('th, td, svg')]
+    .filter(cell => {{
+      const box = cell.getBoundingClientRect();
+      return box.left < -0.5 || box.right > width + 0.5;
+    }})
+    .map(cell => cell.textContent.slice(0, 40));
+  return {{
+    path: inner.location.pathname, width, cut, cells: inner.querySelectorAll('td').length,
+    scrolled: inner.documentElement.scrollWidth - width,
+    frame_right: frame.getBoundingClientRect().right, window: window.innerWidth,
+  }};
+}})()"""
+"""What of the framed page a person cannot see: every table cell (and the regions' strip)
+measured against the frame's viewport, the page's width past it, the frame against the window."""
 
 
 @dataclass
@@ -40,6 +63,22 @@ class Server:
     receivers: dict[str, Live]  # connection id -> its receiver
     browser: Browser
     shots: Path
+    assets: dict[str, int]  # connection id -> the Asset id of its orders table
+
+    def framed(self, user: str, inner: str = "") -> dict[str, Any]:
+        """Open Airflow's own page of the dogana view (Browse -> Claims), optionally deep at
+        the framed page's inner path, and wait for the framed page's first table."""
+        self.browser.set_cookie(f"{self.base}/", "_token", self.token(user))
+        self.browser.open(f"{self.base}/plugin/dogana{inner}")
+        try:
+            self.browser.wait_for(f"!!({FRAME_DOCUMENT})?.querySelector('table td')")
+        except TimeoutError:
+            seen = self.browser.evaluate(
+                "[location.href, document.querySelector('iframe')?.src,"
+                f" ({FRAME_DOCUMENT})?.location?.href, document.body.innerText.slice(0, 500)]"
+            )
+            raise AssertionError(f"no framed page: {seen}") from None
+        return dict(self.browser.evaluate(MEASURE))
 
     def token(self, user: str) -> str:
         request = urllib.request.Request(
@@ -85,6 +124,7 @@ def server(
                 filled_receiver("postgres", work, request.getfixturevalue("postgres_url"))
             ),
         }
+        assets = published_orders(receivers)
         port = free_port()
         env = {
             key: value
@@ -117,7 +157,42 @@ def server(
         stack.callback(browser.close)
         shots = Path(os.environ.get("DOGANA_SCREENSHOTS") or work)
         shots.mkdir(parents=True, exist_ok=True)
-        yield Server(base, receivers, browser, shots)
+        yield Server(base, receivers, browser, shots, assets)
+
+
+def published_orders(receivers: dict[str, Live]) -> dict[str, int]:
+    """Each receiver's orders table as Airflow knows it after its publish tasks ran: its Asset,
+    and one event per acceptance carrying its publication_id, from run_1, run_2, ... (these
+    receivers are filled without Airflow: written through Airflow's own models)."""
+    from airflow.models.asset import AssetActive, AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+
+    from dogana_core.gate import Outcome
+    from dogana_provider.operators.publish import dogana_asset
+
+    found = {}
+    with create_session() as session:
+        for conn_id, live in receivers.items():
+            asset = dogana_asset("orders", conn_id)
+            model = AssetModel(name=asset.name, uri=asset.uri, group=asset.group)
+            session.add(model)
+            session.flush()
+            session.add(AssetActive.for_asset(model))
+            accepted = [
+                r for r in live.receiver.receipts("orders") if r.outcome is Outcome.ACCEPTED
+            ]
+            for number, receipt in enumerate(accepted, start=1):
+                session.add(
+                    AssetEvent(
+                        asset_id=model.id,
+                        extra={"publication_id": receipt.publication_id},
+                        source_dag_id="dogana_orders",
+                        source_run_id=f"run_{number}",
+                        source_task_id="orders.publish",
+                    )
+                )
+            found[conn_id] = model.id
+    return found
 
 
 def _wait_healthy(base: str, process: subprocess.Popen[bytes], log: Path) -> None:
@@ -234,3 +309,77 @@ def test_the_plugin_is_registered_with_its_page_in_the_browse_menu(server: Serve
     assert [app["url_prefix"] for app in dogana["fastapi_apps"]] == ["/dogana"]
     (view,) = dogana["external_views"]
     assert (view["href"], view["url_route"], view["category"]) == ("dogana/", "dogana", "browse")
+
+
+def test_in_airflows_frame_no_table_column_is_cut_off_at_1280_px(server: Server) -> None:
+    """The page as a person opens it (Browse -> Claims, inside Airflow's own window), in a
+    1,280 px window: every cell of every table within the frame, nothing to scroll sideways."""
+    server.browser.resize(WIDTH, 900)
+    seen = server.framed("op")
+    assert seen["path"] == "/dogana/" and seen["cells"] > 0
+    assert seen["frame_right"] <= seen["window"] == WIDTH
+    assert seen["cut"] == [] and seen["scrolled"] <= 0, seen
+
+
+def test_in_airflows_frame_no_receipts_column_is_cut_off_at_1280_px(server: Server) -> None:
+    server.browser.resize(WIDTH, 900)
+    for conn_id in server.receivers:
+        seen = server.framed("op", f"/dogana/receipts/{conn_id}/orders")
+        assert seen["path"] == f"/dogana/receipts/{conn_id}/orders" and seen["cells"] > 0
+        assert seen["cut"] == [] and seen["scrolled"] <= 0, seen
+
+
+def test_in_airflows_frame_an_asset_link_opens_airflows_asset_page(server: Server) -> None:
+    """Airflow's frame allows no top navigation and no new window: the link still takes the
+    person to Airflow's page of the table's Asset, in Airflow's window, not inside the frame."""
+    server.browser.resize(WIDTH, 900)
+    server.framed("op")
+    asset = server.assets["dogana_sqlite"]
+    link = f"({FRAME_DOCUMENT}).querySelector(\"a[href$='assets/{asset}']\")"
+    server.browser.evaluate(f"{link}.scrollIntoView({{block: 'center'}})")
+    box = server.browser.evaluate(
+        f"""(() => {{
+          const frame = document.querySelector('iframe').getBoundingClientRect();
+          const box = {link}.getBoundingClientRect();
+          return [frame.left + box.left + box.width / 2, frame.top + box.top + box.height / 2];
+        }})()"""
+    )
+    server.browser.click(*box)
+    server.browser.wait_for(f"location.pathname === '/assets/{asset}'", timeout=30)
+    text = server.browser.wait_for(
+        "!document.querySelector('iframe') && document.body.innerText.includes('dogana://')"
+        " && document.body.innerText",
+        timeout=30,
+    )
+    assert "dogana://dogana_sqlite/orders" in text
+
+
+def test_published_by_names_the_run_of_an_acceptance_and_none_for_a_rejection(
+    server: Server,
+) -> None:
+    """A rejection published nothing: it names no run, least of all the one that published
+    the head it left as it was."""
+    for conn_id in server.receivers:
+        text = server.open_as("op", f"/dogana/receipts/{conn_id}/orders")
+        lines = [line.split("\t") for line in text.splitlines() if "\t" in line][1:]
+        assert [(cells[1], cells[8]) for cells in lines] == [
+            ("rejected", "-"),
+            ("accepted", "dogana_orders / run_2 / orders.publish"),
+            ("accepted", "dogana_orders / run_1 / orders.publish"),
+        ]
+
+
+def test_the_openlineage_facets_schema_url_serves_the_schema_shipped_in_the_package(
+    server: Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The _schemaURL of every dogana facet resolves, without a login, to the very file the
+    package ships (lineage/DoganaDatasetFacet.json), under the deployment's [api] base_url."""
+    import dogana_provider
+    from dogana_provider.lineage.openlineage import schema_url
+
+    monkeypatch.setenv("AIRFLOW__API__BASE_URL", server.base)
+    with urllib.request.urlopen(schema_url(), timeout=30) as answer:
+        served = answer.read()
+    shipped = Path(dogana_provider.__file__).parent / "lineage" / "DoganaDatasetFacet.json"
+    assert served == shipped.read_bytes()
+    assert schema_url().endswith(f"/dogana/schemas/openlineage/{json.loads(served)['$id']}")
