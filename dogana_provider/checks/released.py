@@ -14,11 +14,12 @@ row failing a predicate, a value a unique_check finds repeated. A rule about the
 it for the released delivery alone.
 
 A row's content is every staged column but the staging row number and the deleted flag, in
-column name order, each value as the database spells it as text, prefixed with its length so
-that no two rows spell alike, and NULL apart from every value; hashed with SHA-256. Recording
-and excluding are set-based SQL over the staged rows (INSERT ... SELECT, NOT EXISTS); SQLite,
-which has no SHA-256 of its own, computes it with a deterministic function registered on the
-connection, inside the statement. A hash is compared only with hashes the same database made.
+column name order, each value as the database spells it as text (an instant in UTC, whatever the
+session's time zone), prefixed with its length so that no two rows spell alike, and NULL apart
+from every value; hashed with SHA-256. Recording and excluding are set-based SQL over the staged
+rows (INSERT ... SELECT, NOT EXISTS); SQLite, which has no SHA-256 of its own, computes it with a
+deterministic function registered on the connection, inside the statement. A hash is compared
+only with hashes the same database made.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def _spelled(dialect: Dialect, staged: Staged, columns: list[str]) -> str:
     table = dialect.quote(staged.table)
     parts = []
     for column in columns:
-        value = dialect.cast_text(f"{table}.{dialect.quote(column)}")
+        value = dialect.spelled(f"{table}.{dialect.quote(column)}", staged.logical(column))
         spelled = dialect.concat([dialect.char_length(value), "':'", value])
         parts.append(f"COALESCE({spelled}, '-')")
     return dialect.concat(parts) if parts else "''"

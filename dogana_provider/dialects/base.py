@@ -137,6 +137,11 @@ class Dialect:
         kind = "TEXT" if length is None else f"VARCHAR({length})"
         return f"CAST({expression} AS {kind})"
 
+    def spelled(self, expression: str, logical: str | None) -> str:
+        """A stored value of a logical type as text that spells it alike in every session, for a
+        hash that must know the same row again later (checks/released.py)."""
+        return self.cast_text(expression)
+
     def concat(self, parts: Sequence[str]) -> str:
         """The text expressions parts joined end to end."""
         return " || ".join(parts)

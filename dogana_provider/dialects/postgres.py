@@ -54,6 +54,13 @@ class PostgresDialect(Dialect):
             return None  # numeric without a declared precision: from the values
         return _OIDS.get(type_code)
 
+    def spelled(self, expression: str, logical: str | None) -> str:
+        # A timestamptz cast to text is written in the session's TimeZone: another receiver
+        # connection, set otherwise, would spell the same instant anew. UTC, microseconds, always.
+        if logical == "datetime":
+            return f"to_char({expression} AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS.US')"
+        return self.cast_text(expression)
+
     def sha256_hex(self, connection: Any, expression: str) -> str:
         return f"encode(sha256(convert_to({expression}, 'UTF8')), 'hex')"
 

@@ -15,11 +15,13 @@ import psycopg2
 import psycopg2.errors
 import pyarrow as pa
 import pytest
+from hold_conformance import HELD_BY
 from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
 from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
 from dogana_provider.dialects import POSTGRES
+from dogana_provider.receiver import Receiver
 from dogana_provider.receiver.transactions import Reusing, transaction
 
 pytestmark = pytest.mark.postgres
@@ -52,6 +54,19 @@ class TestPostgres(ReceiverConformance):
     @pytest.fixture
     def connect(self, postgres_url: str) -> Connect:
         return lambda: psycopg2.connect(postgres_url)
+
+    def test_a_released_row_is_known_again_whatever_the_sessions_time_zone(
+        self, postgres_url: str, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        """A row's content hash spells its instants in UTC: a receiver whose sessions run in
+        another TimeZone (a role's or a database's setting) knows the released row again."""
+        self.released(receiver, source)
+        elsewhere = self.make(
+            lambda: psycopg2.connect(postgres_url, options="-c TimeZone=Asia/Kathmandu"), uid
+        )
+        receipt = self.publish_checked(elsewhere, source, source.full(at(5)))
+        (check,) = [c for c in receipt.checks if c.name == HELD_BY]
+        assert check.passed and "all released earlier" in check.detail
 
     @pytest.fixture(autouse=True)
     def _drop_tables(self, postgres_url: str, uid: str) -> Iterator[None]:
