@@ -16,6 +16,8 @@ by the connection dogana_test_overlap that the story adds through the REST API.
 from __future__ import annotations
 
 import json
+import re
+import shlex
 import shutil
 import sqlite3
 import subprocess
@@ -25,7 +27,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 import psycopg
 import psycopg2
@@ -68,20 +70,31 @@ class Overlap:
         self.logs[name] = client.deployment.task_log(run, task_id)
 
 
-def dogana(client: Client, overlap: Overlap, *args: str) -> subprocess.CompletedProcess[str]:
-    """The `dogana` command at a terminal, its receiver's connection in its environment."""
+def dogana(client: Client, *args: str) -> subprocess.CompletedProcess[str]:
+    """The `dogana` command a person runs at the deployment's terminal, exactly as a held gate's
+    log prints it: the receiver's connection only in the metadata database, none in the
+    environment."""
     assert client.deployment is not None
-    environment = dict(client.deployment.environment)
-    environment[f"AIRFLOW_CONN_{RECEIVER.upper()}"] = (
-        f"{overlap.url}?options={quote(f'-csearch_path={overlap.schema}')}"
-    )
     return subprocess.run(
         [str(Path(sys.executable).parent / "dogana"), *args],
-        env=environment,
+        env=client.deployment.terminal_environment(),
         capture_output=True,
         text=True,
         timeout=120,
     )
+
+
+def as_printed(client: Client, log: str, verb: str) -> subprocess.CompletedProcess[str]:
+    """The `dogana hold VERB ...` command a held gate's log tells a person to run, run as
+    printed, the person's name and reason filled in where the log leaves them to be."""
+    events = [json.loads(line).get("event", "") for line in log.splitlines() if line.strip()]
+    pattern = re.compile(rf'dogana hold {verb} .*?--by "YOUR NAME"(?: --reason "WHY")?')
+    found = next(filter(None, map(pattern.search, events)), None)
+    assert found is not None, log
+    printed = found.group(0).replace("YOUR NAME", PERSON).replace("WHY", "a wrong amount")
+    words = shlex.split(printed)
+    assert words[:3] == ["dogana", "hold", verb], printed
+    return dogana(client, *words[1:])
 
 
 def clear(client: Client, run: Run, task_id: str) -> None:
@@ -154,18 +167,14 @@ def overlapping(client: Client, servers: Servers) -> Overlap:
     client.unpause(RELEASED)
     held = client.trigger(RELEASED)
     overlap.end(client, "held", held, "gate")
-    overlap.commands.append(
-        dogana(client, overlap, "hold", "release", RECEIVER, "released_rows-1", "--by", PERSON)
-    )
+    overlap.commands.append(as_printed(client, overlap.logs["held"], "release"))
     clear(client, held, "gate")
     overlap.end(client, "released", held, "gate")
     overlap.end(client, "again", client.trigger(RELEASED), "gate")
     source(client, "INSERT INTO released_rows VALUES (3, 3000000)")
     discarded = client.trigger(RELEASED)
     overlap.end(client, "held_new_row", discarded, "gate")
-    overlap.commands.append(
-        dogana(client, overlap, "hold", "discard", RECEIVER, "released_rows-2", "--by", PERSON)
-    )
+    overlap.commands.append(as_printed(client, overlap.logs["held_new_row"], "discard"))
     clear(client, discarded, "gate")
     overlap.end(client, "retried", discarded, "gate")
     return overlap
