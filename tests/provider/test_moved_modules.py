@@ -49,3 +49,11 @@ def test_a_dag_importing_expectations_by_its_old_path_still_parses() -> None:
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_receivers_snapshot_is_table_read_by_its_old_name_with_a_deprecation_warning() -> None:
+    from dogana_provider import receiver
+
+    with pytest.warns(DeprecationWarning, match="TableRead"):
+        old = receiver.Snapshot
+    assert old is receiver.TableRead
