@@ -60,7 +60,7 @@ from dogana_provider.delivery.folders import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
-from dogana_provider.operators.superseded import planned, superseded
+from dogana_provider.operators.superseded import planned, superseded, superseded_group
 from dogana_provider.receiver.receiver import Decision, Receiver
 from dogana_provider.report.holds import held_names, hold_lines
 from dogana_provider.report.receipts import receipt_line
@@ -303,6 +303,11 @@ class GateOperator(BaseOperator):
             self._log_expectations(receipt)
         rejected = [r for r in decision.receipts if r.outcome is Outcome.REJECTED]
         if rejected:
+            hook = DoganaHook(self.receiver_conn_id)
+            reason = superseded_group(hook, decision.receipts, planned(self, self._context))
+            if reason is not None:
+                self.log.info("%s", reason)
+                raise AirflowSkipException(reason)
             raise AirflowFailException(
                 "group rejected as one: " + " | ".join(rejection_message(r) for r in rejected)
             )

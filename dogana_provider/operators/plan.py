@@ -138,7 +138,7 @@ class PlanDeliveryOperator(BaseOperator):
         end = run_end(context)
         group = group_of(self.contract, self.group)
         if group is not None:
-            return self._plan_group(hook, now, end, group)
+            return self._plan_group(context, hook, now, end, group)
         contract = contract_of(self.contract)
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
@@ -202,7 +202,7 @@ class PlanDeliveryOperator(BaseOperator):
         return end
 
     def _plan_group(
-        self, hook: DoganaHook, now: datetime, end: datetime, members: list[Any]
+        self, context: Any, hook: DoganaHook, now: datetime, end: datetime, members: list[Any]
     ) -> Any:
         contracts = [contract_of(c, f"group[{i}]") for i, c in enumerate(members)]
         group = Group(tuple(contracts))
@@ -230,6 +230,14 @@ class PlanDeliveryOperator(BaseOperator):
             )
         for request in requests:
             self.log.info("group %s: plan %s", names, _request_line(request))
+        # One Planned per table: a group refused because another run's group publication came
+        # first is superseded when that publication meets every table's part of the instant.
+        cut = group.windows(windows)
+        stated = [
+            Planned(Requirement.exact(table, at_least, window=cut.get(table)), ledgers[table].head)
+            for table in group.tables
+        ]
+        context["ti"].xcom_push(REQUIREMENT, [item.to_dict() for item in stated])
         return [request.to_dict() for request in requests]
 
 

@@ -52,7 +52,7 @@ from dogana_provider.operators.gate import (
     file_under,
     rejection_message,
 )
-from dogana_provider.operators.superseded import planned, superseded
+from dogana_provider.operators.superseded import planned, superseded, superseded_group
 from dogana_provider.receiver.receiver import Decision
 from dogana_provider.receiver.together import GroupDecision
 from dogana_provider.report.receipts import receipt_line
@@ -148,7 +148,12 @@ class PublishOperator(BaseOperator):
         rejected = [r for r in receipts if r.outcome is Outcome.REJECTED]
         if rejected:
             # A stale decision made again under the lock, and refused: recorded, not published.
-            reason = None if grouped else superseded(hook, rejected[0], planned(self, context))
+            stated = planned(self, context)
+            reason = (
+                superseded_group(hook, receipts, stated)
+                if grouped
+                else superseded(hook, rejected[0], stated)
+            )
             if reason is not None:
                 self.log.info("%s", reason)
                 self._remove(delivered)

@@ -25,6 +25,12 @@ delivery is recorded exactly as any refused one, and only the task's end differs
 did not happen), its reason naming the publication that met the run's requirement. A late
 delivery that is not covered (a pushed delivery with no plan, or a run whose requirement the
 ledger still lacks) fails its task as any rejection does.
+
+A group read together is refused as one: the table the ledger moved past fails the transition,
+its siblings the together check alone. It is superseded when every table is covered as above
+(the plan states one Planned per table) and the tables are exact at one instant no earlier than
+the plan asked, as the group's plan needs; a group any table of which still lacks its
+requirement, or whose tables were published apart at instants of their own, fails.
 """
 
 from __future__ import annotations
@@ -38,7 +44,8 @@ from airflow.sdk import XComArg
 from airflow.sdk.exceptions import XComNotFound
 
 from dogana_core.errors import DoganaError
-from dogana_core.gate import Outcome, Receipt
+from dogana_core.gate import TOGETHER, Outcome, Receipt
+from dogana_core.group import Group, plan_together
 from dogana_core.planner import Requirement, plan_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.report.table import iso_window
@@ -98,6 +105,38 @@ def superseded(hook: DoganaHook, receipt: Receipt, stated: Sequence[Planned]) ->
     failed = {check.name for check in receipt.failed}
     if receipt.outcome is not Outcome.REJECTED or failed != {TRANSITION}:
         return None
+    covered = _covered(hook, receipt, stated)
+    return None if covered is None else _reason(receipt, *covered)
+
+
+def superseded_group(
+    hook: DoganaHook, receipts: Sequence[Receipt], stated: Sequence[Planned]
+) -> str | None:
+    """Why a rejected group delivery is superseded, naming each table's publication; None when
+    it is not. A group is refused as one (dogana_core.group): a table refused only because a
+    sibling was fails the together check alone. So every receipt fails only the transition or
+    together, at least one the transition, every table is covered as a single table is, and the
+    group is exact at one instant no earlier than its plan asked."""
+    if not receipts or any(r.outcome is not Outcome.REJECTED for r in receipts):
+        return None
+    failed = [{check.name for check in receipt.failed} for receipt in receipts]
+    if any(not names or not names <= {TRANSITION, TOGETHER} for names in failed):
+        return None
+    if not any(TRANSITION in names for names in failed):
+        return None
+    covered = [_covered(hook, receipt, stated) for receipt in receipts]
+    plans = [item[0] for item in covered if item is not None]
+    if len(plans) != len(receipts) or not _exact_together(hook, receipts, plans):
+        return None
+    reasons = [_reason(r, *item) for r, item in zip(receipts, covered, strict=True) if item]
+    return "group superseded: " + " | ".join(reasons)
+
+
+def _covered(
+    hook: DoganaHook, receipt: Receipt, stated: Sequence[Planned]
+) -> tuple[Planned, Receipt] | None:
+    """The run's plan for the receipt's table and the table's last acceptance, when another
+    publication came since that plan and the table's ledger now meets the plan's requirement."""
     mine = [item for item in stated if item.requirement.table == receipt.table]
     if len(mine) != 1:
         return None
@@ -112,15 +151,36 @@ def superseded(hook: DoganaHook, receipt: Receipt, stated: Sequence[Planned]) ->
             return None
     except DoganaError:  # no shape could establish it: the planner cannot say it is met
         return None
-    (transition,) = receipt.failed
+    return plan, last
+
+
+def _exact_together(
+    hook: DoganaHook, receipts: Sequence[Receipt], plans: Sequence[Planned]
+) -> bool:
+    """Whether the group is exact at one instant no earlier than its plan asked: each table
+    meeting its own part may still be exact at instants of its own, read apart."""
+    group = Group(tuple(receipt.contract for receipt in receipts))
+    at_least = min(plan.requirement.complete_as_of for plan in plans)
+    windows = {plan.requirement.table: plan.requirement.window for plan in plans}
+    try:
+        return plan_together(group, hook.ledgers(group.tables), at_least, windows=windows) is None
+    except DoganaError:  # no shapes could establish it: the planner cannot say it is met
+        return False
+
+
+def _reason(receipt: Receipt, plan: Planned, last: Receipt) -> str:
+    # The together check's detail repeats every table's refusal: its name says enough here.
+    refused = "; ".join(
+        f"{check.name}: {check.detail}" if check.name == TRANSITION else check.name
+        for check in receipt.failed
+    )
     return (
         f"{receipt.table}: delivery {receipt.manifest.identity[:12]} (produced at "
         f"{receipt.manifest.produced_at.isoformat()}) superseded by publication "
         f"{last.publication_id[:12]} (manifest {last.manifest.identity[:12]}, produced at "
         f"{last.manifest.produced_at.isoformat()}), published since this run planned, which "
         f"already meets this run's requirement ({requirement_line(plan.requirement)}); its "
-        f"rejection is recorded ({transition.name}: {transition.detail}) and nothing of it "
-        "is published"
+        f"rejection is recorded ({refused}) and nothing of it is published"
     )
 
 

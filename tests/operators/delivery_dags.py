@@ -273,3 +273,26 @@ def publish_meanwhile(
     receipt = receiver.receive(path, Manifest.from_dict(delivered["manifest"]))
     assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
     return receipt.publication_id
+
+
+def publish_group_meanwhile(
+    requests: list[dict[str, Any]], sources: dict[str, tuple[str, str]], folder: str, conn_id: str
+) -> dict[str, str]:
+    """Another run of the same group DAG, planned from the same ledgers: it reads every table
+    later, in one snapshot, and publishes the group first. Returns each table's publication id."""
+    from dogana_core.gate import Outcome
+    from dogana_core.group import Group
+    from dogana_core.manifest import Manifest
+    from dogana_provider.hooks.dogana import DoganaHook
+
+    receiver = DoganaHook(conn_id).receiver
+    contracts = [Contract.from_json(Path(sources[r["table"]][0]).read_bytes()) for r in requests]
+    for contract in contracts:
+        receiver.register(contract)
+    deliveries = {}
+    for delivered in extract_group(requests, sources, folder):
+        manifest = Manifest.from_dict(delivered["manifest"])
+        deliveries[manifest.table] = (Path(delivered["uri"].removeprefix("file://")), manifest)
+    receipts = receiver.receive_group(Group(tuple(contracts)), deliveries)
+    assert all(r.outcome is Outcome.ACCEPTED for r in receipts), [r.failed for r in receipts]
+    return {receipt.table: receipt.publication_id for receipt in receipts}
