@@ -528,6 +528,17 @@ def peak_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+class Pushed:
+    """Where execute() outside a task instance keeps what a task pushes beside its return value
+    (the plan's requirement), as a task instance keeps it in XCom."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, Any] = {}
+
+    def xcom_push(self, key: str, value: Any) -> None:
+        self.values[key] = value
+
+
 def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) -> dict[str, float]:
     """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
     into peaks, when given, each step's peak RSS in MiB."""
@@ -546,7 +557,7 @@ def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) 
     started = time.perf_counter()
     request = PlanDeliveryOperator(
         task_id="plan", contract=contract, receiver_conn_id="bench_target", shape=shape
-    ).execute({"data_interval_end": datetime.now(UTC)})  # a run's end, as a scheduled run has
+    ).execute({"data_interval_end": datetime.now(UTC), "ti": Pushed()})  # as a scheduled run
     seconds["plan"] = time.perf_counter() - started
     peaks["plan"] = peak_mib()
     reset_peak()
