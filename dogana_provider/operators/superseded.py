@@ -94,9 +94,18 @@ def planned(task: Any, context: Any) -> list[Planned]:
             value = XComArg(plan, key=REQUIREMENT).resolve(context)
         except XComNotFound:
             continue
-        values = [value] if isinstance(value, dict) else list(value or ())
-        stated += [Planned.from_dict(item) for item in values if isinstance(item, dict)]
+        stated += [Planned.from_dict(item) for item in _stated(value)]
     return stated
+
+
+def _stated(value: Any) -> list[Any]:
+    """The Planned dicts in a plan's XCom: one for a table, a list for a group, and a list of
+    either for a mapped plan."""
+    if isinstance(value, dict):
+        return [value]
+    if value is None or isinstance(value, (str, bytes)):
+        return []
+    return [item for each in value for item in _stated(each)]
 
 
 def superseded(hook: DoganaHook, receipt: Receipt, stated: Sequence[Planned]) -> str | None:
