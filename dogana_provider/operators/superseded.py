@@ -180,7 +180,7 @@ def _exact_together(
 def _reason(receipt: Receipt, plan: Planned, last: Receipt) -> str:
     # The together check's detail repeats every table's refusal: its name says enough here.
     refused = "; ".join(
-        f"{check.name}: {check.detail}" if check.name == TRANSITION else check.name
+        f"{check.name}: {check.detail}" if check.name != TOGETHER else check.name
         for check in receipt.failed
     )
     return (

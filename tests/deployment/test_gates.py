@@ -4,8 +4,8 @@
         1,000,000) and fails, its log saying how to end the hold; a person runs
         `dogana hold release` at a terminal and clears the gate task in Airflow; the gate run
         again hands the released receipt on, the publish task succeeds and the Asset event
-        arrives. Then a negative amount in the source: the next run's gate blocks it, and
-        nothing more is published.
+        arrives. Then a negative amount in the source: the next run's gate blocks it (the
+        released row, unchanged, holds nothing again), and nothing more is published.
 
     activation: dogana_test_accounts is triggered while accounts is pending; its plan fails,
         printing the `dogana activate` command. dags/examples/activate_source.py is triggered
@@ -224,8 +224,11 @@ def test_a_blocked_delivery_fails_its_gate_and_publishes_nothing_under_the_sched
     accepted, rejected = receiver.receipts("deposits")
     assert accepted.outcome is Outcome.ACCEPTED
     assert rejected.outcome is Outcome.REJECTED
-    # Both expectations are violated now; the block decides: nothing is held for a person.
-    assert [check.name for check in rejected.failed] == ["amount.min", "amount_plausible"]
+    # The block decides: nothing is held for a person. Row 2, which a person released above and
+    # which is unchanged, does not violate the hold again.
+    assert [check.name for check in rejected.failed] == ["amount.min"]
+    (plausible,) = [check for check in rejected.checks if check.name == "amount_plausible"]
+    assert plausible.passed and "all released earlier" in plausible.detail
     assert published(receiver, "deposits") == {(1, 500), (2, 2_500_000)}
     assert receiver.holds("deposits") == []
 
