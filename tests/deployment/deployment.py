@@ -454,6 +454,20 @@ class Client:
         )
         return list(found["task_instances"])
 
+    def clear(self, run: Run, task_id: str) -> None:
+        """Clear task_id and what follows it in run, as the UI's Clear button does."""
+        self.request(
+            "POST",
+            f"/dags/{run.dag_id}/clearTaskInstances",
+            json={
+                "dry_run": False,
+                "dag_run_id": run.run_id,
+                "task_ids": [task_id],
+                "include_downstream": True,
+                "only_failed": False,
+            },
+        )
+
     def states(self, run: Run) -> dict[str, str | None]:
         """Each task's state; a mapped task's instances as task_id[map_index]."""
         return {

@@ -89,21 +89,6 @@ def dogana(client: Client, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def clear(client: Client, run: Run, task_id: str) -> None:
-    """Clear task_id and what follows it in run, as the UI's Clear button does."""
-    client.request(
-        "POST",
-        f"/dags/{run.dag_id}/clearTaskInstances",
-        json={
-            "dry_run": False,
-            "dag_run_id": run.run_id,
-            "task_ids": [task_id],
-            "include_downstream": True,
-            "only_failed": False,
-        },
-    )
-
-
 @story
 def holds(client: Client, servers: Servers) -> Gated:
     gated = Gated()
@@ -112,7 +97,7 @@ def holds(client: Client, servers: Servers) -> Gated:
     held = client.trigger(DEPOSITS)
     gated.end(client, "held", held, "gate")
     gated.command = dogana(client, "hold", "release", RECEIVER, "deposits-1", "--by", RELEASER)
-    clear(client, held, "gate")
+    client.clear(held, "gate")
     gated.end(client, "released", held, "gate")
     gated.events = client.asset_events(f"dogana://{RECEIVER}/deposits", source_run_id=held.run_id)
 

@@ -97,20 +97,6 @@ def as_printed(client: Client, log: str, verb: str) -> subprocess.CompletedProce
     return dogana(client, *words[1:])
 
 
-def clear(client: Client, run: Run, task_id: str) -> None:
-    client.request(
-        "POST",
-        f"/dags/{run.dag_id}/clearTaskInstances",
-        json={
-            "dry_run": False,
-            "dag_run_id": run.run_id,
-            "task_ids": [task_id],
-            "include_downstream": True,
-            "only_failed": False,
-        },
-    )
-
-
 def source_file(client: Client) -> Path:
     assert client.deployment is not None
     conn = client.deployment.environment["AIRFLOW_CONN_DOGANA_TEST_SOURCE"]
@@ -168,14 +154,14 @@ def overlapping(client: Client, servers: Servers) -> Overlap:
     held = client.trigger(RELEASED)
     overlap.end(client, "held", held, "gate")
     overlap.commands.append(as_printed(client, overlap.logs["held"], "release"))
-    clear(client, held, "gate")
+    client.clear(held, "gate")
     overlap.end(client, "released", held, "gate")
     overlap.end(client, "again", client.trigger(RELEASED), "gate")
     source(client, "INSERT INTO released_rows VALUES (3, 3000000)")
     discarded = client.trigger(RELEASED)
     overlap.end(client, "held_new_row", discarded, "gate")
     overlap.commands.append(as_printed(client, overlap.logs["held_new_row"], "discard"))
-    clear(client, discarded, "gate")
+    client.clear(discarded, "gate")
     overlap.end(client, "retried", discarded, "gate")
     return overlap
 
