@@ -12,11 +12,11 @@ table, or for its group of tables read together in one snapshot (delivery_task_g
                     package, then mapped by dogana_core.odcs): one schema object is a table,
                     several are a group; the schedule and the requirement are the document's
                     customProperties doganaSchedule and doganaRequirement; its quality rules
-                    are the tables' expectations where they map (odcs_quality.py).
+                    are the tables' expectations where they map (checks/odcs.py).
     *.json          dogana's own: a Contract's wire JSON (the call's schedule and requirement),
                     or {"contracts": [<Contract>, ...], "schedule": ..., "requirement": ...,
-                    "expectations": ...}: a table's quality expectations (expectations.py), or
-                    for a group a mapping from table to them.
+                    "expectations": ...}: a table's quality expectations
+                    (checks/expectations.py), or for a group a mapping from table to them.
 
 A file's expectations are its gate's (GateOperator's expectations=), stored in the receiver for
 the table at each run. The file is the whole declaration: a table whose file declares none has

@@ -219,7 +219,7 @@ def verify(
 
 def column_names(staged: Staged) -> Check:
     """Passed by every staged file: staging refuses a name no receiver may create
-    (staging.refuse_misnamed), and verify reports that refusal under this name."""
+    (delivery/files.py's refuse_misnamed), and verify reports that refusal under this name."""
     count = len(staged.file_columns)
     verdict = "is an identifier" if count == 1 else "are identifiers, distinct regardless of case"
     return _check(
@@ -261,11 +261,11 @@ def column_types(
     """Every staged column the published table has is of the type it has there, under the
     name it has there.
 
-    Compared as the database declares them (sql.declared_types): the staging table's columns
-    were created from the file's logical types exactly as the published ones were, so a
-    difference is a column whose type changed since, which the published table cannot hold
-    as it is. A file column spelling a published one in another case is refused on every
-    database: SQLite and MariaDB would take it for that column, PostgreSQL for a new one.
+    Compared as the database declares them (dialects/base.py's declared_types): the staging table's
+    columns were created from the file's logical types exactly as the published ones were, so a
+    difference is a column whose type changed since, which the published table cannot hold as it is.
+    A file column spelling a published one in another case is refused on every database: SQLite and
+    MariaDB would take it for that column, PostgreSQL for a new one.
     """
     have = declared_types(connection, dialect, published)
     got = declared_types(connection, dialect, staged.table)

@@ -56,7 +56,7 @@ def _naive_utc(value: datetime) -> datetime:
 
 
 def _naive_utc_array(array: pa.Array) -> list[Any]:
-    # files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
+    # delivery/files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
     return array.cast(pa.timestamp("us")).to_pylist()  # type: ignore[no-any-return]
 
 

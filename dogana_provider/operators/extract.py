@@ -17,7 +17,7 @@ The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a fol
 file:///tmp/dogana unless configured), any ObjectStoragePath otherwise (s3:// and gs:// once
 their provider is installed, any fsspec filesystem attached with airflow.sdk.io.attach). Into
 the configured folder, an extract first sweeps its DAG's files older than ``[dogana]
-delivery_retention`` (deliveries.py). A remote file is written locally first, where its bytes
+delivery_retention`` (delivery/folders.py). A remote file is written locally first, where its bytes
 are hashed, then copied up; the gate streams it back to a local temporary file before reading
 it (GateOperator's local_file), so the receiver always reads a local path.
 """

@@ -68,7 +68,7 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
 
 
 def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
-    """The published table's key and window indexes, when missing (sql.create_index: a stage
+    """The published table's key and window indexes, when missing (dialects' create_index: a stage
     runs this on every delivery and must not wait for the published table's writers)."""
     logical = dict(staged.columns)
     digest = hashlib.sha256(contract.table.encode()).hexdigest()[:20]

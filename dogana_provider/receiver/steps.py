@@ -163,8 +163,8 @@ class Steps:
     def row_checks(
         self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
     ) -> Checked:
-        """Every named row check of a staged file against the table's contract (checks.py),
-        then each of the table's expectations (expectations.py), in one scan of its rows."""
+        """Every named row check of a staged file against the table's contract (checks/rows.py),
+        then each of the table's expectations (checks/expectations.py), in one scan of its rows."""
         declared = self.store.expectations(connection, state.table)
         last_rows = None
         if any(isinstance(item, RowCountExpectation) for item in declared):
@@ -191,7 +191,8 @@ class Steps:
     def unreleased(
         self, connection: Any, state: TableState, staged: Staged, result: Result
     ) -> Result:
-        """A violated hold judged without the rows a person released earlier (released.py)."""
+        """A violated hold judged without the rows a person released earlier
+        (checks/released.py)."""
         if not result.violated or result.consequence is not Consequence.HOLD:
             return result
         if not self.store.has_released(connection):

@@ -134,8 +134,8 @@ def load_data_text(numbers: range, columns: Sequence[pa.Array]) -> pa.Buffer:
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
-            # Formatting a zoned timestamp looks its zone up value by value (50x slower). The
-            # values are UTC instants (files.py hands datetimes over as UTC): print their naive
+            # Formatting a zoned timestamp looks its zone up value by value (50x slower). The values
+            # are UTC instants (delivery/files.py hands datetimes over as UTC): print their naive
             # UTC wall time.
             text = pc.cast(column.cast(pa.timestamp(column.type.unit)), pa.string())
         elif pa.types.is_boolean(column.type):
