@@ -79,6 +79,9 @@ class Dialect:
     staged_key_index: bool = False
     """Whether a staging table gets its key index before the row checks (SQLite: they count
     distinct keys through it; elsewhere the scan's COUNT(DISTINCT) sorts anyway)."""
+    local_file: bool = False
+    """Whether the database is one local file, its URL naming a path (SQLite's sqlite:///PATH),
+    rather than a server its URL reaches (scheme://USER:PASSWORD@HOST:PORT/DATABASE)."""
 
     def __str__(self) -> str:
         return self.name

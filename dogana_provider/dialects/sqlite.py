@@ -160,4 +160,5 @@ SQLITE = SqliteDialect(
     text_datetimes=True,
     describes_columns=False,
     staged_key_index=True,
+    local_file=True,
 )
