@@ -79,6 +79,13 @@ def of_query(sql: str) -> str:
     return QUERY + hashlib.sha256(sql.encode("utf-8")).hexdigest()[:16]
 
 
+def of_file(uri: str) -> str:
+    """A delivered file, by its URI without credentials; a URI longer than a field holds keeps
+    its end, the file's own name."""
+    named = without_credentials(uri)
+    return named if len(named) <= LONGEST else "..." + named[-(LONGEST - 3) :]
+
+
 def without_credentials(text: str) -> str:
     """text with the user and password of a URI removed; anything else as it is."""
     if "://" not in text:
