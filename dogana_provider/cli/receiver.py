@@ -240,9 +240,10 @@ def _table_status(status: Any) -> str:
     ]
     columns = ("received at", "outcome", "shape", "produced at", "rows", "tombstones", "failed")
     lines.append(text_table((*columns, "source"), receipts, indent="  "))
-    lines += ["", "sources, the most recent first", lineage.sources(table.sources, indent="  ")]
+    lines += ["", "sources, the most recent first"]
+    lines.append(lineage.sources(table.sources or (), indent="  "))
     lines += ["", "last publications' lineage, newest first"]
-    lines.append(lineage.fed_by(table.runs, indent="  "))
+    lines.append(lineage.fed_by(table.runs or (), indent="  "))
     return "\n".join(lines)
 
 

@@ -153,14 +153,13 @@ class LineageStore:
         create_index(
             connection, self.dialect, self.name, self.own_names[2], "source_name, published_at"
         )
-        self._ready = True
 
     def ensure(self, connection: Any) -> None:
-        """Create the table unless this store was seen to have it: a publication writes there."""
-        if self._ready or declared_types(connection, self.dialect, self.name):
-            self._ready = True
-            return
-        self.create(connection)
+        """Create the table unless it exists, where a publication writes; once seen, it is not
+        looked up again."""
+        if not self._ready and not declared_types(connection, self.dialect, self.name):
+            self.create(connection)
+        self._ready = True
 
     def record(self, connection: Any, edge: Edge) -> None:
         """Insert the edge unless one with its id exists; the caller holds the table's lock."""

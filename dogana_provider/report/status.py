@@ -49,8 +49,10 @@ class TableStatus:
     activation: SourceState
     declared: Expectations = field(default_factory=Expectations)  # quality expectations
     held: tuple[Hold, ...] = ()  # deliveries waiting for a person to release or discard them
-    sources: tuple[Feeding, ...] = ()  # what fed it, the most recent first (when read)
-    runs: tuple[Edge, ...] = ()  # its last publications' lineage edges, newest first (when read)
+    # What fed it, the most recent first, and its last publications' lineage edges, newest
+    # first (receiver/lineage_store.py); None when not read (read_status's lineage=0).
+    sources: tuple[Feeding, ...] | None = None
+    runs: tuple[Edge, ...] | None = None
 
     @property
     def expectations(self) -> Reported:
@@ -92,7 +94,9 @@ class TableStatus:
             "held": [
                 {"hold_id": hold.hold_id, "held_at": _iso(hold.held_at)} for hold in self.held
             ],
-            "lineage": {
+            "lineage": None
+            if self.sources is None or self.runs is None
+            else {
                 "sources": [feeding.to_dict() for feeding in self.sources],
                 "recent_runs": [edge.to_dict() for edge in self.runs],
             },
@@ -157,8 +161,8 @@ def read_status(
             activation = Activation(table, required, records.get(table)).at(now)
             held = tuple(store.holds_of(connection, table))
             edges, recent = receiver.steps.lineage, min(lineage, MOST)
-            sources = edges.sources_of(connection, table, recent) if recent else []
-            runs = edges.edges(connection, output=table, limit=recent) if recent else []
+            sources = tuple(edges.sources_of(connection, table, recent)) if recent else None
+            runs = tuple(edges.edges(connection, output=table, limit=recent)) if recent else None
             found.append(
                 TableStatus(
                     table,
@@ -172,8 +176,8 @@ def read_status(
                     activation=activation,
                     declared=declared,
                     held=held,
-                    sources=tuple(sources),
-                    runs=tuple(runs),
+                    sources=sources,
+                    runs=runs,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, str(dialect), now, tuple(found))

@@ -173,7 +173,7 @@ def lineage_section(receiver: str, table: TableStatus) -> str:
             escape(str(f.publications)),
             escape(when(f.last_published_at)),
         ]
-        for f in table.sources
+        for f in table.sources or ()
     ]
     runs = [
         [

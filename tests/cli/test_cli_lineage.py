@@ -10,12 +10,15 @@ reads through the Receiver, whose edges the conformance cases check on every dat
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_fixtures import dogana
+from cli_fixtures import DOGANA, dogana
 from several_tables import LOGISTICS, SHOP, Live, filled_receiver
+from test_cli_help import examples
 
 from dogana_core.gate import Outcome
 
@@ -85,3 +88,22 @@ def test_status_of_a_table_shows_its_sources_and_last_publications(
     assert "shop_db: shop.invoices  1" in sources
     runs = text[text.index("last publications' lineage") :]
     assert "several / run_3 / invoices.extract" in runs
+
+
+def test_the_lineage_help_examples_run_as_written(live: Live, tmp_path: Path) -> None:
+    """By URL (sqlite:///warehouse.db) and as the connection dogana_default, on the tables of
+    several_tables.py, whose orders come from shop.orders on shop_db as the examples say."""
+    (tmp_path / "warehouse.db").symlink_to(live.url.removeprefix("sqlite:///"))
+    env = {
+        **os.environ,
+        "PATH": f"{DOGANA.parent}{os.pathsep}{os.environ['PATH']}",
+        "AIRFLOW_CONN_DOGANA_DEFAULT": live.connection,
+    }
+    lines = examples("lineage", tmp_path)
+    assert len(lines) == 3
+    for line in lines:
+        done = subprocess.run(
+            ["bash", "-c", line], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"{line}\n{done.stdout}\n{done.stderr}"
+        assert "shop.orders" in done.stdout, f"{line}\n{done.stdout}"
