@@ -28,7 +28,7 @@ from dogana_provider.cli.common import (
 from dogana_provider.receiver.lineage_store import LIMIT, MOST, Edge
 from dogana_provider.report import durations
 from dogana_provider.report import lineage as report
-from dogana_provider.report.table import plural
+from dogana_provider.report.table import plural, when
 
 EXAMPLES = """
 examples:
@@ -136,7 +136,7 @@ def heading(name: str, args: argparse.Namespace, since: datetime | None, edges: 
         on = "" if args.source_conn is None else f" on {args.source_conn}"
         into = "" if args.output is None else f" into {args.output}"
         asked = f"what {args.input}{on} produced{into}"
-    bound = "" if since is None else f" since {since.isoformat()}"
+    bound = "" if since is None else f" since {when(since)}"
     found = plural(len(edges), "publication")
     more = f", the newest {args.limit}" if len(edges) == args.limit else ""
     return f"receiver {name}: {asked}{bound}: {found}{more}, newest first"
