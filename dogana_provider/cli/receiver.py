@@ -224,7 +224,11 @@ def _table_status(status: Any) -> str:
         for r in claims.regions
     ]
     header = ("region", "state", "complete as of", "deletions as of")
-    lines += [text_table(header, regions, indent="  "), "", "last receipts, newest first"]
+    lines += [text_table(header, regions, indent="  "), "", "sources, the most recent first"]
+    lines.append(lineage.sources(table.sources or (), indent="  "))
+    lines += ["", "last publications' lineage, newest first"]
+    lines.append(lineage.fed_by(table.runs or (), indent="  "))
+    lines += ["", "last receipts, newest first"]
     receipts = [
         (
             when(r.received_at),
@@ -240,10 +244,6 @@ def _table_status(status: Any) -> str:
     ]
     columns = ("received at", "outcome", "shape", "produced at", "rows", "tombstones", "failed")
     lines.append(text_table((*columns, "source"), receipts, indent="  "))
-    lines += ["", "sources, the most recent first"]
-    lines.append(lineage.sources(table.sources or (), indent="  "))
-    lines += ["", "last publications' lineage, newest first"]
-    lines.append(lineage.fed_by(table.runs or (), indent="  "))
     return "\n".join(lines)
 
 

@@ -170,9 +170,9 @@ class GateOperator(BaseOperator):
         self._files[manifest.table] = uri
         table = self._table_of(manifest)
         self._declare(receiver, [table or manifest.table])
+        origin = self._origin(delivery, uri, "delivery")
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest, table=table)
-        origin = self._origin(delivery, uri, "delivery")
         return {
             **self._handed_over(receiver, decision),
             DELIVERED: [uri],
