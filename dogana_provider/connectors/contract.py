@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 import pyarrow as pa
 
 from dogana_core.shape import Shape
-from dogana_core.values import Position
+from dogana_core.values import Position, Scalar
 from dogana_provider.delivery.files import CANONICAL
 
 
@@ -198,10 +198,11 @@ class Connector(ABC):
 
     @abstractmethod
     def read(
-        self, stream: str, *, since: Position | None = None, limit: int | None = None
+        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
     ) -> Reading:
         """The stream's rows: from the start (since None) or after a position this connector
-        issued; at most limit rows, exactly limit when the source has that many more."""
+        issued (a datetime for a timestamp feed); at most limit rows, exactly limit when the
+        source has that many more."""
 
     def resume(self, stream: str, position: Position, *, limit: int | None = None) -> Reading:
         """The rows after a position a checkpoint gave: none twice, none skipped."""

@@ -50,7 +50,7 @@ import pyarrow.json as pa_json
 
 from dogana_core.contract import IDENTIFIER
 from dogana_core.shape import Shape
-from dogana_core.values import Position
+from dogana_core.values import Position, Scalar
 from dogana_provider.connectors.contract import (
     Connector,
     ConnectorError,
@@ -90,7 +90,7 @@ class Offset:
         )
 
     @classmethod
-    def of(cls, token: Position) -> Offset:
+    def of(cls, token: Scalar) -> Offset:
         found = _TOKEN.fullmatch(str(token)) if isinstance(token, str) else None
         if found is None:
             raise ConnectorError(
@@ -230,7 +230,7 @@ class JsonLinesConnector(Connector):
         return Health(True, f"{self.path}: {info.get('size', 0)} bytes")
 
     def read(
-        self, stream: str, *, since: Position | None = None, limit: int | None = None
+        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
     ) -> Reading:
         self.connect()
         check_limit(limit)

@@ -34,3 +34,26 @@ def append(path: Path, records: list[dict[str, Any]]) -> None:
 
 def config(path: Path | str, **options: Any) -> dict[str, Any]:
     return {"path": str(path), "key": ["order_id"], "columns": dict(ORDERS_COLUMNS), **options}
+
+
+def orders_contract(table: str = "orders") -> Any:
+    """A change log's contract: an export issuing a token, then a token feed with tombstones."""
+    from dogana_core import Contract, Shape
+
+    return Contract(
+        table,
+        ("order_id",),
+        {
+            "export": Shape.complete(cost=10),
+            "feed": Shape.changes(checkpoint="generation", tombstones=True),
+        },
+        deleted_column="deleted",
+        types={"order_id": "int", "deleted": "bool"},
+    )
+
+
+def published(receiver: Any, table: str) -> dict[int, tuple[Any, ...]]:
+    """The published rows by order_id."""
+    with receiver.read(table) as read:
+        at = read.columns.index("order_id")
+        return {row[at]: row for row in read.rows}

@@ -89,3 +89,12 @@ def test_a_limited_read_claiming_the_whole_table_fails_limited_read_claims_no_mo
 ) -> None:
     report = conformance(ClaimsCompleteAlways(config(orders, whole_history=True)))
     assert report.failed == ("limited_read_claims_no_more",)
+
+
+def test_extract_reads_a_database_or_a_connector_never_both(orders: Path) -> None:
+    from dogana_provider.operators.extract import ExtractOperator
+
+    connector = {"kind": "jsonl", "path": str(orders)}
+    for both_or_neither in ({"source_conn_id": "shop_db", "connector": connector}, {}):
+        with pytest.raises(ValueError, match="either source_conn_id or connector"):
+            ExtractOperator(task_id="extract", contract="c.json", **both_or_neither)
