@@ -3,10 +3,13 @@
     dogana conformance SOURCE [--stream NAME] [--option KEY=JSON ...] [--json]
 
 SOURCE is an Airflow connection id or a URL. A URL ending in .jsonl or .ndjson (a local path,
-file://, or any fsspec URL such as s3://) is a JSON Lines file. A connection whose conn_type is
-"jsonl" names its file as its host (or its extra's "path") and its options in its extra. Every
---option adds or overrides one option of the connector's configuration, its value read as JSON
-where it parses (["order_id"], true, 4096) and as text otherwise.
+file://, or any fsspec URL such as s3://) is a JSON Lines file; an http:// or https:// URL is an
+HTTP JSON API, its path the endpoint (this process's own http connection holds the rest). A
+connection whose conn_type is "jsonl" names its file as its host (or its extra's "path") and
+its options in its extra; one whose conn_type is "http" is an API, its options given here (an
+http connection's extra is its headers). Every --option adds or overrides one option of the
+connector's configuration, its value read as JSON where it parses (["order_id"], true, 4096)
+and as text otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import argparse
 import json
 import os
 from typing import Any
+from urllib.parse import urlsplit
 
 from dogana_provider.cli.common import (
     OK,
@@ -36,7 +40,15 @@ examples:
 
   # the source behind an Airflow connection (conn_type jsonl; its extra holds the options)
   dogana conformance orders_drop
+
+  # a change log an API pages by cursor, its rows' seq the fallback position
+  dogana conformance https://api.example.com/v1/order-changes \
+      --option columns='{"seq": "int", "order_id": "int", "deleted": "bool"}' \
+      --option key='["order_id"]' --option feed=true --option deleted_field=deleted \
+      --option pagination='{"type": "cursor", "cursor_field": "seq"}'
 """
+
+URL_CONN_ID = "dogana_cli_source"
 
 FILE_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -72,6 +84,10 @@ def cmd_conformance(args: argparse.Namespace) -> int:
     config = source_config(args.source)
     config.update(options(args.option))
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
+    parts = urlsplit(args.source)
+    if parts.scheme in ("http", "https"):
+        # This process's own connection: HttpHook reads its base URL from one.
+        os.environ[f"AIRFLOW_CONN_{URL_CONN_ID.upper()}"] = f"{parts.scheme}://{parts.netloc}"
     with stdout_to_stderr():
         from dogana_provider.connectors import ConnectorError, connector_of
         from dogana_provider.connectors.conformance import conformance
@@ -100,10 +116,14 @@ def source_config(source: str) -> dict[str, Any]:
     """The connector configuration a URL or an Airflow connection names."""
     if source.lower().endswith(FILE_SUFFIXES):
         return {"kind": "jsonl", "path": source}
+    parts = urlsplit(source)
+    if parts.scheme in ("http", "https"):
+        endpoint = parts.path + (f"?{parts.query}" if parts.query else "")
+        return {"kind": "http", "conn_id": URL_CONN_ID, "endpoint": endpoint or "/"}
     if "://" in source:
         raise UsageError(
-            f"{source}: a source URL names a JSON Lines file (.jsonl or .ndjson); other "
-            "sources by an Airflow connection id"
+            f"{source}: a source URL names a JSON Lines file (.jsonl or .ndjson) or an HTTP "
+            "API (http://, https://); other sources by an Airflow connection id"
         )
     with stdout_to_stderr():
         connection = json.loads(connection_of_id(source))
@@ -114,7 +134,9 @@ def source_config(source: str) -> dict[str, Any]:
     if kind == "jsonl":
         path = extra.pop("path", None) or connection.get("host")
         return {"kind": "jsonl", "path": path, **extra}
-    raise UsageError(f"{source!r}: conn_type {kind!r} is not a connector's (jsonl)")
+    if kind == "http":
+        return {"kind": "http", "conn_id": source}
+    raise UsageError(f"{source!r}: conn_type {kind!r} is not a connector's (jsonl, http)")
 
 
 def options(pairs: list[str]) -> dict[str, Any]:

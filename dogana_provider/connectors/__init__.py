@@ -3,6 +3,7 @@
     contract.py      the nine operations, Stream, Proof (the dogana shape a read proves), errors
     conformance.py   the conformance suite: a plain function returning named checks, no skip
     jsonl.py         JSON Lines files (local or any fsspec URL) by exact byte offsets
+    http.py          HTTP JSON APIs through Airflow's HttpHook, by cursor, page or offset
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -25,9 +26,13 @@ from dogana_provider.connectors.contract import (
     StreamColumn,
     UnknownStream,
 )
+from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
 
-CONNECTORS: dict[str, type[Connector]] = {JsonLinesConnector.kind: JsonLinesConnector}
+CONNECTORS: dict[str, type[Connector]] = {
+    JsonLinesConnector.kind: JsonLinesConnector,
+    HttpJsonConnector.kind: HttpJsonConnector,
+}
 """Each connector by its kind, the "kind" of its configuration."""
 
 
@@ -49,11 +54,13 @@ __all__ = [
     "Connector",
     "ConnectorError",
     "Health",
+    "HttpJsonConnector",
     "InvalidConfiguration",
     "JsonLinesConnector",
     "Proof",
     "Reading",
     "RefusedRead",
+    "SourceUnavailable",
     "Stream",
     "StreamColumn",
     "UnknownStream",

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from api_servers import COLUMNS, api_server
 
 from dogana_provider.cli.main import main
 
@@ -62,4 +63,24 @@ def test_conformance_refuses_a_url_it_has_no_connector_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["conformance", "ftp://example.invalid/x.csv"]) == 2
-    assert "names a JSON Lines file" in capsys.readouterr().err
+    assert "names a JSON Lines file (.jsonl or .ndjson) or an HTTP API" in capsys.readouterr().err
+
+
+def test_conformance_reads_an_http_api_by_its_url(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with api_server(monkeypatch) as api:
+        argv = ["conformance", f"{api.url}/feed", "--option", f"columns={json.dumps(COLUMNS)}"]
+        for option in (
+            'key=["order_id"]',
+            "feed=true",
+            "deleted_field=deleted",
+            "instant_field=as_of",
+            'pagination={"type": "cursor", "size": 3, "cursor_field": "seq"}',
+        ):
+            argv += ["--option", option]
+        status = main(argv)
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert f"http connector, stream feed: {api.url}/feed" in out
+    assert "all 17 checks passed" in out
