@@ -4,7 +4,9 @@
 
 SOURCE is an Airflow connection id or a URL. A URL ending in .jsonl or .ndjson (a local path,
 file://, or any fsspec URL such as s3://) is a JSON Lines file; an http:// or https:// URL is an
-HTTP JSON API, its path the endpoint (this process's own http connection holds the rest). A
+HTTP JSON API, its path the endpoint (this process's own http connection holds the rest); a
+database URL (sqlite:///PATH, postgresql://, mysql://) or a connection of conn_type sqlite,
+postgres or mysql is a SQL source, its stream the table --stream names. A
 connection whose conn_type is "jsonl" names its file as its host (or its extra's "path") and
 its options in its extra; one whose conn_type is "http" is an API, its options given here (an
 http connection's extra is its headers). Every --option adds or overrides one option of the
@@ -26,6 +28,7 @@ from dogana_provider.cli.common import (
     Command,
     UsageError,
     connection_of_id,
+    connection_of_url,
     stdout_to_stderr,
 )
 from dogana_provider.report.table import text_table
@@ -41,6 +44,9 @@ examples:
   # the source behind an Airflow connection (conn_type jsonl; its extra holds the options)
   dogana conformance orders_drop
 
+  # a table of a PostgreSQL database, read in one snapshot in key order
+  dogana conformance postgresql://reader@db/shop --stream orders --option key='{"orders": ["id"]}'
+
   # a change log an API pages by cursor, its rows' seq the fallback position
   dogana conformance https://api.example.com/v1/order-changes \
       --option columns='{"seq": "int", "order_id": "int", "deleted": "bool"}' \
@@ -49,6 +55,7 @@ examples:
 """
 
 URL_CONN_ID = "dogana_cli_source"
+DATABASE_SCHEMES = ("sqlite", "postgresql", "postgres", "mysql", "mariadb")
 
 FILE_SUFFIXES = (".jsonl", ".ndjson")
 
@@ -83,11 +90,16 @@ def add_commands(command: Command) -> None:
 def cmd_conformance(args: argparse.Namespace) -> int:
     config = source_config(args.source)
     config.update(options(args.option))
+    if config["kind"] == "sql" and "tables" not in config and args.stream:
+        config["tables"] = [args.stream]
     os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
     parts = urlsplit(args.source)
+    variable = f"AIRFLOW_CONN_{URL_CONN_ID.upper()}"
     if parts.scheme in ("http", "https"):
         # This process's own connection: HttpHook reads its base URL from one.
-        os.environ[f"AIRFLOW_CONN_{URL_CONN_ID.upper()}"] = f"{parts.scheme}://{parts.netloc}"
+        os.environ[variable] = f"{parts.scheme}://{parts.netloc}"
+    elif config["kind"] == "sql" and config.get("conn_id") == URL_CONN_ID:
+        os.environ[variable] = connection_of_url(args.source)[0]
     with stdout_to_stderr():
         from dogana_provider.connectors import ConnectorError, connector_of
         from dogana_provider.connectors.conformance import conformance
@@ -120,10 +132,14 @@ def source_config(source: str) -> dict[str, Any]:
     if parts.scheme in ("http", "https"):
         endpoint = parts.path + (f"?{parts.query}" if parts.query else "")
         return {"kind": "http", "conn_id": URL_CONN_ID, "endpoint": endpoint or "/"}
+    if parts.scheme.split("+")[0].lower() in DATABASE_SCHEMES:
+        connection_of_url(source)  # a URL it cannot open is a usage error, named now
+        return {"kind": "sql", "conn_id": URL_CONN_ID}
     if "://" in source:
         raise UsageError(
-            f"{source}: a source URL names a JSON Lines file (.jsonl or .ndjson) or an HTTP "
-            "API (http://, https://); other sources by an Airflow connection id"
+            f"{source}: a source URL names a JSON Lines file (.jsonl or .ndjson), an HTTP "
+            "API (http://, https://) or a database (sqlite:///, postgresql://, mysql://); "
+            "other sources by an Airflow connection id"
         )
     with stdout_to_stderr():
         connection = json.loads(connection_of_id(source))
@@ -136,7 +152,12 @@ def source_config(source: str) -> dict[str, Any]:
         return {"kind": "jsonl", "path": path, **extra}
     if kind == "http":
         return {"kind": "http", "conn_id": source}
-    raise UsageError(f"{source!r}: conn_type {kind!r} is not a connector's (jsonl, http)")
+    if kind in ("sqlite", "postgres", "mysql"):
+        return {"kind": "sql", "conn_id": source}
+    raise UsageError(
+        f"{source!r}: conn_type {kind!r} is not a connector's "
+        "(jsonl, http, sqlite, postgres, mysql)"
+    )
 
 
 def options(pairs: list[str]) -> dict[str, Any]:

@@ -4,6 +4,7 @@
     conformance.py   the conformance suite: a plain function returning named checks, no skip
     jsonl.py         JSON Lines files (local or any fsspec URL) by exact byte offsets
     http.py          HTTP JSON APIs through Airflow's HttpHook, by cursor, page or offset
+    sql.py           SQLite, PostgreSQL and MySQL/MariaDB tables, each read in one snapshot
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -28,10 +29,12 @@ from dogana_provider.connectors.contract import (
 )
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.sql import SqlConnector
 
 CONNECTORS: dict[str, type[Connector]] = {
     JsonLinesConnector.kind: JsonLinesConnector,
     HttpJsonConnector.kind: HttpJsonConnector,
+    SqlConnector.kind: SqlConnector,
 }
 """Each connector by its kind, the "kind" of its configuration."""
 
@@ -61,6 +64,7 @@ __all__ = [
     "Reading",
     "RefusedRead",
     "SourceUnavailable",
+    "SqlConnector",
     "Stream",
     "StreamColumn",
     "UnknownStream",

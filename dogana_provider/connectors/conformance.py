@@ -54,7 +54,7 @@ from dogana_provider.connectors.contract import (
     RefusedRead,
     Stream,
 )
-from dogana_provider.delivery.files import CANONICAL
+from dogana_provider.sources.columns import UnsupportedColumn, arrow_type
 
 MIN_ROWS = 3
 
@@ -222,7 +222,7 @@ class _Suite:
     def discover_types_every_column(self) -> str:
         stream = self.stream()
         names = [column.name for column in stream.columns]
-        untyped = [c.name for c in stream.columns if c.type not in CANONICAL]
+        untyped = [f"{c.name} ({c.type})" for c in stream.columns if not _typed(c.type)]
         if untyped:
             raise Failed(f"columns without a dogana type: {', '.join(untyped)}")
         if len(set(names)) != len(names):
@@ -366,3 +366,11 @@ class _Suite:
 
 def _shape(shape: Any) -> str:
     return f"{shape.coverage} {shape.checkpoint} checkpoint, deletions {shape.deletions}"
+
+
+def _typed(kind: str) -> bool:
+    try:
+        arrow_type(kind)
+    except UnsupportedColumn:
+        return False
+    return True

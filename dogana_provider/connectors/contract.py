@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
-from dogana_provider.delivery.files import CANONICAL
+from dogana_provider.sources.columns import arrow_type
 
 
 class ConnectorError(Exception):
@@ -70,13 +70,14 @@ class UnknownStream(ConnectorError):
 
 @dataclass(frozen=True)
 class StreamColumn:
-    """A column of a stream and its dogana logical type (int, float, str, bool, date, datetime)."""
+    """A column of a stream and its dogana logical type (int, float, str, bool, date, datetime,
+    decimal(p,s)); a type dogana has none for keeps its source's name, and fails arrow()."""
 
     name: str
     type: str
 
     def arrow(self) -> pa.DataType:
-        return CANONICAL[self.type]
+        return arrow_type(self.type)
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -63,7 +64,7 @@ def test_conformance_refuses_a_url_it_has_no_connector_for(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     assert main(["conformance", "ftp://example.invalid/x.csv"]) == 2
-    assert "names a JSON Lines file (.jsonl or .ndjson) or an HTTP API" in capsys.readouterr().err
+    assert "names a JSON Lines file (.jsonl or .ndjson), an HTTP API" in capsys.readouterr().err
 
 
 def test_conformance_reads_an_http_api_by_its_url(
@@ -84,3 +85,15 @@ def test_conformance_reads_an_http_api_by_its_url(
     assert status == 0, out
     assert f"http connector, stream feed: {api.url}/feed" in out
     assert "all 17 checks passed" in out
+
+
+def test_conformance_reads_a_sqlite_table_by_its_url(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    database = tmp_path / "shop.sqlite"
+    with sqlite3.connect(database) as connection:
+        connection.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, note TEXT)")
+        connection.executemany("INSERT INTO orders VALUES (?, ?)", [(n, "x") for n in range(4)])
+    argv = ["conformance", f"sqlite:///{database}", "--stream", "orders"]
+    assert main([*argv, "--option", 'key={"orders": ["id"]}']) == 0
+    assert "sql connector, stream orders" in capsys.readouterr().out
