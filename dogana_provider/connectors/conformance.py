@@ -365,7 +365,9 @@ class _Suite:
 
 
 def _shape(shape: Any) -> str:
-    return f"{shape.coverage} {shape.checkpoint} checkpoint, deletions {shape.deletions}"
+    if shape.checkpoint == "none":
+        return f"a complete {shape.coverage} read"
+    return f"changes by {shape.checkpoint}, deletions {shape.deletions}"
 
 
 def _typed(kind: str) -> bool:

@@ -184,13 +184,26 @@ class JsonLinesConnector(Connector):
 
     # The file ---------------------------------------------------------------------------------
 
-    def file(self) -> Any:
-        """The file as an ObjectStoragePath: a URL as given, a local path as file://."""
+    def filesystem(self) -> tuple[Any, str]:
+        """The file's fsspec filesystem and path: a URL's as ObjectStoragePath finds it (with
+        the connection attached to its scheme), a local path's the local one. Its own open,
+        not ObjectStoragePath's, whose wrapper reports every read to Airflow's lineage."""
+        if "://" not in self.path:
+            from fsspec.implementations.local import LocalFileSystem  # type: ignore[import-untyped]
+
+            return LocalFileSystem(), str(Path(self.path).resolve())
         from airflow.sdk import ObjectStoragePath
 
-        if "://" in self.path:
-            return ObjectStoragePath(self.path)
-        return ObjectStoragePath(Path(self.path).resolve().as_uri())
+        found = ObjectStoragePath(self.path)
+        return found.fs, str(found.path)
+
+    def size(self) -> int:
+        filesystem, path = self.filesystem()
+        return int(filesystem.info(path)["size"])
+
+    def opened(self) -> Any:
+        filesystem, path = self.filesystem()
+        return filesystem.open(path, "rb")
 
     def stream_name(self) -> str:
         name = self.config.get("stream")
@@ -222,12 +235,12 @@ class JsonLinesConnector(Connector):
         if problems:
             return Health(False, "; ".join(problems))
         try:
-            info = self.file().stat()
+            size = self.size()
         except FileNotFoundError:
             return Health(False, f"{self.path}: no such file")
         except Exception as exc:  # health reports whatever stops the source; it never raises
             return Health(False, f"{self.path}: {type(exc).__name__}: {exc}")
-        return Health(True, f"{self.path}: {info.get('size', 0)} bytes")
+        return Health(True, f"{self.path}: {size} bytes")
 
     def read(
         self, stream: str, *, since: Scalar | None = None, limit: int | None = None
@@ -254,7 +267,7 @@ class JsonLinesConnector(Connector):
         declared = self.config.get("columns")
         if declared is not None:
             return [StreamColumn(name, kind) for name, kind in declared.items()]
-        with self.file().open("rb") as handle:
+        with self.opened() as handle:
             sample = handle.read(SAMPLE_BYTES)
         sample = sample[: sample.rfind(b"\n") + 1]
         if not sample:
@@ -316,10 +329,9 @@ class JsonLinesReading(Reading):
         return self.at.token()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        file = self.connector.file()
         self.produced_at = datetime.now(UTC)
-        size = int(file.stat()["size"])
-        with file.open("rb") as handle:
+        size = self.connector.size()
+        with self.connector.opened() as handle:
             self._verify(handle, size)
             stop = size if self.end is None else self.end.byte
             first = self.start.first
