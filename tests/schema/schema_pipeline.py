@@ -62,7 +62,7 @@ class Pipeline:
         q = self.database.dialect.quote
         spelled = []
         for name, kind in columns:
-            base, _, rest = kind.partition(" NOT NULL")
+            base = kind.removesuffix(" NOT NULL")
             spelled.append(f"{q(name)} {ddl[base]}{' NOT NULL' if kind != base else ''}")
         marks = ", ".join([self.database.dialect.placeholder] * len(columns))
         self.database.run(
