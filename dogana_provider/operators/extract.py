@@ -54,8 +54,9 @@ from dogana_provider.operators.arguments import (
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
 from dogana_provider.schema.policy import SchemaPolicy
+from dogana_provider.schema.proposals import held_versions, propose
 from dogana_provider.schema.source_check import Expected, SchemaRefused, check_source, delivered
-from dogana_provider.schema.versions import SchemaVersion, held_versions, propose
+from dogana_provider.schema.versions import SchemaVersion
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
 from dogana_provider.sources.discover import SourceColumn, UndiscoverableSource, discover_columns
 from dogana_provider.sources.selection import UnsupportedRead
@@ -172,6 +173,7 @@ class ExtractOperator(BaseOperator):
         self.column_types = dict(column_types or {})
         self.receiver_conn_id = receiver_conn_id
         self.schema_policy = schema_policy
+        _check_policy(schema_policy, self.task_id)
         self.output_folder = output_folder
         self.max_wait = duration(max_wait, "max_wait") or timedelta(0)
         self.settle_attempts = settle_attempts
@@ -488,6 +490,18 @@ def request_of(value: Any, what: str = "request") -> ExtractionRequest:
     if isinstance(value, Mapping):
         return ExtractionRequest.from_dict(dict(value))
     raise ValueError(f"{what}: expected an ExtractionRequest or its wire dict, got {value!r}")
+
+
+def _check_policy(policy: Any, task_id: str) -> None:
+    """Refuse a schema policy that does not parse when the DAG is, not when it runs."""
+    if policy is None:
+        return
+    entities = {"tables", "columns", "data_type"}
+    if isinstance(policy, Mapping) and not set(map(str, policy)) <= entities:
+        for table, item in policy.items():
+            SchemaPolicy.of(item, f"{task_id}: schema_policy[{table!r}]")
+        return
+    SchemaPolicy.of(policy, f"{task_id}: schema_policy")
 
 
 def _as_policy_reads(read: Read, found: list[SourceColumn], expected: Expected) -> Read:

@@ -256,7 +256,7 @@ class Steps:
         )
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
-        self.schema_versions.publish(connection, receipt)
+        self.schema_versions.publish(connection, receipt, stamp(receipt.received_at))
 
     @cached_property
     def schema_versions(self) -> SchemaVersions:

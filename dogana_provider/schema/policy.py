@@ -169,6 +169,23 @@ class SchemaPolicy:
         return ", ".join(f"{entity} {self.mode(entity)}" for entity in Entity)
 
 
+def policies(value: Any, tables: Sequence[str], where: str) -> dict[str, dict[str, str]]:
+    """Each table's policy as JSON, by table, from one policy for every table or a mapping
+    from table to policy; InvalidPolicy naming where and the rule."""
+    entities = {entity.value for entity in Entity}
+    by_table = isinstance(value, Mapping) and not set(map(str, value)) <= entities
+    if not by_table:
+        one = SchemaPolicy.of(value, where).to_dict()
+        return {table: dict(one) for table in tables}
+    unknown = [str(table) for table in value if table not in tables]
+    if unknown:
+        raise InvalidPolicy(f"{where}: {', '.join(unknown)}: not a table ({', '.join(tables)})")
+    return {
+        str(table): SchemaPolicy.of(item, f"{where}.{table}").to_dict()
+        for table, item in value.items()
+    }
+
+
 DEFAULT = SchemaPolicy()
 """Today's behaviour: tables evolve, columns evolve (added nullable), data_type freeze."""
 
@@ -191,7 +208,7 @@ class Change:
         if self.kind is Kind.DROPPED and before is not None:
             return f"{self.column} dropped (was {_spelled(before)})"
         if self.kind is Kind.FIRST:
-            return f"{self.column} ({_spelled(after)})" if after else self.column
+            return f"first version of {self.column}"
         if before is not None and after is not None:
             if self.kind in (Kind.NULLABLE, Kind.NOT_NULL):
                 was = "nullable" if before.nullable else "not null"

@@ -15,8 +15,8 @@ One table beside the store's (receiver/store.py), named from the same prefix:
 The held version of a table is its latest published one. The wire format is untouched: no
 receipt or manifest carries a version; the version names the receipt's publication instead.
 
-Instants are stored as store.stamp's text. Nothing here commits: the caller owns the
-transaction.
+Instants are stored as store.stamp's text, which the callers give. Nothing here commits: the
+caller owns the transaction. This module imports nothing of the receiver's, which imports it.
 """
 
 from __future__ import annotations
@@ -24,14 +24,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from dogana_core.contract import check_identifier
 from dogana_core.gate import Receipt
 from dogana_provider.dialects import Dialect, declared_types, execute, fetch_all, fetch_one
-from dogana_provider.receiver.store import stamp
-from dogana_provider.receiver.transactions import transaction
 from dogana_provider.schema.policy import (
     Change,
     Judged,
@@ -121,7 +118,7 @@ class SchemaVersions:
         columns: Sequence[SourceColumn],
         policy: SchemaPolicy,
         judged: Sequence[Judged],
-        now: datetime,
+        proposed_at: str,
     ) -> None:
         """Note the version a delivery brings, to be published with it (or replaced by the
         same delivery's next proposal: an extract retried over the same manifest)."""
@@ -139,14 +136,14 @@ class SchemaVersions:
             (
                 table,
                 manifest_identity,
-                stamp(now),
+                proposed_at,
                 json.dumps([column_dict(c) for c in columns]),
                 json.dumps(policy.to_dict()),
-                json.dumps([_judged_dict(j) for j in judged]),
+                json.dumps([judged_dict(j) for j in judged]),
             ),
         )
 
-    def publish(self, connection: Any, receipt: Receipt) -> SchemaVersion | None:
+    def publish(self, connection: Any, receipt: Receipt, published_at: str) -> SchemaVersion | None:
         """In an acceptance's publication transaction: the proposal its manifest brings becomes
         the table's next version, naming the publication. None when it brings none."""
         if not self.exists(connection):
@@ -168,7 +165,7 @@ class SchemaVersions:
             (
                 version,
                 receipt.publication_id,
-                stamp(receipt.received_at),
+                published_at,
                 receipt.table,
                 receipt.manifest.identity,
             ),
@@ -221,33 +218,8 @@ class SchemaVersions:
         )
 
 
-def held_versions(
-    connect: Any, dialect: Dialect, prefix: str, tables: Sequence[str]
-) -> dict[str, SchemaVersion | None]:
-    """Each table's held version, read in one transaction of the receiver's database."""
-    versions = SchemaVersions(dialect, prefix)
-    with transaction(connect, dialect, write=False) as connection:
-        return {table: versions.held(connection, table) for table in tables}
-
-
-def propose(
-    connect: Any,
-    dialect: Dialect,
-    prefix: str,
-    proposals: Sequence[tuple[str, str, Sequence[SourceColumn], SchemaPolicy, Sequence[Judged]]],
-    now: datetime,
-) -> None:
-    """Note the versions deliveries bring (table, manifest identity, columns, policy, changes),
-    in one transaction of the receiver's database, the table created first if missing."""
-    versions = SchemaVersions(dialect, prefix)
-    with transaction(connect, dialect) as connection:
-        versions.create(connection)
-    with transaction(connect, dialect) as connection:
-        for table, identity, columns, policy, judged in proposals:
-            versions.propose(connection, table, identity, columns, policy, judged, now)
-
-
-def _judged_dict(judged: Judged) -> dict[str, Any]:
+def judged_dict(judged: Judged) -> dict[str, Any]:
+    """A change, its outcome and the mode that decided it, as JSON keeps them."""
     return {**judged.change.to_dict(), "outcome": str(judged.outcome), "mode": str(judged.mode)}
 
 

@@ -182,3 +182,25 @@ def test_tables_freeze_refuses_a_table_without_a_version(pipeline: Pipeline) -> 
     with pytest.raises(AirflowFailException, match="tables freeze"):
         pipeline.deliver({"tables": "freeze"})
     assert pipeline.hook.receiver.receipts(pipeline.table) == []
+
+
+def test_dogana_schema_prints_each_version_and_what_changed(
+    pipeline: Pipeline, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from dogana_provider.cli import main as cli
+
+    monkeypatch.setenv("_AIRFLOW_PROCESS_CONTEXT", "server")  # what the command sets, undone
+    pipeline.deliver({"data_type": "evolve"})
+    pipeline.create([*COLUMNS[:2], ("amount", "wider decimal"), ("note", "str")], [])
+    pipeline.deliver()
+    capsys.readouterr()
+    assert cli.main(["schema", pipeline.receiver_conn, pipeline.table]) == 0
+    printed = capsys.readouterr().out
+    publication = pipeline.hook.receiver.ledger(pipeline.table).publication_id
+    assert f"table {pipeline.table}, 2 schema versions" in printed
+    assert "amount widened: decimal(10,2) -> decimal(14,2): applied (data_type evolve)" in printed
+    assert "note added (str): recorded (columns evolve)" in printed
+    assert "policy now tables evolve, columns evolve, data_type freeze" in printed
+    assert publication[:12] in printed
+    print(printed)  # the sample the note quotes
+    assert cli.main(["schema", pipeline.receiver_conn, "no_such_table"]) == 1
