@@ -34,6 +34,7 @@ from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, Sourc
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
+from dogana_provider.schema import conformance
 from dogana_provider.schema.versions import SchemaVersions
 from dogana_provider.staging import Staged, drop, stage_file
 from dogana_provider.staging.sqlite import attaching, preloaded
@@ -193,6 +194,16 @@ class Steps:
             why = f"the rows could not be checked: {exc}"
             return Checked([checks.uncheckable(exc)], expectations.unrunnable(declared, why))
         found = self.widened_types(connection, state, manifest, staged, found)
+        conforming = conformance.check(
+            connection,
+            self.dialect,
+            self.schema_versions,
+            staged,
+            state.contract,
+            manifest.identity,
+        )
+        if conforming is not None:
+            found.append(conforming)
         return Checked(found, [self.unreleased(connection, state, staged, r) for r in results])
 
     def widened_types(
@@ -249,6 +260,9 @@ class Steps:
         publication copies its rows, table by table."""
         ledger = state.ledger.follow(receipt)
         assert receipt.transition is not None
+        conformance.leave_out(
+            connection, self.dialect, self.schema_versions, staged, state.contract, receipt
+        )
         if self.dialect.transactional_ddl:  # else before the transaction (add_missing_columns)
             widen_columns(connection, self.dialect, staged, state.contract)
         execute_plan(

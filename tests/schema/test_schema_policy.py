@@ -13,6 +13,7 @@ from schema_databases import Database
 from schema_pipeline import Pipeline
 
 from dogana_core.gate import Outcome as Decided
+from dogana_core.gate import Receipt
 from dogana_provider.schema.policy import Kind, Outcome
 
 pytestmark = pytest.mark.airflow
@@ -204,3 +205,53 @@ def test_dogana_schema_prints_each_version_and_what_changed(
     assert publication[:12] in printed
     print(printed)  # the sample the note quotes
     assert cli.main(["schema", pipeline.receiver_conn, "no_such_table"]) == 1
+
+
+# Per-row conformance at the gate (schema/conformance.py) ------------------------------------------
+
+NOT_NULL_NAME = [COLUMNS[0], ("name", "str NOT NULL"), COLUMNS[2]]
+A_NULL_NAME = [*ROWS, (3, None, Decimal("3.00"))]
+
+
+def conformance(receipt: Receipt) -> str:
+    [found] = [c for c in receipt.checks if c.name == "schema_conformance"]
+    return f"{'passed' if found.passed else 'failed'}: {found.detail}"
+
+
+def test_discard_row_leaves_out_the_rows_null_where_the_version_says_not_null(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.create(NOT_NULL_NAME, ROWS)
+    pipeline.deliver("discard_row")
+    pipeline.create(COLUMNS, A_NULL_NAME)  # name made nullable: read, the version keeps not null
+    receipt = pipeline.deliver("discard_row")
+    assert receipt.outcome is Decided.ACCEPTED
+    assert conformance(receipt).startswith("passed: left out 1 row null where version 1")
+    with pipeline.hook.receiver.read(pipeline.table) as read:
+        assert sorted(row[0] for row in read.rows) == [1, 2]
+    assert [v.version for v in pipeline.versions()] == [1]
+    pipeline.hook.receiver.verify(pipeline.table)  # 3 delivered, 1 left out, 2 published
+
+
+def test_freeze_refuses_at_the_gate_a_row_null_where_the_version_says_not_null(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.create(NOT_NULL_NAME, ROWS)
+    pipeline.deliver("freeze")
+    pipeline.create(COLUMNS, A_NULL_NAME)
+    rows, ledger, *_ = pipeline.state()
+    receipt = pipeline.deliver(checked=False)  # an extract that does not know the receiver
+    assert receipt.outcome is Decided.REJECTED
+    assert "(name: 1 row null); refused (columns freeze)" in conformance(receipt)
+    assert pipeline.state()[:2] == (rows, ledger)
+
+
+def test_evolve_publishes_a_row_null_where_the_version_says_not_null_and_counts_it(
+    pipeline: Pipeline,
+) -> None:
+    pipeline.create(NOT_NULL_NAME, ROWS)
+    pipeline.deliver("evolve")
+    pipeline.create(COLUMNS, A_NULL_NAME)
+    receipt = pipeline.deliver(checked=False)
+    assert receipt.outcome is Decided.ACCEPTED
+    assert conformance(receipt).startswith("passed: published 1 row null where version 1")
