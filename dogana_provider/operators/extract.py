@@ -248,6 +248,7 @@ class ExtractOperator(BaseOperator):
         dialect = dialect_for(hook)
         checked: list[Read] = []
         expected: dict[str, Expected] = {}
+        self._discovered: dict[str, list[SourceColumn]] = {}
         refused: list[str] = []
         connection = hook.get_conn()
         try:
@@ -267,6 +268,7 @@ class ExtractOperator(BaseOperator):
                     checked.append(read)
                     continue
                 self.log.info("schema: %s", outcome.summary())
+                self._discovered[read.contract.table] = found  # for OpenLineage
                 expected[read.contract.table] = outcome
                 checked.append(_as_policy_reads(read, found, outcome))
         finally:
@@ -352,11 +354,19 @@ class ExtractOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: the source's tables (those a table_sql reads, as common-sql's SQLParser finds
-        them); outputs: each delivered file, with its columns and, read from a table, each
-        column's lineage from its namesake there."""
+        them), each with the schema its catalog declared when the schema policy discovered it,
+        so that a source's schema change is a change of its schema facet; outputs: each
+        delivered file, with its columns and, read from a table, each column's lineage from its
+        namesake there."""
         from dogana_provider.lineage import openlineage as lineage
 
         sources = self._sources()
+        for table, found in getattr(self, "_discovered", {}).items():
+            if sources.get(table) is not None:
+                declared = lineage.schema((c.name, c.native or c.type) for c in found)
+                sources[table] = lineage.table_dataset(
+                    str(self.source_conn_id), self._relation_table(table), {"schema": declared}
+                )
         outputs = []
         for table, uri, columns in getattr(self, "_written", []):
             facets: dict[str, Any] = {"schema": lineage.schema(columns)}
@@ -367,6 +377,11 @@ class ExtractOperator(BaseOperator):
             outputs.append(lineage.file_dataset(uri, facets))
         inputs = [s for s in sources.values() if s is not None] + self._sql_inputs()
         return lineage.lineage(inputs=inputs, outputs=outputs)
+
+    def _relation_table(self, table: str) -> str:
+        """The source table a contract's table is read from."""
+        name = _per_table(self.source_table, table)
+        return str(name) if name is not None else table
 
     def _sources(self) -> dict[str, Any]:
         """table -> the source table it is read from; None when a table_sql reads it."""

@@ -125,11 +125,9 @@ def leave_out(
 
 def left_out(receipt: Receipt) -> int:
     """How many rows an accepted receipt's conformance check left out of its publication."""
-    for found in receipt.checks:
-        if SCHEMA_CONFORMANCE == found.name:
-            matched = _LEFT_OUT.match(found.detail)
-            return int(matched[1]) if matched else 0
-    return 0
+    details = {found.name: found.detail for found in receipt.checks}
+    matched = _LEFT_OUT.match(details.get(SCHEMA_CONFORMANCE, ""))
+    return int(matched[1]) if matched else 0
 
 
 def _nulls(

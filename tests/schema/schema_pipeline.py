@@ -50,6 +50,7 @@ class Pipeline:
             self.table, ("id",), {"full": Shape.complete()}, types={"id": "int"}
         )
         self.runs = 0
+        self.pushed: dict[str, Any] | None = None
 
     @property
     def hook(self) -> DoganaHook:
@@ -78,11 +79,30 @@ class Pipeline:
     def deliver(self, policy: Any = None, *, checked: bool = True) -> Receipt:
         """Plan, extract (checking the schema, unless not checked: an extract that does not
         know the receiver) and receive one complete read."""
+        self.extract_operator(policy, checked=checked).execute({})
+        return self.receive_last()
+
+    def receive_last(self) -> Receipt:
+        """Receive what the last extract pushed."""
+        assert self.pushed is not None
+        path = str(ObjectStoragePath(self.pushed["uri"]).path)
+        return self.hook.receiver.receive(path, Manifest.from_dict(self.pushed["manifest"]))
+
+    def extract_operator(self, policy: Any = None, *, checked: bool = True) -> ExtractOperator:
+        """The next read's ExtractOperator, planned against the receiver's ledger; what its
+        execute pushes is kept for receive_last."""
         ledger = self.hook.receiver.register(self.contract)
         request = plan_delivery(ledger, Requirement(self.table, datetime.now(UTC)))
         assert request is not None
         self.runs += 1
-        extract = ExtractOperator(
+        pipeline = self
+
+        class Kept(ExtractOperator):
+            def execute(self, context: Any) -> Any:
+                pipeline.pushed = super().execute(context)
+                return pipeline.pushed
+
+        return Kept(
             task_id="extract",
             source_conn_id=self.source_conn,
             receiver_conn_id=self.receiver_conn if checked else None,
@@ -92,9 +112,6 @@ class Pipeline:
             output_folder=str(self.folder / str(self.runs)),
             schema_policy=policy,
         )
-        pushed = extract.execute({})
-        path = str(ObjectStoragePath(pushed["uri"]).path)
-        return self.hook.receiver.receive(path, Manifest.from_dict(pushed["manifest"]))
 
     # What a refusal must leave as it was ---------------------------------------------------------
 

@@ -255,3 +255,21 @@ def test_evolve_publishes_a_row_null_where_the_version_says_not_null_and_counts_
     receipt = pipeline.deliver(checked=False)
     assert receipt.outcome is Decided.ACCEPTED
     assert conformance(receipt).startswith("passed: published 1 row null where version 1")
+
+
+def test_a_source_schema_change_is_a_change_of_its_openlineage_schema_facet(
+    database: Database, uid: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if database.name != "sqlite":
+        pytest.skip("what the facet shows is the catalog's, tested on every database above")
+    pipeline = Pipeline(database, uid, tmp_path, monkeypatch)
+    pipeline.create(COLUMNS, ROWS)
+    fields = []
+    for columns in (COLUMNS, [*COLUMNS, ("note", "str")]):
+        pipeline.create(columns, [])
+        extract = pipeline.extract_operator()
+        extract.execute({})
+        [source] = extract.get_openlineage_facets_on_complete(None).inputs
+        fields.append([(f.name, f.type) for f in source.facets["schema"].fields])
+        pipeline.receive_last()
+    assert fields[1] == [*fields[0], ("note", "text")]
