@@ -6,6 +6,7 @@ One module per family of commands, each adding its commands to the parser built 
     receiver.py    status, sweep, forget: a live receiver's tables
     activation.py  require-activation, activate, deactivate: a live receiver's sources
     holds.py       holds, hold show|release|discard: deliveries held for a person
+    lineage.py     lineage: what fed a receiver's table, what a source produced
     schema.py      schema: a table's schema versions
 
 common.py holds what they share (exit statuses, values, the receiver behind a connection id or a
@@ -21,10 +22,10 @@ import textwrap
 from collections.abc import Sequence
 from typing import NoReturn
 
-from dogana_provider.cli import activation, holds, receiver, schema, sender
+from dogana_provider.cli import activation, holds, lineage, receiver, schema, sender
 from dogana_provider.cli.common import EXIT_STATUS, OK, REFUSED, USAGE, Parser, Refused, UsageError
 
-FAMILIES = (sender, receiver, activation, holds, schema)
+FAMILIES = (sender, receiver, activation, holds, lineage, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

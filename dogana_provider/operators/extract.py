@@ -6,11 +6,13 @@ It reads the planned request (the plan task's XCom) from any common-sql connecti
 PostgreSQL, MySQL/MariaDB) in ONE snapshot at or after the request's boundary
 (dogana_provider.sources), streams the rows to Parquet under an ObjectStoragePath, and pushes
 
-    {"manifest": <Manifest wire dict>, "uri": "<the file's URI>"}
+    {"manifest": <Manifest wire dict>, "uri": "<the file's URI>", "origin": <Origin dict>}
 
 or, for a group read in one snapshot, a list of those, one per table, all with one produced_at.
 The manifest's rows, tombstones and content_hash were counted and hashed while the file was
-written. XCom carries wire dicts and a URI only: never rows, never a pickle, never credentials.
+written. The origin names the source connection, the table read (or a query's digest) and
+this task instance, for the publication's lineage edge (lineage/origin.py). XCom carries wire
+dicts and a URI only: never rows, never a pickle, never credentials.
 
 The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a folder URI, as
 ``<table>.parquet``: by default ``<[dogana] delivery_folder>/<dag>/<run>`` (settings.py;
@@ -44,6 +46,7 @@ from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.dialects import dialect_for
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.hooks.sql import sql_hook
+from dogana_provider.lineage.origin import Origin, of_query, without_credentials
 from dogana_provider.operators.arguments import (
     contract_field,
     contract_of,
@@ -230,8 +233,22 @@ class ExtractOperator(BaseOperator):
                 raise type(exc)(f"source connection {self.source_conn_id!r}: {exc}") from exc
             if expected:
                 self._propose(expected, done)
-            pushed = [self._deliver(item, folder) for item in done]
+            origins = {
+                contract.table: self._origin(contract, context) for contract in contracts.values()
+            }
+            pushed = [self._deliver(item, folder, origins[item.manifest.table]) for item in done]
         return pushed if group is not None else pushed[0]
+
+    def _origin(self, contract: Contract, context: Any) -> Origin:
+        """The source and this task instance, as the publication's lineage edge names them."""
+        relation = self._relation(contract)
+        return Origin(
+            without_credentials(str(self.source_conn_id)),
+            relation.table if relation.table is not None else of_query(str(relation.sql)),
+            str(context["dag"].dag_id),
+            str(context["run_id"]),
+            self.task_id,
+        )
 
     # The schema policy (dogana_provider/schema/) ---------------------------------------------
 
@@ -324,7 +341,9 @@ class ExtractOperator(BaseOperator):
                 datetime.now(UTC),
             )
 
-    def _deliver(self, item: Extracted, folder: ObjectStoragePath) -> dict[str, Any]:
+    def _deliver(
+        self, item: Extracted, folder: ObjectStoragePath, origin: Origin
+    ) -> dict[str, Any]:
         manifest = item.manifest
         target = folder / f"{manifest.table}.parquet"
         if target.protocol not in LOCAL_PROTOCOLS:
@@ -343,7 +362,7 @@ class ExtractOperator(BaseOperator):
         )
         columns = [(field.name, str(field.type)) for field in pq.read_schema(item.path)]
         self._written.append((manifest.table, str(target), columns))
-        return {"manifest": manifest.to_dict(), "uri": str(target)}
+        return {"manifest": manifest.to_dict(), "uri": str(target), "origin": origin.to_dict()}
 
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
 

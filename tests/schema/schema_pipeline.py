@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -79,8 +80,12 @@ class Pipeline:
     def deliver(self, policy: Any = None, *, checked: bool = True) -> Receipt:
         """Plan, extract (checking the schema, unless not checked: an extract that does not
         know the receiver) and receive one complete read."""
-        self.extract_operator(policy, checked=checked).execute({})
+        self.extract_operator(policy, checked=checked).execute(self.context())
         return self.receive_last()
+
+    def context(self) -> dict[str, Any]:
+        """What an extract reads of its task's context: the DAG and the run its origin names."""
+        return {"dag": SimpleNamespace(dag_id=f"schema_{self.table}"), "run_id": f"run{self.runs}"}
 
     def receive_last(self) -> Receipt:
         """Receive what the last extract pushed."""

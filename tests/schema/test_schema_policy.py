@@ -268,7 +268,7 @@ def test_a_source_schema_change_is_a_change_of_its_openlineage_schema_facet(
     for columns in (COLUMNS, [*COLUMNS, ("note", "str")]):
         pipeline.create(columns, [])
         extract = pipeline.extract_operator()
-        extract.execute({})
+        extract.execute(pipeline.context())
         [source] = extract.get_openlineage_facets_on_complete(None).inputs
         fields.append([(f.name, f.type) for f in source.facets["schema"].fields])
         pipeline.receive_last()
