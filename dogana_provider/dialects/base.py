@@ -257,6 +257,15 @@ class Dialect:
             return f"{self.name} commits at every DDL statement"
         return None
 
+    def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
+        """Change a published column's type to a wider one of the same values (a decimal's
+        precision raised, its scale kept): every value it holds fits, and none changes."""
+        execute(
+            connection,
+            f"ALTER TABLE {self.quote(table)} ALTER COLUMN {self.quote(column)} "
+            f"TYPE {self.column_type(logical)}",
+        )
+
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]

@@ -160,6 +160,13 @@ class MariadbDialect(Dialect):
         )
         return sql, (table,)
 
+    def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
+        execute(
+            connection,
+            f"ALTER TABLE {self.quote(table)} MODIFY COLUMN {self.quote(column)} "
+            f"{self.column_type(logical)}",
+        )
+
     def catalog_columns(
         self, connection: Any, schema: str | None, table: str
     ) -> list[CatalogColumn]:
