@@ -7,33 +7,30 @@ read while its version keeps it not null. So the gate counts, in the staged live
 in every column the delivery's version declares not null (the version it brings, else the held
 one; key columns are key_not_null's), and the held version's columns mode decides:
 
-    freeze                   the check fails: the delivery is refused, naming each column
-    discard_row              the check passes, counting the rows; they are left out of the
-                             publication, in its transaction (leave_out)
+    freeze, discard_row      the check fails: the delivery is refused, naming each column
     evolve, discard_value    the check passes, counting the rows; they are published as they are
 
-Its result is one Check, SCHEMA_CONFORMANCE, in the receipt, only for a table that has a
-version with such a column. A complete read that left rows out publishes fewer rows than its
-manifest declares: left_out reads the count back from the receipt, for Receiver.verify.
+discard_row refuses rather than leaving the rows out: the delivery's manifest declares what it
+read, and its claims say nothing of the table is missing; publishing it without some of its rows
+would raise a date above what the table holds. Its result is one Check, SCHEMA_CONFORMANCE, in
+the receipt, only for a table that has a version with such a column.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
 from dogana_core.contract import Contract
-from dogana_core.gate import Check, Receipt
+from dogana_core.gate import Check
 from dogana_provider.checks.rows import live_condition
-from dogana_provider.dialects import Dialect, execute, fetch_one
+from dogana_provider.dialects import Dialect, fetch_one
 from dogana_provider.report.table import plural
 from dogana_provider.schema.policy import Mode
 from dogana_provider.schema.versions import SchemaVersion, SchemaVersions
 from dogana_provider.staging import Staged
 
 SCHEMA_CONFORMANCE = "schema_conformance"
-_LEFT_OUT = re.compile(r"^left out (\d+) rows? ")
 
 
 def declared_not_null(
@@ -89,9 +86,10 @@ def check(
     if mode is Mode.DISCARD_ROW:
         return Check(
             SCHEMA_CONFORMANCE,
-            True,
-            f"left out {plural(total, 'row')} null where version {held.version} declares not "
-            f"null ({spelled}) (columns discard_row)",
+            False,
+            f"{plural(total, 'live row')} null where version {held.version} declares not null "
+            f"({spelled}); refused (columns discard_row: a read published without some of its "
+            "rows would claim the table complete while they are missing)",
         )
     return Check(
         SCHEMA_CONFORMANCE,
@@ -99,35 +97,6 @@ def check(
         f"published {plural(total, 'row')} null where version {held.version} declares not "
         f"null ({spelled}) (columns {mode})",
     )
-
-
-def leave_out(
-    connection: Any,
-    dialect: Dialect,
-    versions: SchemaVersions,
-    staged: Staged,
-    contract: Contract,
-    receipt: Receipt,
-) -> None:
-    """In the publication's transaction: delete from the staged rows those its conformance check
-    left out (discard_row), before they are published."""
-    if not left_out(receipt):
-        return
-    _, names = declared_not_null(connection, versions, staged, contract, receipt.manifest.identity)
-    live, params = live_condition(dialect, staged, contract)
-    nulls = " OR ".join(f"{dialect.quote(name)} IS NULL" for name in names)
-    execute(
-        connection,
-        f"DELETE FROM {dialect.quote(staged.table)} WHERE {live} AND ({nulls})",
-        tuple(params),
-    )
-
-
-def left_out(receipt: Receipt) -> int:
-    """How many rows an accepted receipt's conformance check left out of its publication."""
-    details = {found.name: found.detail for found in receipt.checks}
-    matched = _LEFT_OUT.match(details.get(SCHEMA_CONFORMANCE, ""))
-    return int(matched[1]) if matched else 0
 
 
 def _nulls(

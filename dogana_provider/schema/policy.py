@@ -11,9 +11,10 @@ and four modes,
     evolve         the change is allowed and recorded as the table's next schema version
     freeze         the change fails the run before a row is read
     discard_value  the changed column is not read: its values are left out (NULL in new rows)
-    discard_row    rows that do not conform are left out; a change to a whole column would
-                   leave out every row, so at discovery it fails the run as freeze does, and
-                   it acts on rows at the gate (schema/conformance.py)
+    discard_row    dlt leaves out rows that do not conform; a delivery here claims that
+                   nothing read is missing, so a change to a whole column fails the run at
+                   discovery, and a row that does not conform refuses the delivery at the
+                   gate (schema/conformance.py), as freeze does
 
 A policy is written as one mode for columns and data_type ("freeze": tables keeps evolve, since
 a table's first version changes no shape) or a mapping of some of them

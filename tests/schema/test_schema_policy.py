@@ -218,19 +218,21 @@ def conformance(receipt: Receipt) -> str:
     return f"{'passed' if found.passed else 'failed'}: {found.detail}"
 
 
-def test_discard_row_leaves_out_the_rows_null_where_the_version_says_not_null(
+def test_discard_row_refuses_at_the_gate_rather_than_publish_a_complete_read_missing_rows(
     pipeline: Pipeline,
 ) -> None:
+    """A complete read published without some of its rows would claim the table complete while
+    they are missing: discard_row refuses the delivery and the table stays as it was."""
     pipeline.create(NOT_NULL_NAME, ROWS)
     pipeline.deliver("discard_row")
     pipeline.create(COLUMNS, A_NULL_NAME)  # name made nullable: read, the version keeps not null
+    rows, ledger, *_ = pipeline.state()
     receipt = pipeline.deliver("discard_row")
-    assert receipt.outcome is Decided.ACCEPTED
-    assert conformance(receipt).startswith("passed: left out 1 row null where version 1")
-    with pipeline.hook.receiver.read(pipeline.table) as read:
-        assert sorted(row[0] for row in read.rows) == [1, 2]
+    assert receipt.outcome is Decided.REJECTED
+    assert "(name: 1 row null); refused (columns discard_row" in conformance(receipt)
+    assert pipeline.state()[:2] == (rows, ledger)
     assert [v.version for v in pipeline.versions()] == [1]
-    pipeline.hook.receiver.verify(pipeline.table)  # 3 delivered, 1 left out, 2 published
+    pipeline.hook.receiver.verify(pipeline.table)
 
 
 def test_freeze_refuses_at_the_gate_a_row_null_where_the_version_says_not_null(
