@@ -199,6 +199,17 @@ class Deployment:
             if not name.startswith("AIRFLOW_CONN_")
         }
 
+    def at_the_terminal(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The installed `dogana` command run as a person runs it at the deployment's terminal."""
+        return subprocess.run(
+            [str(Path(sys.executable).parent / "dogana"), *args],
+            env={**self.terminal_environment(), "COLUMNS": "200"},
+            cwd=self.home,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+
     def _metadata_url(self) -> str:
         parts = urlsplit(self.postgres_url)
         return urlunsplit(("postgresql+psycopg2", parts.netloc, f"/{self.database}", "", ""))

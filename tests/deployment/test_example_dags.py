@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from deployment import Client, Run
+from deployment import Client, Deployment, Run
 from stories import Played, Servers, story
 
 PIPELINES = {
@@ -154,3 +154,21 @@ def test_each_outlet_of_one_publish_carries_its_own_tables_claims(rounds: Rounds
         for uri, extras in rounds.client.xcom(run, "claims").items():
             table = uri.rsplit("/", 1)[1]
             assert extras and all(extra["tables"] == [table] for extra in extras), (uri, extras)
+
+
+def test_a_person_at_the_terminal_reads_what_fed_orders_and_its_schema_versions(
+    rounds: Rounds, deployment: Deployment
+) -> None:
+    """After the rounds, as a person asks at the deployment's terminal: `dogana lineage` names the
+    source and the runs that fed orders, `dogana schema` its version under the policy the orders
+    example declares (columns frozen)."""
+    lineage = deployment.at_the_terminal("lineage", "dogana_default", "--output", "orders")
+    assert lineage.returncode == 0, lineage.stderr
+    assert lineage.stdout.startswith("receiver 'dogana_default': what fed orders: "), lineage.stdout
+    assert "dogana_source: orders" in lineage.stdout
+    assert "dogana_orders_daily / scheduled__" in lineage.stdout, lineage.stdout
+    schema = deployment.at_the_terminal("schema", "dogana_default", "orders")
+    assert schema.returncode == 0, schema.stderr
+    assert schema.stdout.startswith("receiver 'dogana_default': table orders, "), schema.stdout
+    assert "columns freeze" in schema.stdout, schema.stdout
+    print(lineage.stdout, schema.stdout, sep="\n")  # what a person reads (-s shows it)

@@ -6,10 +6,7 @@ conftest.py), as `dogana status`, `holds` and `forget` are run beside a live sch
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import psycopg2
 from deployment import Deployment
@@ -19,18 +16,6 @@ from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
 
 RECEIVER = "dogana_default"
-DOGANA = Path(sys.executable).parent / "dogana"
-
-
-def at_the_terminal(deployment: Deployment, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [str(DOGANA), *args],
-        env={**deployment.terminal_environment(), "COLUMNS": "200"},
-        cwd=deployment.home,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def test_status_holds_and_forget_find_a_receiver_kept_only_in_the_metadata_database(
@@ -46,22 +31,22 @@ def test_status_holds_and_forget_find_a_receiver_kept_only_in_the_metadata_datab
     )
     receiver.register(Contract(misspelt, ("id",), {"full": Shape.complete()}, types={"id": "int"}))
 
-    status = at_the_terminal(deployment, "status", RECEIVER)
+    status = deployment.at_the_terminal("status", RECEIVER)
     assert status.returncode == 0, status.stderr
     assert status.stdout.startswith(f"receiver {RECEIVER!r} (")
     (row,) = [line for line in status.stdout.splitlines() if line.startswith(f"{misspelt} ")]
     assert row.split()[1] == "unknown"
 
-    holds = at_the_terminal(deployment, "holds", RECEIVER)
+    holds = deployment.at_the_terminal("holds", RECEIVER)
     assert holds.returncode == 0, holds.stderr
     assert holds.stdout.startswith(f"receiver {RECEIVER!r}: ")
 
-    forget = at_the_terminal(deployment, "forget", RECEIVER, misspelt)
+    forget = deployment.at_the_terminal("forget", RECEIVER, misspelt)
     assert forget.returncode == 0, forget.stderr
     assert forget.stdout.splitlines() == [
         f"receiver {RECEIVER!r}: table {misspelt} forgotten, with its 0 rejected receipts"
     ]
-    after = at_the_terminal(deployment, "status", RECEIVER)
+    after = deployment.at_the_terminal("status", RECEIVER)
     assert after.returncode == 0, after.stderr
     assert misspelt not in after.stdout
     for result in (status, holds, forget, after):
