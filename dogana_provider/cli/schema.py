@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from datetime import datetime
 from typing import Any
 
 from dogana_provider.cli.common import (
@@ -80,7 +79,7 @@ def cmd_schema(args: argparse.Namespace) -> int:
         changes = [str(j) for j in version.judged] or ["-"]
         first = [
             version.version,
-            when(_instant(version.published_at)),
+            when(version.published_instant),
             (version.publication_id or "-")[:12],
             version.manifest_identity[:12],
         ]
@@ -101,10 +100,6 @@ def cmd_schema(args: argparse.Namespace) -> int:
         )
     )
     return OK
-
-
-def _instant(text: str | None) -> datetime | None:
-    return None if text is None else datetime.fromisoformat(text)
 
 
 def _as_dict(version: SchemaVersion) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from dogana_provider.receiver.activation import Activation, SourceState
 from dogana_provider.receiver.lineage_store import MOST, Edge, Feeding
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.receiver.store import Hold
+from dogana_provider.schema.versions import SchemaVersion
 
 if TYPE_CHECKING:  # the hook imports Airflow, which `dogana` loads only to open a receiver
     from dogana_provider.hooks.dogana import DoganaHook
@@ -53,6 +54,8 @@ class TableStatus:
     # first (receiver/lineage_store.py); None when not read (read_status's lineage=0).
     sources: tuple[Feeding, ...] | None = None
     runs: tuple[Edge, ...] | None = None
+    # Its last schema versions, oldest first (schema/versions.py); None when not read, as above.
+    versions: tuple[SchemaVersion, ...] | None = None
 
     @property
     def expectations(self) -> Reported:
@@ -129,7 +132,8 @@ def read_status(
     lineage: int = 0,
 ) -> ReceiverStatus:
     """Every registered table (or those named) with its claims at now, in one committed state;
-    with lineage > 0, its sources and the lineage edges of its last lineage publications.
+    with lineage > 0, its sources, the lineage edges of its last lineage publications and its last
+    lineage schema versions.
 
     A table named but not registered raises UnknownTable, as it does for the sensor.
     """
@@ -163,6 +167,8 @@ def read_status(
             edges, recent = receiver.steps.lineage, min(lineage, MOST)
             sources = tuple(edges.sources_of(connection, table, recent)) if recent else None
             runs = tuple(edges.edges(connection, output=table, limit=recent)) if recent else None
+            history = receiver.steps.schema_versions.history(connection, table) if recent else None
+            versions = None if history is None else tuple(history[-recent:])
             found.append(
                 TableStatus(
                     table,
@@ -178,6 +184,7 @@ def read_status(
                     held=held,
                     sources=sources,
                     runs=runs,
+                    versions=versions,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, str(dialect), now, tuple(found))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from dogana_core.contract import check_identifier
@@ -60,6 +61,11 @@ class SchemaVersion:
     @property
     def published(self) -> bool:
         return self.publication_id is not None
+
+    @property
+    def published_instant(self) -> datetime | None:
+        """When its publication committed, as an instant; None for a proposal."""
+        return None if self.published_at is None else datetime.fromisoformat(self.published_at)
 
     def widened(self) -> dict[str, str]:
         """The columns this version widens in the published table, to their new type."""

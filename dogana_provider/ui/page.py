@@ -158,7 +158,29 @@ def table_section(receiver: str, table: TableStatus) -> str:
         f"<h3>{escape(table.table)} {badge(str(table.claims.state))} "
         f"<small>over {escape(over)}</small></h3>"
         f"{strip(table.claims.regions)}<ul class='regions'>{regions}</ul>"
-        f"{lineage_section(receiver, table)}</section>"
+        f"{lineage_section(receiver, table)}{schema_section(receiver, table)}</section>"
+    )
+
+
+def schema_section(receiver: str, table: TableStatus) -> str:
+    """A table's last schema versions (schema/versions.py): what changed in its source's columns,
+    when, and what its policy made of each change, as `dogana schema` answers."""
+    if not table.versions:
+        return ""
+    held = table.versions[-1]
+    rows = [
+        [
+            escape(str(version.version)),
+            escape(when(version.published_instant)),
+            "<br>".join(escape(str(j)) for j in version.judged) or "-",
+        ]
+        for version in reversed(table.versions)
+    ]
+    more = f"dogana schema {receiver} {table.table}"
+    return (
+        f"<h4>Schema <small title='{escape(more)}'>version {escape(str(held.version))}, "
+        f"policy {escape(str(held.policy))}</small></h4>"
+        + html_table(["version", "published", "changes"], rows, long=("changes",))
     )
 
 

@@ -207,6 +207,28 @@ def test_dogana_schema_prints_each_version_and_what_changed(
     assert cli.main(["schema", pipeline.receiver_conn, "no_such_table"]) == 1
 
 
+def test_the_ui_page_shows_a_tables_schema_versions_and_what_changed(pipeline: Pipeline) -> None:
+    """The page's table section (read_status with lineage, as the UI reads it) lists the last
+    versions, newest first, with the policy and each change's outcome."""
+    from datetime import UTC, datetime
+
+    from dogana_provider.report.status import read_status
+    from dogana_provider.ui.page import table_section
+
+    pipeline.deliver({"data_type": "evolve"})
+    pipeline.create([*COLUMNS[:2], ("amount", "wider decimal"), ("note", "str")], [])
+    pipeline.deliver()
+    status = read_status(pipeline.hook, datetime.now(UTC), tables=[pipeline.table], lineage=5)
+    [table] = status.tables
+    assert [v.version for v in table.versions or ()] == [1, 2]
+    section = table_section(status.receiver, table)
+    schema = section[section.index("<h4>Schema") :]
+    assert "version 2, policy tables evolve, columns evolve, data_type freeze" in schema
+    assert schema.index("note added (str): recorded (columns evolve)") < schema.index(
+        f"first version of {pipeline.table}"
+    )
+
+
 # Per-row conformance at the gate (schema/conformance.py) ------------------------------------------
 
 NOT_NULL_NAME = [COLUMNS[0], ("name", "str NOT NULL"), COLUMNS[2]]
