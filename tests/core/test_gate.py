@@ -8,7 +8,7 @@ and never holds the ledger, the history, rows or deleted keys.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ledger_fixtures import HOUR, MONDAY, ORDERS, SUNDAY, chain_of, day, make
@@ -191,6 +191,15 @@ def test_acceptance_carries_the_plan_and_the_regions_over_its_coverage() -> None
     )
 
 
+def test_a_transitions_regions_are_a_tuple_however_they_are_given() -> None:
+    plan = ApplyPlan((Action(ActionKind.REPLACE_ALL),))
+    regions = [Region(None, None, complete_as_of=SUNDAY, deletions_as_of=SUNDAY)]
+    given = Transition(plan, regions)  # type: ignore[arg-type]
+    assert given.regions == tuple(regions)
+    assert given == Transition(plan, tuple(regions))
+    assert hash(given) == hash(Transition(plan, tuple(regions)))
+
+
 def test_transition_regions_show_every_region_the_coverage_meets() -> None:
     ledger, _ = accepted_full()
     ledger = ledger.apply(window(MONDAY, 5, 5))
@@ -276,6 +285,22 @@ def test_only_an_acceptance_is_replayed() -> None:
     rejected = Gate.evaluate(Ledger.new(ORDERS), full(), (ROWS_BAD,), now=SUNDAY)
     with pytest.raises(InvalidContract, match="only an acceptance"):
         rejected.replay()
+
+
+def test_a_receipt_holds_its_decision_normalized_whatever_form_it_is_given_in() -> None:
+    _, accepted = accepted_full()
+    rejected = Gate.evaluate(Ledger.new(ORDERS), full(), (ROWS_BAD,), now=SUNDAY)
+    again = rejected.replace(
+        checks=list(rejected.checks),
+        outcome="rejected",
+        received_at=SUNDAY.astimezone(timezone(timedelta(hours=2))),
+    )
+    assert again == rejected
+    assert again.checks == rejected.checks
+    assert again.outcome is Outcome.REJECTED
+    assert not again.accepted
+    assert again.received_at.tzinfo is UTC
+    assert accepted.replace(outcome="accepted").outcome is Outcome.ACCEPTED
 
 
 def test_a_receipt_cannot_hold_an_inconsistent_decision() -> None:
