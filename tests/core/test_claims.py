@@ -8,7 +8,7 @@ worst region's; its two dates are separate minima, absent if any region is unkno
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ledger_fixtures import FEED, HOUR, MONDAY, ORDERS, SUNDAY, day, make
@@ -238,6 +238,14 @@ def test_claims_refuse_a_limit_written_as_timedelta_max_seconds() -> None:
         Claims.from_dict(document)
 
 
+def test_a_malformed_limit_on_the_wire_is_refused_naming_the_field() -> None:
+    document = json.loads(orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK).to_json())
+    document["limit"] = {"$seconds": -1}
+    with pytest.raises(SerializationError) as refused:
+        Claims.from_dict(document)
+    assert str(refused.value) == "Claims.limit: $seconds -1 is negative"
+
+
 def test_claims_cannot_hold_an_inconsistent_statement() -> None:
     claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
     with pytest.raises(InvalidContract, match="worst region"):
@@ -277,6 +285,10 @@ MALFORMED = {
         lambda: RegionClaim("", **PROVEN, state=State.COMPLETE),
         "RegionClaim.table: names the table the region belongs to",
     ),
+    "RegionClaim.table, not text": (
+        lambda: RegionClaim(7, **PROVEN, state=State.COMPLETE),
+        "RegionClaim.table: expected a string, got int",
+    ),
     "RegionClaim.state": (
         lambda: RegionClaim("orders", state="maybe"),
         "RegionClaim.state: 'maybe' is not a state",
@@ -284,6 +296,18 @@ MALFORMED = {
     "RegionClaim.state, against the dates": (
         lambda: RegionClaim("orders", state=State.COMPLETE),
         "RegionClaim.state: complete does not fit dates (None, None)",
+    ),
+    "RegionClaim.state, patched over equal dates": (
+        lambda: RegionClaim("orders", **PROVEN, state=State.PATCHED),
+        f"RegionClaim.state: patched does not fit dates ({SUNDAY}, {SUNDAY})",
+    ),
+    "RegionClaim.state, patched over no dates": (
+        lambda: RegionClaim("orders", state=State.PATCHED),
+        "RegionClaim.state: patched does not fit dates (None, None)",
+    ),
+    "Claims.regions, none": (
+        lambda: _claims().replace(regions=()),
+        "Claims.regions: claims state at least one RegionClaim",
     ),
     "Claims.limit": (
         lambda: Claims.at(MONDAY, -DAY, ()),
@@ -297,6 +321,25 @@ MALFORMED = {
             (
                 ("orders", Region(None, day(5), **PROVEN)),
                 ("orders", Region(day(3), None, False, **PROVEN)),
+            ),
+        ),
+        "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
+    ),
+    "Claims.regions, after a region unbounded above": (
+        lambda: Claims.at(
+            MONDAY,
+            WEEK,
+            (("orders", Region(**PROVEN)), ("orders", Region(day(3), None, False, **PROVEN))),
+        ),
+        "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
+    ),
+    "Claims.regions, unbounded below after another": (
+        lambda: Claims.at(
+            MONDAY,
+            WEEK,
+            (
+                ("orders", Region(None, day(5), **PROVEN)),
+                ("orders", Region(None, day(9), **PROVEN)),
             ),
         ),
         "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
@@ -327,6 +370,18 @@ MALFORMED = {
         "Claims.joined: a table twice among ['orders', 'orders']",
     ),
 }
+
+
+def test_claims_hold_their_now_in_utc_whatever_offset_it_is_given_in() -> None:
+    claims = _claims()
+    again = claims.replace(now=MONDAY.astimezone(timezone(timedelta(hours=2))))
+    assert again == claims
+    assert again.now.tzinfo is UTC
+
+
+def test_a_region_claim_holds_its_state_as_a_state_whatever_form_it_is_given_in() -> None:
+    assert RegionClaim("orders", state="unknown").state is State.UNKNOWN
+    assert RegionClaim("orders", **PROVEN, state="complete").state is State.COMPLETE
 
 
 @pytest.mark.parametrize("case", list(MALFORMED))
