@@ -7,6 +7,10 @@
     invoices,      a group: read together in one snapshot, exact at one instant
     invoice_lines
 
+from two sources: orders, invoices and invoice_lines from the shop's database (SHOP), shipments
+from the logistics database (LOGISTICS), each publication naming its origin as an extract task
+of the DAG "several" does (ORIGINS), so that lineage has edges to answer with.
+
 Delivered through the Receiver itself (files and manifests written by receiver_deliveries), so
 a test gets the real tables, ledgers and receipts in a second, without an Airflow run; on a
 SQLite file, or in a PostgreSQL schema of its own, dropped afterwards (filled_receiver).
@@ -34,6 +38,7 @@ from dogana_core import Contract, Shape
 from dogana_core.gate import Outcome
 from dogana_core.group import Group
 from dogana_provider.dialects import POSTGRES, SQLITE
+from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver.receiver import Receiver
 
 SHIPMENTS = Contract(
@@ -48,6 +53,22 @@ SHIPMENTS = Contract(
     cursor_column="updated_at",
     types={"id": "int", "day": "date", "updated_at": "datetime"},
 )
+
+
+SHOP, LOGISTICS = "shop_db", "logistics_db"
+ORIGINS = {
+    "orders": (SHOP, "shop.orders"),
+    "shipments": (LOGISTICS, "logistics.shipments"),
+    "invoices": (SHOP, "shop.invoices"),
+    "invoice_lines": (SHOP, "shop.invoice_lines"),
+}
+"""Each table's source: its connection id and the table read."""
+
+
+def origin(table: str, run: str) -> Origin:
+    """A table's origin, read by its extract task in run of the DAG "several"."""
+    conn_id, source = ORIGINS[table]
+    return Origin(conn_id, source, "several", run, f"{table}.extract")
 
 
 @dataclass(frozen=True)
@@ -65,10 +86,10 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
     receiver.register(orders.contract)
     for id_ in range(1, 4):
         orders.put(id_, f"order {id_}")
-    accept(receiver, *orders.full(at(1)))
+    accept(receiver, *orders.full(at(1)), origin("orders", "run_1"))
     read_at = orders.position
     orders.put(4, "order 4")
-    accept(receiver, *orders.log(read_at, at(2)))
+    accept(receiver, *orders.log(read_at, at(2)), origin("orders", "run_2"))
     path, manifest = orders.full(at(3))
     refused = receiver.receive(path, replace(manifest, rows=manifest.rows + 5))
     assert refused.outcome is Outcome.REJECTED
@@ -86,6 +107,7 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
         SHIPMENTS.manifest(
             "days", at(4), window=(day(1), day(10)), rows=len(rows), content_hash=sha256(path)
         ),
+        origin("shipments", "run_1"),
     )
     shipments.put(4, 4, "shipment 4, redirected", at(5))
     changed = [shipments.rows[4]]
@@ -101,6 +123,7 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
             rows=1,
             content_hash=sha256(path),
         ),
+        origin("shipments", "run_2"),
     )
 
     invoices, lines = Source("invoices", directory), Source("invoice_lines", directory)
@@ -110,7 +133,9 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
             source.put(id_, id_, f"{source.table} {id_}", at(1))
     group = Group((invoices.contract, lines.contract))
     receipts = receiver.receive_group(
-        group, {invoices.table: invoices.full(at(7)), lines.table: lines.full(at(7))}
+        group,
+        {invoices.table: invoices.full(at(7)), lines.table: lines.full(at(7))},
+        {table: origin(table, "run_3") for table in group.tables},
     )
     assert [r.outcome for r in receipts] == [Outcome.ACCEPTED] * 2, [r.failed for r in receipts]
     return Filled(
@@ -118,8 +143,8 @@ def fill(receiver: Receiver, directory: Path) -> Filled:
     )
 
 
-def accept(receiver: Receiver, path: Path, manifest: object) -> None:
-    receipt = receiver.receive(path, manifest)  # type: ignore[arg-type]
+def accept(receiver: Receiver, path: Path, manifest: object, source: Origin) -> None:
+    receipt = receiver.receive(path, manifest, origin=source)  # type: ignore[arg-type]
     assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
 
 

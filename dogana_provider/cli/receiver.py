@@ -26,6 +26,7 @@ from dogana_provider.cli.common import (
     receiver_call,
 )
 from dogana_provider.receiver.receiver import NotForgettable
+from dogana_provider.report import lineage
 from dogana_provider.report.activation import activation_lines
 from dogana_provider.report.receipts import receipt_line
 from dogana_provider.report.status import read_status
@@ -71,7 +72,8 @@ def add_commands(command: Command) -> None:
         its age (how long ago it was complete), the rows published, its publications, its
         activation (pending, active until X, expired at X, or not required: dogana activate)
         and its last receipt. A table with a window column is stated over the span delivered so far.
-        --table shows one table's regions and its last receipts. A password in a URL is never
+        --table shows one table's regions, its last receipts, its sources and the lineage of its
+        last publications (dogana lineage --output asks for more). A password in a URL is never
         printed.
         """,
         STATUS_EXAMPLES,
@@ -140,7 +142,12 @@ def cmd_status(args: argparse.Namespace) -> int:
     with open_receiver(args.receiver) as (hook, name):
         status = receiver_call(
             lambda: read_status(
-                hook, now, tables=[args.table] if args.table else None, receipts=count, name=name
+                hook,
+                now,
+                tables=[args.table] if args.table else None,
+                receipts=count,
+                name=name,
+                lineage=count if args.table else 0,
             ),
             name,
         )
@@ -217,7 +224,11 @@ def _table_status(status: Any) -> str:
         for r in claims.regions
     ]
     header = ("region", "state", "complete as of", "deletions as of")
-    lines += [text_table(header, regions, indent="  "), "", "last receipts, newest first"]
+    lines += [text_table(header, regions, indent="  "), "", "sources, the most recent first"]
+    lines.append(lineage.sources(table.sources or (), indent="  "))
+    lines += ["", "last publications' lineage, newest first"]
+    lines.append(lineage.fed_by(table.runs or (), indent="  "))
+    lines += ["", "last receipts, newest first"]
     receipts = [
         (
             when(r.received_at),

@@ -12,6 +12,7 @@ from typing import Any
 
 from dogana_provider.dialects.base import (
     DECIMAL_PREFIX,
+    CatalogColumn,
     Dialect,
     StatementFailed,
     create_index,
@@ -25,7 +26,7 @@ from dogana_provider.dialects.base import (
 )
 from dogana_provider.dialects.mariadb import MARIADB
 from dogana_provider.dialects.postgres import POSTGRES
-from dogana_provider.dialects.sqlite import SQLITE, sqlite_date, sqlite_datetime
+from dogana_provider.dialects.sqlite import SQLITE, declared_type, sqlite_date, sqlite_datetime
 
 DIALECTS: dict[str, Dialect] = {
     "sqlite": SQLITE,
@@ -65,10 +66,12 @@ __all__ = [
     "MARIADB",
     "POSTGRES",
     "SQLITE",
+    "CatalogColumn",
     "Dialect",
     "StatementFailed",
     "UnknownDatabase",
     "create_index",
+    "declared_type",
     "declared_types",
     "dialect_for",
     "display",

@@ -30,6 +30,20 @@ DECIMAL_PREFIX = "decimal("
 
 
 @dataclass(frozen=True)
+class CatalogColumn:
+    """One column of a table as its database's catalog declares it (Dialect.catalog_columns).
+
+    native is the declared type as the catalog spells it (integer, varchar(20), numeric(10,2));
+    logical the dogana type it is read as, None where dogana has none (a blob, json, a range).
+    """
+
+    name: str
+    native: str
+    logical: str | None
+    nullable: bool
+
+
+@dataclass(frozen=True)
 class Dialect:
     """What one database needs to stage, check, publish and read rows."""
 
@@ -215,6 +229,14 @@ class Dialect:
         """The query of each column's name and declared type, for declared_types."""
         raise NotImplementedError
 
+    def catalog_columns(
+        self, connection: Any, schema: str | None, table: str
+    ) -> list[CatalogColumn]:
+        """Each column of a table or view in its schema (None: the connection's default), in
+        declared order, as the catalog declares it: read from the catalog, never from rows.
+        An empty list when no such relation exists."""
+        raise NotImplementedError
+
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         """Whether create_index must find the index first (see create_index): False lets
         CREATE INDEX IF NOT EXISTS find it."""
@@ -284,6 +306,22 @@ def fetch_one(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> tuple[
         return None if row is None else tuple(row)
     finally:
         cursor.close()
+
+
+def fetch_all(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    """Every row of one statement on a DB-API connection, closing its cursor; for small
+    results only (a catalog's columns), never a table's rows."""
+    cursor = connection.cursor()
+    try:
+        cursor.execute(sql, params)
+        return [tuple(row) for row in cursor.fetchall()]
+    finally:
+        cursor.close()
+
+
+def text(value: Any) -> str:
+    """A catalog's text value; MySQLdb hands some information_schema columns over as bytes."""
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
 
 def scalar(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> Any:

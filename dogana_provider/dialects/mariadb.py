@@ -12,7 +12,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from dogana_provider.dialects.base import Dialect, execute, identity, pylist, scalar
+from dogana_provider.dialects.base import (
+    CatalogColumn,
+    Dialect,
+    execute,
+    fetch_all,
+    identity,
+    pylist,
+    scalar,
+    text,
+)
 
 # MariaDB's server errors are 1000-1999 and 3000 up, client ones (a lost connection) 2000-2999;
 # among server errors, these are the server's state, not the statement's: disk full, out of
@@ -48,6 +57,19 @@ _TYPES = {
     252: "str",
 }
 _DECIMALS = (0, 246)
+
+# information_schema's DATA_TYPE names, as logical types (decimals: catalog_columns). BOOLEAN is
+# TINYINT(1): int, as a cursor describes it, unless the contract or the author types it bool.
+_CATALOG = {
+    **dict.fromkeys(("tinyint", "smallint", "mediumint", "int", "integer", "bigint"), "int"),
+    "year": "int",
+    **dict.fromkeys(("float", "double", "real"), "float"),
+    **dict.fromkeys(("char", "varchar", "tinytext", "text", "mediumtext", "longtext"), "str"),
+    **dict.fromkeys(("enum", "set"), "str"),
+    "date": "date",
+    "datetime": "datetime",
+    "timestamp": "datetime",
+}
 
 
 def _naive_utc(value: datetime) -> datetime:
@@ -137,6 +159,27 @@ class MariadbDialect(Dialect):
             "WHERE table_schema = DATABASE() AND table_name = %s"
         )
         return sql, (table,)
+
+    def catalog_columns(
+        self, connection: Any, schema: str | None, table: str
+    ) -> list[CatalogColumn]:
+        rows = fetch_all(
+            connection,
+            "SELECT column_name, data_type, column_type, is_nullable, numeric_precision, "
+            "numeric_scale FROM information_schema.columns "
+            "WHERE table_schema = COALESCE(%s, DATABASE()) AND table_name = %s "
+            "ORDER BY ordinal_position",
+            (schema, table),
+        )
+        found = []
+        for name, data_type, column_type, nullable, precision, scale in rows:
+            kind = text(data_type).lower()
+            logical = _CATALOG.get(kind)
+            if kind in ("decimal", "numeric"):
+                logical = f"decimal({precision},{scale or 0})"
+            native = text(column_type).lower()
+            found.append(CatalogColumn(text(name), native, logical, text(nullable) == "YES"))
+        return found
 
     @contextmanager
     def unchecked_inserts(self, connection: Any) -> Iterator[None]:

@@ -9,7 +9,15 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from dogana_provider.dialects.base import Dialect, execute, identity, pylist, scalar
+from dogana_provider.dialects.base import (
+    CatalogColumn,
+    Dialect,
+    execute,
+    fetch_all,
+    identity,
+    pylist,
+    scalar,
+)
 
 # SQLSTATE classes of a statement's own fault: cardinality (21), data (22), syntax or access
 # rule (42), feature not supported (0A). Connection (08), resources (53), operator intervention
@@ -35,6 +43,24 @@ _OIDS = {
     1184: "datetime",
 }
 _NUMERIC = 1700
+
+# information_schema's data_type names, as logical types (numeric: catalog_columns).
+_CATALOG = {
+    "smallint": "int",
+    "integer": "int",
+    "bigint": "int",
+    "real": "float",
+    "double precision": "float",
+    "text": "str",
+    "character varying": "str",
+    "character": "str",
+    "name": "str",
+    "uuid": "str",
+    "boolean": "bool",
+    "date": "date",
+    "timestamp without time zone": "datetime",
+    "timestamp with time zone": "datetime",
+}
 
 
 def _utc(value: datetime) -> datetime:
@@ -108,6 +134,29 @@ class PostgresDialect(Dialect):
             "AND NOT attisdropped"
         )
         return sql, (self.quote(table),)
+
+    def catalog_columns(
+        self, connection: Any, schema: str | None, table: str
+    ) -> list[CatalogColumn]:
+        rows = fetch_all(
+            connection,
+            "SELECT column_name, data_type, is_nullable, numeric_precision, numeric_scale, "
+            "character_maximum_length FROM information_schema.columns "
+            "WHERE table_schema = COALESCE(%s, current_schema()) AND table_name = %s "
+            "ORDER BY ordinal_position",
+            (schema, table),
+        )
+        found = []
+        for name, data_type, nullable, precision, scale, length in rows:
+            kind = str(data_type)
+            logical = _CATALOG.get(kind)
+            native = kind if length is None else f"{kind}({length})"
+            if kind == "numeric" and precision is not None:
+                native = f"numeric({precision},{scale or 0})"
+                logical = f"decimal({precision},{scale or 0})"
+            # numeric without a declared precision is typed by its values when read (columns.py)
+            found.append(CatalogColumn(str(name), native, logical, nullable == "YES"))
+        return found
 
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         # CREATE INDEX IF NOT EXISTS locks the table in SHARE mode before it finds the index

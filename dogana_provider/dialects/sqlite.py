@@ -19,7 +19,14 @@ from typing import Any
 
 import pyarrow as pa
 
-from dogana_provider.dialects.base import DECIMAL_PREFIX, Dialect, fetch_one, scalar
+from dogana_provider.dialects.base import (
+    DECIMAL_PREFIX,
+    CatalogColumn,
+    Dialect,
+    fetch_all,
+    fetch_one,
+    scalar,
+)
 
 
 def sqlite_datetime(value: datetime) -> str:
@@ -59,6 +66,35 @@ def _sha256(text: str | None) -> str | None:
 _STATEMENT_CODES = frozenset({1, 20, 25})
 
 
+def declared_type(declared: str) -> str | None:
+    """The logical type of an SQLite declared column type, by SQLite's affinity rules and the
+    names people write (BOOLEAN, DATE, DATETIME, DECIMAL(p,s)); None when it says nothing."""
+    text = declared.strip().upper()
+    if not text:
+        return None
+    typed = text.removeprefix("TEXT ")
+    if typed in ("DATE", "DATETIME") or typed.startswith("DECIMAL("):
+        text = typed  # a dogana receiver's own spelling: the logical type beside its affinity
+    if text.startswith(("DECIMAL(", "NUMERIC(")):
+        inside = text[text.index("(") + 1 : text.rindex(")")]
+        parts = [part.strip() for part in inside.split(",")]
+        if all(part.isdigit() for part in parts):
+            return f"decimal({parts[0]},{parts[1] if len(parts) > 1 else 0})"
+    if "BOOL" in text:
+        return "bool"
+    if "DATETIME" in text or "TIMESTAMP" in text:
+        return "datetime"
+    if text == "DATE":
+        return "date"
+    if "INT" in text:
+        return "int"
+    if any(word in text for word in ("CHAR", "CLOB", "TEXT")):
+        return "str"
+    if any(word in text for word in ("REAL", "FLOA", "DOUB")):
+        return "float"
+    return None
+
+
 @dataclass(frozen=True)
 class SqliteDialect(Dialect):
     def stored_decimal(self, logical: str) -> bool:
@@ -84,6 +120,26 @@ class SqliteDialect(Dialect):
 
     def declared_types_query(self, table: str) -> tuple[str, tuple[Any, ...]]:
         return "SELECT name, type FROM pragma_table_info(?)", (table,)
+
+    def catalog_columns(
+        self, connection: Any, schema: str | None, table: str
+    ) -> list[CatalogColumn]:
+        rows = fetch_all(
+            connection,
+            'SELECT name, type, "notnull", pk FROM pragma_table_info(?, ?) ORDER BY cid',
+            (table, schema or "main"),
+        )
+        found = []
+        for name, native, notnull, pk in rows:
+            declared = str(native or "")
+            # An INTEGER PRIMARY KEY is the rowid, never null; any other key column may hold
+            # null unless declared NOT NULL (a bug SQLite keeps for compatibility).
+            rowid = bool(pk) and declared.strip().upper() == "INTEGER"
+            nullable = not notnull and not rowid
+            found.append(
+                CatalogColumn(str(name), declared.lower(), declared_type(declared), nullable)
+            )
+        return found
 
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         # An index named name_SUFFIX is that index too: a staging table swapped in brings the

@@ -1,4 +1,5 @@
-"""ExtractOperator: one consistent snapshot of a SQL source, written as a delivery.
+"""ExtractOperator: one consistent snapshot of a SQL source, or one read of a connector,
+written as a delivery.
 
     plan >> extract >> gate >> publish
 
@@ -6,11 +7,17 @@ It reads the planned request (the plan task's XCom) from any common-sql connecti
 PostgreSQL, MySQL/MariaDB) in ONE snapshot at or after the request's boundary
 (dogana_provider.sources), streams the rows to Parquet under an ObjectStoragePath, and pushes
 
-    {"manifest": <Manifest wire dict>, "uri": "<the file's URI>"}
+    {"manifest": <Manifest wire dict>, "uri": "<the file's URI>", "origin": <Origin dict>}
 
 or, for a group read in one snapshot, a list of those, one per table, all with one produced_at.
 The manifest's rows, tombstones and content_hash were counted and hashed while the file was
-written. XCom carries wire dicts and a URI only: never rows, never a pickle, never credentials.
+written. The origin names the source connection, the table read (or a query's digest) and
+this task instance, for the publication's lineage edge (lineage/origin.py). XCom carries wire
+dicts and a URI only: never rows, never a pickle, never credentials.
+
+Given ``connector`` (a configuration for dogana_provider.connectors, such as a JSON Lines file),
+it reads the request's shape from that connector's stream instead, and stamps the manifest from
+what the read proves (connectors/extract.py): a contract whose shape claims more is refused.
 
 The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a folder URI, as
 ``<table>.parquet``: by default ``<[dogana] delivery_folder>/<dag>/<run>`` (settings.py;
@@ -37,9 +44,12 @@ from airflow.sdk import BaseOperator, ObjectStoragePath
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider import settings
+from dogana_provider.connectors import ConnectorError, connector_of
+from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.hooks.sql import sql_hook
+from dogana_provider.lineage.origin import Origin, of_file, of_query, without_credentials
 from dogana_provider.operators.arguments import (
     contract_field,
     contract_of,
@@ -75,7 +85,16 @@ class ExtractOperator(BaseOperator):
                         group=["contracts/invoices.json", "contracts/lines.json"],
                         table_sql={"lines": "SELECT * FROM invoice_lines WHERE valid"})
 
+        # A JSON Lines file another system appends to, read from the ledger's position.
+        ExtractOperator(task_id="extract", contract="contracts/orders.json",
+                        connector={"kind": "jsonl", "path": "s3://drops/orders.jsonl",
+                                   "key": ["order_id"], "whole_history": True})
+
     :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
+    :param connector: instead of source_conn_id, a connector's configuration, its "kind" and
+        options (templated): the request is read from its stream, and the manifest stamped from
+        what the read proves. One table only.
+    :param stream: the connector's stream to read (templated; by default the contract's table).
     :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
     :param group: contracts of tables read together, instead of contract: every table is read
         in one snapshot with one produced_at, and the task pushes one delivery per table. A
@@ -108,6 +127,8 @@ class ExtractOperator(BaseOperator):
 
     template_fields: Sequence[str] = (
         "source_conn_id",
+        "connector",
+        "stream",
         "contract",
         "request",
         "table_sql",
@@ -122,7 +143,9 @@ class ExtractOperator(BaseOperator):
     def __init__(
         self,
         *,
-        source_conn_id: str,
+        source_conn_id: str | None = None,
+        connector: Mapping[str, Any] | None = None,
+        stream: str | None = None,
         contract: Contract | dict | str | None = None,
         group: Sequence[Contract | dict | str] | None = None,
         request: Any = None,
@@ -141,7 +164,16 @@ class ExtractOperator(BaseOperator):
         super().__init__(**kwargs)
         if (contract is None) == (group is None):
             raise ValueError(f"{self.task_id}: give either contract (one table) or group")
+        if (source_conn_id is None) == (connector is None):
+            raise ValueError(f"{self.task_id}: give either source_conn_id or connector")
+        if connector is not None and group is not None:
+            raise ValueError(
+                f"{self.task_id}: a connector reads one table; a group is read in one snapshot "
+                "of a SQL source"
+            )
         self.source_conn_id = source_conn_id
+        self.connector = None if connector is None else dict(connector)
+        self.stream = stream
         self.contract = contract_field(contract)
         self.group = None if group is None else list(group)
         self.request = request
@@ -159,13 +191,15 @@ class ExtractOperator(BaseOperator):
     # Execution --------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
+        if self.connector is not None:
+            return self._from_connector(context)
         group = group_of(self.contract, self.group)
         contracts = self._contracts(group)
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
         requests = self._requests(contracts, grouped=group is not None)
         folder = self._folder(context)
-        hook = sql_hook(self.source_conn_id, "source")
+        hook = sql_hook(str(self.source_conn_id), "source")
         self._written: list[tuple[str, str, list[tuple[str, str]]]] = []  # for lineage
         source = snapshots_for(
             hook,
@@ -201,10 +235,65 @@ class ExtractOperator(BaseOperator):
             except (UnreadableSource, UnsupportedRead) as exc:
                 # The message names the option; the connection is the other half of the fix.
                 raise type(exc)(f"source connection {self.source_conn_id!r}: {exc}") from exc
-            pushed = [self._deliver(item, folder) for item in done]
+            origins = {
+                contract.table: self._origin(contract, context) for contract in contracts.values()
+            }
+            pushed = [self._deliver(item, folder, origins[item.manifest.table]) for item in done]
         return pushed if group is not None else pushed[0]
 
-    def _deliver(self, item: Extracted, folder: ObjectStoragePath) -> dict[str, Any]:
+    def _from_connector(self, context: Any) -> dict[str, Any]:
+        """The request read from the connector's stream, the manifest stamped from its proof."""
+        contract = contract_of(self.contract, "contract")
+        if self.request is None:
+            self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
+        [request] = self._requests({contract.table.lower(): contract}, grouped=False)
+        folder = self._folder(context)
+        connector = connector_of(native(self.connector, "connector"))
+        stream = str(self.stream or contract.table)
+        self._written = []
+        self.log.info("%s connector, stream %s, shape %s", connector.kind, stream, request.shape)
+        with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch, connector:
+            target = folder / f"{contract.table}.parquet"
+            local = self._local_path(target, Path(scratch))
+            try:
+                delivered = extract_stream(
+                    connector,
+                    stream,
+                    contract,
+                    request,
+                    local,
+                    max_wait=self.max_wait,
+                    row_group_rows=self.row_group_rows,
+                    overwrite=True,
+                )
+            except ConnectorError as exc:
+                self.log.error("%s connector refused the read: %s", connector.kind, exc)
+                raise
+            self.log.info("the read proves: %s", delivered.proof.why)
+            path = connector.config.get("path")
+            origin = Origin(
+                connector.config.get("conn_id"),
+                of_file(str(path)) if path else stream,
+                str(context["dag"].dag_id),
+                str(context["run_id"]),
+                self.task_id,
+            )
+            return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
+
+    def _origin(self, contract: Contract, context: Any) -> Origin:
+        """The source and this task instance, as the publication's lineage edge names them."""
+        relation = self._relation(contract)
+        return Origin(
+            without_credentials(str(self.source_conn_id)),
+            relation.table if relation.table is not None else of_query(str(relation.sql)),
+            str(context["dag"].dag_id),
+            str(context["run_id"]),
+            self.task_id,
+        )
+
+    def _deliver(
+        self, item: Extracted, folder: ObjectStoragePath, origin: Origin
+    ) -> dict[str, Any]:
         manifest = item.manifest
         target = folder / f"{manifest.table}.parquet"
         if target.protocol not in LOCAL_PROTOCOLS:
@@ -223,7 +312,7 @@ class ExtractOperator(BaseOperator):
         )
         columns = [(field.name, str(field.type)) for field in pq.read_schema(item.path)]
         self._written.append((manifest.table, str(target), columns))
-        return {"manifest": manifest.to_dict(), "uri": str(target)}
+        return {"manifest": manifest.to_dict(), "uri": str(target), "origin": origin.to_dict()}
 
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------
 
@@ -255,6 +344,8 @@ class ExtractOperator(BaseOperator):
         from dogana_provider.lineage import openlineage as lineage
 
         found: dict[str, Any] = {}
+        if self.connector is not None:
+            return found
         for contract in self._contracts(group_of(self.contract, self.group)).values():
             relation = self._relation(contract)
             found[contract.table] = (
@@ -269,7 +360,9 @@ class ExtractOperator(BaseOperator):
         from airflow.providers.openlineage.sqlparser import get_openlineage_facets_with_sql
 
         found: list[Any] = []
-        hook = sql_hook(self.source_conn_id, "source")
+        if self.connector is not None:
+            return found
+        hook = sql_hook(str(self.source_conn_id), "source")
         for contract in self._contracts(group_of(self.contract, self.group)).values():
             relation = self._relation(contract)
             if relation.sql is None:

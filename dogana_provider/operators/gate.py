@@ -14,8 +14,10 @@ what it held; not given, the receiver's stay as they are. The log states each on
 violated ``warn`` is logged as a warning and published; a violated ``block`` (or ``hold``)
 rejects; a table declaring none says ``none_declared``.
 
-It pushes the Decision's wire dict (the receipt and where the staged rows wait), and under
-"delivered" the URIs of the files it read, which publish removes once published when they lie
+It pushes the Decision's wire dict (the receipt and where the staged rows wait), under
+"origins" where each table's rows came from (the extract's origin, lineage/origin.py; for a
+file a sender pushed, the file and this task instance), and under "delivered" the URIs of the
+files it read, which publish removes once published when they lie
 in the configured delivery folder (deliveries.py); other files are their owner's.
 A local file missing fails the task naming the setting to change ([dogana] delivery_folder),
 as under a distributed executor a run's gate may run on another worker than its extract. A
@@ -58,6 +60,7 @@ from dogana_provider.checks.expectations import (
 )
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.lineage.origin import Origin, of_file
 from dogana_provider.operators.arguments import contract_field, contract_of, native, upstream_output
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.superseded import planned, superseded, superseded_group
@@ -71,6 +74,7 @@ SHOW_ROWS = 20
 """How many rows violating a held expectation the log shows, beside their count."""
 SIDECAR_SUFFIX = ".json"
 DELIVERED = "delivered"  # beside the decision in the XCom: the files publish removes
+ORIGINS = "origins"  # beside it too: where each table's rows came from, for its lineage edge
 
 
 class GateOperator(BaseOperator):
@@ -166,9 +170,24 @@ class GateOperator(BaseOperator):
         self._files[manifest.table] = uri
         table = self._table_of(manifest)
         self._declare(receiver, [table or manifest.table])
+        origin = self._origin(delivery, uri, "delivery")
         with local_file(uri) as path:
             decision = receiver.decide(path, manifest, table=table)
-        return {**self._handed_over(receiver, decision), DELIVERED: [uri]}
+        return {
+            **self._handed_over(receiver, decision),
+            DELIVERED: [uri],
+            ORIGINS: {decision.receipt.table: origin.to_dict()},
+        }
+
+    def _origin(self, delivery: Any, uri: str, what: str) -> Origin:
+        """Where a delivery's rows came from: the extract's origin, or else the file and this
+        task instance."""
+        if isinstance(delivery, dict) and delivery.get("origin") is not None:
+            return Origin.from_dict(delivery["origin"], f"{what}.origin")
+        context = self._context
+        return Origin(
+            None, of_file(uri), str(context["dag"].dag_id), str(context["run_id"]), self.task_id
+        )
 
     def _table_of(self, manifest: Manifest) -> str | None:
         """The table a single delivery is decided for: the configured one (a manifest naming
@@ -268,7 +287,11 @@ class GateOperator(BaseOperator):
                 self.log.info("%s: already published (replay), passed over", path.name)
                 continue
             self.log.info("%s: decided", path.name)
-            return self._handed_over(receiver, decision)
+            origin = self._origin(None, str(path), "drop_folder")
+            return {
+                **self._handed_over(receiver, decision),
+                ORIGINS: {decision.receipt.table: origin.to_dict()},
+            }
         raise AirflowSkipException(
             f"drop folder {folder}: no new delivery matching {self.pattern!r}"
         )
@@ -276,11 +299,13 @@ class GateOperator(BaseOperator):
     def _group(self, receiver: Receiver, deliveries: list[Any]) -> dict[str, Any]:
         by_table: dict[str, tuple[str, Manifest]] = {}
         uris = []
+        origins: dict[str, Origin] = {}
         with ExitStack() as stack:
             for index, item in enumerate(deliveries):
                 manifest, uri = _delivery(item, f"delivery[{index}]")
                 self._files[manifest.table] = uri
                 uris.append(uri)
+                origins[manifest.table] = self._origin(item, uri, f"delivery[{index}]")
                 by_table[manifest.table] = (stack.enter_context(local_file(uri)), manifest)
             if self.tables and set(by_table) != set(self.tables):
                 # Each delivery for a table not configured is refused, filed under one that is.
@@ -318,6 +343,7 @@ class GateOperator(BaseOperator):
                 for receipt, files in zip(decision.receipts, staged, strict=True)
             ],
             DELIVERED: uris,
+            ORIGINS: {table: origin.to_dict() for table, origin in origins.items()},
         }
 
     # OpenLineage (apache-airflow-providers-openlineage, the extra "openlineage") ------------------

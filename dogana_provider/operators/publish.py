@@ -20,6 +20,9 @@ own event, and the claims it states are true. The extra's "expectations" states 
 receipt says of the table's quality expectations: ``none_declared``, or how many were met and
 each violation (a warned delivery is published) by name, with its detail.
 
+The publication's lineage edge (receiver/lineage_store.py) names the origin the gate handed over
+beside the decision: the source and the extract's task instance.
+
 A held decision is never published: the task fails naming the hold, since only a person's
 release publishes it (Receiver.release).
 
@@ -44,9 +47,11 @@ from dogana_provider.checks.expectations import reported
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.hooks.dogana import DoganaHook, claims_dates, claims_line
 from dogana_provider.lineage.assets import SCHEME, create_asset
+from dogana_provider.lineage.origin import Origin, origins_of
 from dogana_provider.operators.arguments import native, upstream_output
 from dogana_provider.operators.gate import (
     DELIVERED,
+    ORIGINS,
     GateOperator,
     configured_tables,
     file_under,
@@ -122,8 +127,9 @@ class PublishOperator(BaseOperator):
         if data is None:
             raise ValueError("decision: nothing to publish; is the gate task's XCom there?")
         delivered = data.get(DELIVERED, []) if isinstance(data, dict) else []
+        origins = origins_of(data.get(ORIGINS) if isinstance(data, dict) else None)
         if isinstance(data, dict):
-            data = {key: value for key, value in data.items() if key != DELIVERED}
+            data = {key: value for key, value in data.items() if key not in (DELIVERED, ORIGINS)}
         grouped = isinstance(data, dict) and "decisions" in data
         items = data["decisions"] if grouped else [data]
         decisions = [Decision.from_dict(item) for item in items]
@@ -139,9 +145,10 @@ class PublishOperator(BaseOperator):
         self._refuse_other_tables(hook, decisions)
         self._check_outlets([decision.receipt.table for decision in decisions])
         if grouped:
-            receipts = self._publish_group(hook, decisions)
+            receipts = self._publish_group(hook, decisions, origins)
         else:
-            receipts = (hook.receiver.publish(decisions[0]),)
+            origin = origins.get(decisions[0].receipt.table)
+            receipts = (hook.receiver.publish(decisions[0], origin=origin),)
         self._receipts = list(receipts)
         for receipt in receipts:
             self.log.info("%s: %s", receipt.table, receipt_line(receipt, "published"))
@@ -213,12 +220,14 @@ class PublishOperator(BaseOperator):
                 f"{self.receiver_conn_id!r})"
             )
 
-    def _publish_group(self, hook: DoganaHook, decisions: list[Decision]) -> tuple[Receipt, ...]:
+    def _publish_group(
+        self, hook: DoganaHook, decisions: list[Decision], origins: dict[str, Origin]
+    ) -> tuple[Receipt, ...]:
         receipts = tuple(decision.receipt for decision in decisions)
         staged = tuple(d.staged for d in decisions if d.staged is not None)
         group = Group(tuple(receipt.contract for receipt in receipts))
         decision = GroupDecision(group, receipts, staged if len(staged) == len(receipts) else ())
-        return hook.receiver.publish_group(decision)
+        return hook.receiver.publish_group(decision, origins)
 
     def _emit(self, context: Any, hook: DoganaHook, receipts: Sequence[Receipt]) -> None:
         """Each outlet's event extra: the claims of its table, or of every table, over the

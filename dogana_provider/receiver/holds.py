@@ -151,6 +151,7 @@ def release(steps: Steps, hold_id: str, by: str, decide: DecideHeld) -> tuple[Re
     (held,) = held_still(steps, hold_id).tables
     with transaction(steps.connect, steps.dialect) as connection:
         steps.store.create(connection)  # a store made before released rows gets their table
+        steps.lineage.ensure(connection)
     with transaction(steps.connect, steps.dialect) as connection:
         add_missing_columns(connection, steps.dialect, held.staged, held.contract)
     ddl_joins = steps.dialect.transactional_ddl

@@ -69,6 +69,7 @@ from dogana_provider.checks import expectations
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.dialects import Dialect, dialect_for
+from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import (
     add_missing_columns,
@@ -80,6 +81,7 @@ from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
 from dogana_provider.receiver.hashing import file_sha256
 from dogana_provider.receiver.holds import HeldDelivery, NotHeld, Release, Violations
+from dogana_provider.receiver.lineage_store import LIMIT, Edge
 from dogana_provider.receiver.steps import STAGING_PREFIX, Checked, Steps, UnknownTable, stamp
 from dogana_provider.receiver.store import (
     HELD,
@@ -235,6 +237,7 @@ class Receiver:
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
             self.sources.create(connection)
+            self.steps.lineage.create(connection)
         with transaction(self.connect, self.dialect) as connection:
             self._refuse_collision(connection, contract.table)
             state = self.store.state(connection, contract.table, lock=True)
@@ -270,7 +273,8 @@ class Receiver:
         and ORDERS are one table, whose rows two ledgers would each claim as theirs.
         """
         key = self.dialect.compared_name
-        own = [*self.store.own_names, *self.steps.sources.own_names, f"{STAGING_PREFIX}*"]
+        own = [*self.store.own_names, *self.steps.sources.own_names, *self.steps.lineage.own_names]
+        own.append(f"{STAGING_PREFIX}*")
         registered = [name for name in self.store.table_names(connection) if name != table]
         for name in [*registered, *own]:
             if name.endswith("*"):
@@ -291,11 +295,18 @@ class Receiver:
 
     # The four steps ---------------------------------------------------------------------------
 
-    def receive(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Receipt:
+    def receive(
+        self,
+        path: str | Path,
+        manifest: Manifest,
+        *,
+        table: str | None = None,
+        origin: Origin | None = None,
+    ) -> Receipt:
         """All four steps: decide, then publish an acceptance. A held delivery's receipt is its
         decision as it stands, not recorded (decide's Decision names the hold)."""
         decision = self.decide(path, manifest, table=table)
-        return self.publish(decision) if decision.to_publish else decision.receipt
+        return self.publish(decision, origin=origin) if decision.to_publish else decision.receipt
 
     def decide(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Decision:
         """Steps 1 to 3; table defaults to the one the manifest names."""
@@ -365,11 +376,14 @@ class Receiver:
         self.discard(Decision(receipt, staged))
         return Decision(receipt)
 
-    def publish(self, decision: Decision, *, table: str | None = None) -> Receipt:
+    def publish(
+        self, decision: Decision, *, table: str | None = None, origin: Origin | None = None
+    ) -> Receipt:
         """Step 4 for an accepted decision; any other decision is returned as it is.
 
         table, when given, is the one table the caller publishes: a decision for another is
-        refused (refuse), whatever its outcome, so a sender never chooses the table.
+        refused (refuse), whatever its outcome, so a sender never chooses the table. origin:
+        where its rows came from, for the publication's lineage edge (lineage_store.py).
         """
         if decision.held:
             raise HeldDelivery(
@@ -384,10 +398,11 @@ class Receiver:
         staged = decision.staged
         assert staged is not None
         with transaction(self.connect, self.dialect) as connection:
+            self.steps.lineage.ensure(connection)
             add_missing_columns(connection, self.dialect, staged, decision.receipt.contract)
         ddl_joins = self.dialect.transactional_ddl
         with transaction(self.connect, self.dialect) as connection:
-            receipt = self._publish_locked(connection, decision.receipt, staged)
+            receipt = self._publish_locked(connection, decision.receipt, staged, origin)
             # Whatever the outcome (published, refused, replayed), the staged rows are spent.
             self.store.staging_recorded(connection, staged.table)
             if ddl_joins:
@@ -408,7 +423,9 @@ class Receiver:
         self.discard(decision)
         return receipt
 
-    def _publish_locked(self, connection: Any, receipt: Receipt, staged: Staged) -> Receipt:
+    def _publish_locked(
+        self, connection: Any, receipt: Receipt, staged: Staged, origin: Origin | None
+    ) -> Receipt:
         """Lock the head, judge the table's activation again, decide again if stale, then plan,
         ledger and receipt; no commit."""
         state = self.steps.locked_state(connection, receipt.table)
@@ -424,22 +441,52 @@ class Receiver:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
                 return receipt
-        self.steps.apply_accepted(connection, state, receipt, staged, swap=True)
+        self.steps.apply_accepted(connection, state, receipt, staged, swap=True, origin=origin)
         return receipt
 
     def receive_group(
-        self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
+        self,
+        group: Group,
+        deliveries: Mapping[str, tuple[str | Path, Manifest]],
+        origins: Mapping[str, Origin] | None = None,
     ) -> tuple[Receipt, ...]:
         """A group's deliveries (file and manifest by table): decided and published as one."""
-        return self.publish_group(self.decide_group(group, deliveries))
+        return self.publish_group(self.decide_group(group, deliveries), origins)
 
     def decide_group(
         self, group: Group, deliveries: Mapping[str, tuple[str | Path, Manifest]]
     ) -> GroupDecision:
         return decide_group(self.steps, group, deliveries)
 
-    def publish_group(self, decision: GroupDecision) -> tuple[Receipt, ...]:
-        return publish_group(self.steps, decision)
+    def publish_group(
+        self, decision: GroupDecision, origins: Mapping[str, Origin] | None = None
+    ) -> tuple[Receipt, ...]:
+        """Step 4 for a group; origins: where each table's rows came from, by table."""
+        return publish_group(self.steps, decision, origins)
+
+    # Lineage (lineage_store.py) ---------------------------------------------------------------
+
+    def lineage(
+        self,
+        *,
+        output: str | None = None,
+        source: str | None = None,
+        source_conn_id: str | None = None,
+        since: datetime | None = None,
+        limit: int = LIMIT,
+    ) -> list[Edge]:
+        """The publications into the table output, or from the source (of source_conn_id,
+        when given), at or after since, newest first, at most limit; Unfiltered when neither
+        output nor source is named."""
+        with transaction(self.connect, self.dialect, write=False) as connection:
+            return self.steps.lineage.edges(
+                connection,
+                output=output,
+                source=source,
+                source_conn_id=source_conn_id,
+                since=since,
+                limit=limit,
+            )
 
     def sweep(self, older_than: timedelta) -> tuple[str, ...]:
         """Drop the staging tables no publication will use; return their names.

@@ -24,9 +24,11 @@ from dogana_provider.checks import expectations, released
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.expectations import Consequence, Result, RowCountExpectation
 from dogana_provider.dialects import Dialect
+from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver.actions import create_published, execute_plan, index_staged_keys
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
+from dogana_provider.receiver.lineage_store import Edge, LineageStore
 from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.staging import Staged, drop, stage_file
@@ -92,6 +94,12 @@ class Steps:
     @cached_property
     def sources(self) -> SourceStore:
         return SourceStore(self.dialect, self.store.prefix)
+
+    # Lineage (lineage_store.py) -------------------------------------------------------------
+
+    @cached_property
+    def lineage(self) -> LineageStore:
+        return LineageStore(self.dialect, self.store.prefix)
 
     def activation(self, connection: Any, table: str, *, lock: bool = False) -> Activation:
         """Whether the receiver requires activation, and the table's record; lock=True locks
@@ -212,9 +220,11 @@ class Steps:
         staged: Staged,
         *,
         swap: bool = False,
+        origin: Origin | None = None,
     ) -> None:
         """Step 4's writes for an acceptance on a locked state: the plan on the published table,
-        ledger.follow(receipt) and the receipt; the caller's transaction commits them.
+        ledger.follow(receipt), the receipt and its lineage edge from origin (where the rows
+        came from, when the publisher says); the caller's transaction commits them.
 
         swap lets a whole-table replacement swap the staging table in (actions.py); a group's
         publication copies its rows, table by table."""
@@ -225,6 +235,7 @@ class Steps:
         )
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
+        self.lineage.record(connection, Edge.of(receipt, origin, self.clock()))
 
     def drop(self, connection: Any, staged: Staged) -> None:
         if staged.unreadable is None:  # stage_file already dropped an unreadable file's table

@@ -41,6 +41,7 @@ from dogana_core.group import TOGETHER, Group
 from dogana_core.manifest import Manifest
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.expectations import Consequence, Expectations
+from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import add_missing_columns
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, SourceState
@@ -161,7 +162,11 @@ def decide_group(
         return GroupDecision(group, receipts)
 
 
-def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
+def publish_group(
+    steps: Steps, decision: GroupDecision, origins: Mapping[str, Origin] | None = None
+) -> tuple[Receipt, ...]:
+    """Step 4 for a group's decision; origins: where each table's rows came from, by table
+    (lineage_store.py)."""
     if decision.hold is not None:
         raise HeldDelivery(
             f"{', '.join(decision.group.tables)}: group held as {decision.hold}: nothing is "
@@ -171,11 +176,12 @@ def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
         return decision.receipts
     staged = decision.staged
     with transaction(steps.connect, steps.dialect) as connection:
+        steps.lineage.ensure(connection)
         for receipt, files in zip(decision.receipts, staged, strict=True):
             add_missing_columns(connection, steps.dialect, files, receipt.contract)
     ddl_joins = steps.dialect.transactional_ddl
     with transaction(steps.connect, steps.dialect) as connection:
-        receipts = _publish_locked(steps, connection, decision)
+        receipts = _publish_locked(steps, connection, decision, origins or {})
         for files in staged:  # published, refused or replayed: the staged rows are spent
             steps.store.staging_recorded(connection, files.table)
         if ddl_joins:
@@ -186,7 +192,9 @@ def publish_group(steps: Steps, decision: GroupDecision) -> tuple[Receipt, ...]:
     return receipts
 
 
-def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> tuple[Receipt, ...]:
+def _publish_locked(
+    steps: Steps, connection: Any, decision: GroupDecision, origins: Mapping[str, Origin]
+) -> tuple[Receipt, ...]:
     group, receipts, staged = decision.group, decision.receipts, decision.staged
     states: dict[str, TableState] = {}
     for table in sorted(group.tables):
@@ -210,7 +218,7 @@ def _publish_locked(steps: Steps, connection: Any, decision: GroupDecision) -> t
         manifests = {r.table: r.manifest for r in receipts}
         case = GroupCase(group, states, manifests, staged, now, sources)
         receipts = _decide_again(steps, connection, case)
-    return _commit(steps, connection, states, receipts, staged)
+    return _commit(steps, connection, states, receipts, staged, origins)
 
 
 def _evaluate(
@@ -339,6 +347,7 @@ def release_group(steps: Steps, hold_id: str, by: str) -> tuple[Receipt, ...]:
     staged = tuple(held.staged for held in found.tables)
     with transaction(steps.connect, steps.dialect) as connection:
         steps.store.create(connection)  # a store made before released rows gets their table
+        steps.lineage.ensure(connection)
     with transaction(steps.connect, steps.dialect) as connection:
         for held in found.tables:
             add_missing_columns(connection, steps.dialect, held.staged, held.contract)
@@ -428,9 +437,11 @@ def _commit(
     states: Mapping[str, TableState],
     receipts: tuple[Receipt, ...],
     staged: tuple[Staged, ...],
+    origins: Mapping[str, Origin] | None = None,
 ) -> tuple[Receipt, ...]:
     """Step 4's writes of a group decided on its locked states: a replay writes nothing, a
-    rejection every table's receipt, an acceptance every table's rows, ledger and receipt."""
+    rejection every table's receipt, an acceptance every table's rows, ledger, receipt and
+    lineage edge (from its origin, when known)."""
     if any(receipt.replayed for receipt in receipts):
         return receipts
     if not all(receipt.outcome is Outcome.ACCEPTED for receipt in receipts):
@@ -438,7 +449,8 @@ def _commit(
             steps.store.save(connection, receipt)
         return receipts
     for receipt, files in zip(receipts, staged, strict=True):
-        steps.apply_accepted(connection, states[receipt.table], receipt, files)
+        origin = (origins or {}).get(receipt.table)
+        steps.apply_accepted(connection, states[receipt.table], receipt, files, origin=origin)
     return receipts
 
 

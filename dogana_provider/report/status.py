@@ -1,6 +1,7 @@
 """What a receiver holds now: every table's claims, rows, last receipts, activation (pending,
-active until X, expired at X, or not required: receiver/activation.py) and the deliveries held
-for a person (receiver/holds.py), in one committed state.
+active until X, expired at X, or not required: receiver/activation.py), the deliveries held
+for a person (receiver/holds.py) and, when asked, its lineage (its sources and the last
+publications' edges: receiver/lineage_store.py), in one committed state.
 
 Read through DoganaHook.committed, the read transaction the ClaimsSensor's ledgers come from, so
 a group's tables are never shown at two instants. `dogana status` prints it, and the Airflow UI
@@ -25,6 +26,7 @@ from dogana_core.region import Region
 from dogana_provider.checks.expectations import NONE_DETAIL, Expectations, Reported, reported
 from dogana_provider.dialects import declared_types
 from dogana_provider.receiver.activation import Activation, SourceState
+from dogana_provider.receiver.lineage_store import MOST, Edge, Feeding
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.receiver.store import Hold
 
@@ -47,6 +49,10 @@ class TableStatus:
     activation: SourceState
     declared: Expectations = field(default_factory=Expectations)  # quality expectations
     held: tuple[Hold, ...] = ()  # deliveries waiting for a person to release or discard them
+    # What fed it, the most recent first, and its last publications' lineage edges, newest
+    # first (receiver/lineage_store.py); None when not read (read_status's lineage=0).
+    sources: tuple[Feeding, ...] | None = None
+    runs: tuple[Edge, ...] | None = None
 
     @property
     def expectations(self) -> Reported:
@@ -88,6 +94,12 @@ class TableStatus:
             "held": [
                 {"hold_id": hold.hold_id, "held_at": _iso(hold.held_at)} for hold in self.held
             ],
+            "lineage": None
+            if self.sources is None or self.runs is None
+            else {
+                "sources": [feeding.to_dict() for feeding in self.sources],
+                "recent_runs": [edge.to_dict() for edge in self.runs],
+            },
         }
 
 
@@ -114,8 +126,10 @@ def read_status(
     tables: Sequence[str] | None = None,
     receipts: int = 1,
     name: str | None = None,
+    lineage: int = 0,
 ) -> ReceiverStatus:
-    """Every registered table (or those named) with its claims at now, in one committed state.
+    """Every registered table (or those named) with its claims at now, in one committed state;
+    with lineage > 0, its sources and the lineage edges of its last lineage publications.
 
     A table named but not registered raises UnknownTable, as it does for the sensor.
     """
@@ -146,6 +160,9 @@ def read_status(
             declared = store.expectations(connection, table)
             activation = Activation(table, required, records.get(table)).at(now)
             held = tuple(store.holds_of(connection, table))
+            edges, recent = receiver.steps.lineage, min(lineage, MOST)
+            sources = tuple(edges.sources_of(connection, table, recent)) if recent else None
+            runs = tuple(edges.edges(connection, output=table, limit=recent)) if recent else None
             found.append(
                 TableStatus(
                     table,
@@ -159,6 +176,8 @@ def read_status(
                     activation=activation,
                     declared=declared,
                     held=held,
+                    sources=sources,
+                    runs=runs,
                 )
             )
     return ReceiverStatus(name or hook.receiver_conn_id, str(dialect), now, tuple(found))

@@ -44,7 +44,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from dogana_provider.dialects import SQLITE, sqlite_datetime
+from dogana_provider.dialects import SQLITE, declared_type, sqlite_datetime
 from dogana_provider.sources.bulk import sqlite_read, sqlite_serves
 from dogana_provider.sources.snapshot import Connect, SlowPath, Snapshot, SnapshotSource
 
@@ -386,32 +386,3 @@ def declarations(connection: Any, relation: Any) -> dict[str, str]:
     pragma = f"PRAGMA {SQLITE.quote(schema)}.table_info" if schema else "PRAGMA table_info"
     rows = connection.execute(f"{pragma}({SQLITE.quote(name)})").fetchall()
     return {row[1]: row[2] or "" for row in rows}
-
-
-def declared_type(declared: str) -> str | None:
-    """The logical type of an SQLite declared column type, by SQLite's affinity rules and the
-    names people write (BOOLEAN, DATE, DATETIME, DECIMAL(p,s)); None when it says nothing."""
-    text = declared.strip().upper()
-    if not text:
-        return None
-    typed = text.removeprefix("TEXT ")
-    if typed in ("DATE", "DATETIME") or typed.startswith("DECIMAL("):
-        text = typed  # a dogana receiver's own spelling: the logical type beside its affinity
-    if text.startswith(("DECIMAL(", "NUMERIC(")):
-        inside = text[text.index("(") + 1 : text.rindex(")")]
-        parts = [part.strip() for part in inside.split(",")]
-        if all(part.isdigit() for part in parts):
-            return f"decimal({parts[0]},{parts[1] if len(parts) > 1 else 0})"
-    if "BOOL" in text:
-        return "bool"
-    if "DATETIME" in text or "TIMESTAMP" in text:
-        return "datetime"
-    if text == "DATE":
-        return "date"
-    if "INT" in text:
-        return "int"
-    if any(word in text for word in ("CHAR", "CLOB", "TEXT")):
-        return "str"
-    if any(word in text for word in ("REAL", "FLOA", "DOUB")):
-        return "float"
-    return None

@@ -36,6 +36,15 @@ gate's (GateOperator): the table's quality expectations, or a group's by table::
         expectations={"column_mapping": {"amount_cents": {
             "min": {"geq_to": 0, "on_violation": "block"}}}},
     )
+
+A source that is not a SQL database is a connector (dogana_provider.connectors), its
+configuration given to extract instead of a source_conn_id::
+
+    delivery_task_group(
+        ORDERS, receiver_conn_id="warehouse",
+        extract={"connector": {"kind": "jsonl", "path": "s3://drops/orders.jsonl",
+                               "key": ["order_id"], "whole_history": True}},
+    )
 """
 
 from __future__ import annotations
@@ -59,7 +68,7 @@ REQUIREMENT = ("fresh_as_of", "max_age", "exact_at", "deletions_as_of", "shape",
 def _add_delivery(
     contract: Any,
     *,
-    source_conn_id: str,
+    source_conn_id: str | None,
     receiver_conn_id: str,
     outlets: list[Any],
     requirement: Mapping[str, Any],
@@ -109,7 +118,7 @@ class DeliveryTaskGroupFactory:
         contract: Contract | Mapping[str, Any] | str | None = None,
         *,
         group: Sequence[Contract | Mapping[str, Any] | str] | None = None,
-        source_conn_id: str,
+        source_conn_id: str | None = None,
         receiver_conn_id: str = DoganaHook.default_conn_name,
         group_id: str | None = None,
         extract: Mapping[str, Any] | None = None,
@@ -139,7 +148,7 @@ class DeliveryTaskGroupFactory:
     def partial(
         self,
         *,
-        source_conn_id: str,
+        source_conn_id: str | None = None,
         receiver_conn_id: str = DoganaHook.default_conn_name,
         group_id: str = "deliveries",
         extract: Mapping[str, Any] | None = None,

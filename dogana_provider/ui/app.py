@@ -32,6 +32,7 @@ from dogana_provider.settings import ui_receivers
 from dogana_provider.ui import page
 
 RECEIPTS = 50  # receipts shown on a table's page
+RUNS = 5  # each table's sources and last publications' lineage shown on the overview
 PERMISSION = "read (GET) on the receiver's Connection"
 
 
@@ -92,7 +93,9 @@ def overview(request: Request, user: User) -> Response:
             status_code=403,
         )
     now = datetime.now(UTC)
-    statuses = [read_status(DoganaHook(conn_id), now, name=conn_id) for conn_id in allowed]
+    statuses = [
+        read_status(DoganaHook(conn_id), now, name=conn_id, lineage=RUNS) for conn_id in allowed
+    ]
     links = {
         (status.receiver, table.table): page.Links(
             f"receipts/{quote(status.receiver)}/{quote(table.table)}",

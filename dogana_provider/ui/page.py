@@ -26,6 +26,7 @@ from typing import Any
 
 from dogana_core.claims import RegionClaim
 from dogana_core.gate import Receipt
+from dogana_provider.report.lineage import SHORT, source_name, task_instance
 from dogana_provider.report.status import ReceiverStatus, TableStatus
 from dogana_provider.report.table import age, when
 
@@ -43,7 +44,7 @@ STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 16px 24px;
        color: #1a1a1a; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 24px 0 8px; }
-h3 { font-size: 15px; margin: 18px 0 6px; }
+h3 { font-size: 15px; margin: 18px 0 6px; } h4 { font-size: 13px; margin: 12px 0 4px; }
 p.note { color: #555; margin: 0 0 12px; font-size: 13px; }
 table { border-collapse: collapse; font-size: 13px; max-width: 100%; }
 th, td { text-align: left; vertical-align: top; padding: 4px 8px;
@@ -156,7 +157,45 @@ def table_section(receiver: str, table: TableStatus) -> str:
         f"<section class='table' id='{escape(_anchor(receiver, table.table))}'>"
         f"<h3>{escape(table.table)} {badge(str(table.claims.state))} "
         f"<small>over {escape(over)}</small></h3>"
-        f"{strip(table.claims.regions)}<ul class='regions'>{regions}</ul></section>"
+        f"{strip(table.claims.regions)}<ul class='regions'>{regions}</ul>"
+        f"{lineage_section(receiver, table)}</section>"
+    )
+
+
+def lineage_section(receiver: str, table: TableStatus) -> str:
+    """A table's sources and its last publications' lineage (receiver/lineage_store.py): what
+    fed it, read by which DAG run and task, as `dogana lineage --output` answers."""
+    if not table.runs:
+        return "<p class='note'>No publication of this table has a lineage edge yet.</p>"
+    sources = [
+        [
+            escape(source_name(f.origin)),
+            escape(str(f.publications)),
+            escape(when(f.last_published_at)),
+        ]
+        for f in table.sources or ()
+    ]
+    runs = [
+        [
+            escape(when(e.published_at)),
+            escape(source_name(e.origin)),
+            escape(task_instance(e.origin)),
+            escape(str(e.rows)),
+            escape(when(e.produced_at)),
+            f"<span title='{escape(e.publication_id)}'>{escape(e.publication_id[:SHORT])}</span>",
+        ]
+        for e in table.runs
+    ]
+    more = f"dogana lineage {receiver} --output {table.table}"
+    return (
+        "<h4>Sources</h4>"
+        + html_table(["source", "publications", "last published at"], sources, long=("source",))
+        + f"<h4>Recent runs <small title='{escape(more)}'>(the last {len(runs)})</small></h4>"
+        + html_table(
+            ["published at", "source", "dag / run / task", "rows", "produced at", "publication"],
+            runs,
+            long=("source", "dag / run / task"),
+        )
     )
 
 

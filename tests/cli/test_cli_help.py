@@ -57,7 +57,7 @@ def examples(command: str, cwd: Path) -> list[str]:
     return lines
 
 
-@pytest.mark.parametrize("command", [*COMMANDS, *SOURCE_COMMANDS, *HOLD_COMMANDS])
+@pytest.mark.parametrize("command", [*COMMANDS, *SOURCE_COMMANDS, *HOLD_COMMANDS, "conformance"])
 def test_every_command_has_examples_and_its_exit_status(tmp_path: Path, command: str) -> None:
     result = dogana(command, "--help", cwd=tmp_path)
     assert result.code == 0

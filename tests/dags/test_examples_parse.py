@@ -32,6 +32,7 @@ DAG_IDS = {
     "dogana_shipments_window",
     "dogana_freshness",
     "dogana_activate_source",
+    "dogana_web_orders",
 }
 
 
@@ -65,7 +66,8 @@ def test_connection_ids_come_from_the_environment(
                 ("source_conn_id", "shop_db"),
                 ("receiver_conn_id", "warehouse"),
             ):
-                if hasattr(task, attribute):
+                # A connector's extract has no source_conn_id: it reads a file, not a database.
+                if getattr(task, attribute, None) is not None:
                     assert getattr(task, attribute) == expected, f"{dag_id}.{task.task_id}"
                     seen.add(attribute)
     assert seen == {"source_conn_id", "receiver_conn_id"}

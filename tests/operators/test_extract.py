@@ -155,7 +155,14 @@ def test_extract_from_sqlite_pushes_the_manifest_and_the_file_uri(
     run = module.dag.test()
     assert states(run) == {"plan": "success", "extract": "success"}
     pushed = xcom(run, "extract")
-    assert set(pushed) == {"manifest", "uri"}
+    assert set(pushed) == {"manifest", "uri", "origin"}
+    assert pushed["origin"] == {
+        "source_conn_id": conn_id,
+        "source": table,
+        "dag_id": dag_id,
+        "run_id": run.run_id,
+        "task_id": "extract",
+    }
     manifest = Manifest.from_dict(pushed["manifest"])
     # The default output: a local folder per DAG and run, the file named after the table.
     assert pushed["uri"].startswith(f"file:///tmp/dogana/{dag_id}/")

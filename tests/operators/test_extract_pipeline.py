@@ -1,7 +1,9 @@
 """Plan -> ExtractOperator -> Gate -> Publish, end to end in dag.test(), SQLite source and receiver.
 
 The receiver decides the file ExtractOperator wrote, from the URI it pushed: the first run reads
-the whole table, the second only what changed since, soft deletes arriving as tombstones.
+the whole table, the second only what changed since, soft deletes arriving as tombstones. Each
+publication's lineage edge names the source and the extract's task instance of its run; the
+publish task run again on the first run's decision (a retry) is a replay and writes no second.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 from delivery_dags import orders_contract, sqlite_connection, states, write_dag, xcom
 
-from dogana_core.gate import Receipt
+from dogana_core.gate import Outcome, Receipt
 from dogana_core.manifest import Manifest
 from dogana_provider.dialects import SQLITE
 from dogana_provider.hooks.dogana import DoganaHook
@@ -123,3 +125,35 @@ def test_extract_feeds_the_gate_and_publish_a_full_read_then_changes(
     assert published(hook, table) == {1: "one, changed", 4: "four"}
     claims = hook.receiver.ledger(table).claims(changes.produced_at, limit=timedelta.max)
     assert claims.exact_as_of == changes.produced_at
+
+    # What fed the table: one edge per run's publication, naming its extract's task instance.
+    edges = hook.receiver.lineage(output=table)
+    assert [(e.origin.run_id, e.manifest_identity) for e in edges] == [
+        (second.run_id, changes.identity),
+        (first.run_id, manifest.identity),
+    ]
+    assert {(e.origin.source_conn_id, e.origin.source, e.origin.task_id) for e in edges} == {
+        (source_id, table, "extract")
+    }
+    assert {e.origin.dag_id for e in edges} == {module.dag.dag_id}
+
+    # The first run's publish again, on the decision its gate handed over: a replay, no edge.
+    retry = write_dag(
+        airflow_home,
+        f"extract_flow_retry_{uid}",
+        f"""
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            PublishOperator(
+                task_id="publish",
+                receiver_conn_id={receiver_id!r},
+                table={table!r},
+                decision={xcom(first, "gate")!r},
+            )
+        """,
+    )
+    retried = retry.dag.test()
+    assert states(retried) == {"publish": "success"}
+    assert Receipt.from_dict(xcom(retried, "publish")).outcome is Outcome.REPLAYED
+    assert hook.receiver.lineage(output=table) == edges

@@ -1,6 +1,7 @@
 """The receiver's conformance suite: one test class every database's test module inherits.
 
-Source activation's cases are in activation_conformance.py, held deliveries' in
+Source activation's cases are in activation_conformance.py, lineage edges' in
+lineage_conformance.py, held deliveries' in
 hold_conformance.py: classes this one inherits.
 
 A subclass sets ``dialect`` and provides a ``connect`` fixture (a factory of new DB-API
@@ -28,6 +29,7 @@ from activation_conformance import ActivationConformance
 from hold_conformance import HoldConformance
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lineage_conformance import LineageConformance
 from receiver_deliveries import (
     NOW,
     SCHEMA,
@@ -200,7 +202,7 @@ class _FaultyCursor:
         return getattr(self._cursor, name)
 
 
-class ReceiverConformance(ActivationConformance, HoldConformance):
+class ReceiverConformance(ActivationConformance, HoldConformance, LineageConformance):
     dialect: Dialect
     driver_error: type[Exception]
     """The DB-API driver's base error: a lost connection may surface as one."""

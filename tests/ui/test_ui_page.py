@@ -272,6 +272,25 @@ def test_a_patched_day_is_drawn_between_complete_days_with_both_its_dates(
         assert region.deletions_as_of < region.complete_as_of  # type: ignore[operator]
 
 
+def test_a_tables_section_shows_its_sources_and_recent_runs(server: Server) -> None:
+    """What fed each table, read by which DAG run and task: its lineage edges, as `dogana
+    lineage --output` answers, the refused delivery of orders having written none."""
+    server.open_as("op", "/dogana/")
+    for conn_id, live in server.receivers.items():
+        section = f"document.getElementById('{conn_id}.orders')"
+        tables = server.browser.evaluate(
+            f"[...{section}.querySelectorAll('table')].map(t => t.innerText)"
+        )
+        sources, runs = (text.splitlines()[1:] for text in tables)
+        assert [line.split("\t")[:2] for line in sources] == [["shop_db: shop.orders", "2"]]
+        edges = live.receiver.lineage(output="orders")
+        assert [line.split("\t")[2] for line in runs] == [
+            "several / run_2 / orders.extract",
+            "several / run_1 / orders.extract",
+        ]
+        assert [line.split("\t")[5] for line in runs] == [e.publication_id[:12] for e in edges]
+
+
 def test_a_tables_receipts_page_names_each_outcome_and_the_failed_check(server: Server) -> None:
     for conn_id, live in server.receivers.items():
         text = server.open_as("op", f"/dogana/receipts/{conn_id}/orders")

@@ -1,0 +1,72 @@
+"""Sources beyond one SQL snapshot, behind one contract (contract.py) every connector keeps.
+
+    contract.py      the nine operations, Stream, Proof (the dogana shape a read proves), errors
+    conformance.py   the conformance suite: a plain function returning named checks, no skip
+    jsonl.py         JSON Lines files (local or any fsspec URL) by exact byte offsets
+    http.py          HTTP JSON APIs through Airflow's HttpHook, by cursor, page or offset
+    sql.py           SQLite, PostgreSQL and MySQL/MariaDB tables, each read in one snapshot
+    extract.py       a read written as a delivery, its manifest stamped from the read's proof
+
+connector_of(config) builds a connector from its configuration mapping, by its "kind".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dogana_provider.connectors.contract import (
+    Connector,
+    ConnectorError,
+    Health,
+    InvalidConfiguration,
+    Proof,
+    Reading,
+    RefusedRead,
+    Stream,
+    StreamColumn,
+    UnknownStream,
+)
+from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
+from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.sql import SqlConnector
+
+CONNECTORS: dict[str, type[Connector]] = {
+    JsonLinesConnector.kind: JsonLinesConnector,
+    HttpJsonConnector.kind: HttpJsonConnector,
+    SqlConnector.kind: SqlConnector,
+}
+"""Each connector by its kind, the "kind" of its configuration."""
+
+
+def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
+    """A connector from its configuration ({"kind": "jsonl", "path": ...}), or itself."""
+    if isinstance(config, Connector):
+        return config
+    options = dict(config)
+    kind = options.pop("kind", None)
+    if kind not in CONNECTORS:
+        raise ConnectorError(
+            f"kind: {kind!r} is not a connector's kind (they are {', '.join(sorted(CONNECTORS))})"
+        )
+    return CONNECTORS[kind](options)
+
+
+__all__ = [
+    "CONNECTORS",
+    "Connector",
+    "ConnectorError",
+    "Health",
+    "HttpJsonConnector",
+    "InvalidConfiguration",
+    "JsonLinesConnector",
+    "Proof",
+    "Reading",
+    "RefusedRead",
+    "SourceUnavailable",
+    "SqlConnector",
+    "Stream",
+    "StreamColumn",
+    "UnknownStream",
+    "connector_of",
+]
