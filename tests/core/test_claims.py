@@ -357,6 +357,10 @@ MALFORMED = {
         f"Claims.complete_as_of: {MONDAY}, but the minimum over the regions is {SUNDAY} "
         "(absent if any region is unknown)",
     ),
+    "Claims.complete_as_of, naive": (
+        lambda: _claims().replace(complete_as_of=datetime(2026, 10, 18)),
+        "Claims.complete_as_of: naive datetime 2026-10-18T00:00:00 carries no UTC offset",
+    ),
     "Claims.joined, a part of two tables": (
         lambda: Claims.joined(
             MONDAY,
@@ -377,6 +381,9 @@ def test_claims_hold_their_now_in_utc_whatever_offset_it_is_given_in() -> None:
     again = claims.replace(now=MONDAY.astimezone(timezone(timedelta(hours=2))))
     assert again == claims
     assert again.now.tzinfo is UTC
+    given = claims.replace(regions=list(claims.regions), state="complete")
+    assert given == claims
+    assert given.state is State.COMPLETE
 
 
 def test_a_region_claim_holds_its_state_as_a_state_whatever_form_it_is_given_in() -> None:
