@@ -8,7 +8,7 @@ worst region's; its two dates are separate minima, absent if any region is unkno
 from __future__ import annotations
 
 import json
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ledger_fixtures import FEED, HOUR, MONDAY, ORDERS, SUNDAY, day, make
@@ -238,6 +238,14 @@ def test_claims_refuse_a_limit_written_as_timedelta_max_seconds() -> None:
         Claims.from_dict(document)
 
 
+def test_a_malformed_limit_on_the_wire_is_refused_naming_the_field() -> None:
+    document = json.loads(orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK).to_json())
+    document["limit"] = {"$seconds": -1}
+    with pytest.raises(SerializationError) as refused:
+        Claims.from_dict(document)
+    assert str(refused.value) == "Claims.limit: $seconds -1 is negative"
+
+
 def test_claims_cannot_hold_an_inconsistent_statement() -> None:
     claims = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
     with pytest.raises(InvalidContract, match="worst region"):
@@ -250,6 +258,163 @@ def test_claims_cannot_hold_an_inconsistent_statement() -> None:
         RegionClaim("orders", state=State.COMPLETE)
     with pytest.raises(InvalidContract, match="at least one"):
         claims.replace(regions=())
+
+
+def test_claims_of_several_tables_join_claims_stated_at_one_now_and_limit() -> None:
+    part = orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
+    assert Claims.joined(MONDAY, WEEK, (part,)) == part
+    for now, limit, parts in (
+        (MONDAY + HOUR, WEEK, (part,)),
+        (MONDAY, DAY, (part,)),
+        (MONDAY, WEEK, ()),
+    ):
+        with pytest.raises(InvalidContract) as refused:
+            Claims.joined(now, limit, parts)
+        assert str(refused.value) == (
+            "Claims.joined: claims stated at this now and limit, one or more"
+        )
+
+
+def _claims() -> Claims:
+    return orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
+
+
+PROVEN = {"complete_as_of": SUNDAY, "deletions_as_of": SUNDAY}
+MALFORMED = {
+    "RegionClaim.table": (
+        lambda: RegionClaim("", **PROVEN, state=State.COMPLETE),
+        "RegionClaim.table: names the table the region belongs to",
+    ),
+    "RegionClaim.table, not text": (
+        lambda: RegionClaim(7, **PROVEN, state=State.COMPLETE),
+        "RegionClaim.table: expected a string, got int",
+    ),
+    "RegionClaim.state": (
+        lambda: RegionClaim("orders", state="maybe"),
+        "RegionClaim.state: 'maybe' is not a state",
+    ),
+    "RegionClaim.state, against the dates": (
+        lambda: RegionClaim("orders", state=State.COMPLETE),
+        "RegionClaim.state: complete does not fit dates (None, None)",
+    ),
+    "RegionClaim.state, patched over equal dates": (
+        lambda: RegionClaim("orders", **PROVEN, state=State.PATCHED),
+        f"RegionClaim.state: patched does not fit dates ({SUNDAY}, {SUNDAY})",
+    ),
+    "RegionClaim.state, patched over no dates": (
+        lambda: RegionClaim("orders", state=State.PATCHED),
+        "RegionClaim.state: patched does not fit dates (None, None)",
+    ),
+    "Claims.regions, none": (
+        lambda: _claims().replace(regions=()),
+        "Claims.regions: claims state at least one RegionClaim",
+    ),
+    "Claims.limit": (
+        lambda: Claims.at(MONDAY, -DAY, ()),
+        "Claims.limit: datetime.timedelta(days=-1) must be a nonnegative duration "
+        "(timedelta.max: no limit)",
+    ),
+    "Claims.regions, overlapping": (
+        lambda: Claims.at(
+            MONDAY,
+            WEEK,
+            (
+                ("orders", Region(None, day(5), **PROVEN)),
+                ("orders", Region(day(3), None, False, **PROVEN)),
+            ),
+        ),
+        "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
+    ),
+    "Claims.regions, after a region unbounded above": (
+        lambda: Claims.at(
+            MONDAY,
+            WEEK,
+            (("orders", Region(**PROVEN)), ("orders", Region(day(3), None, False, **PROVEN))),
+        ),
+        "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
+    ),
+    "Claims.regions, unbounded below after another": (
+        lambda: Claims.at(
+            MONDAY,
+            WEEK,
+            (
+                ("orders", Region(None, day(5), **PROVEN)),
+                ("orders", Region(None, day(9), **PROVEN)),
+            ),
+        ),
+        "Claims.regions[1]: overlaps or precedes an earlier region of table orders",
+    ),
+    "Claims.regions, a state the limit does not give": (
+        lambda: _claims().replace(limit=HOUR),
+        "Claims.regions[0]: state complete, but at now with this limit it is expired",
+    ),
+    "Claims.state": (
+        lambda: _claims().replace(state=State.PATCHED),
+        "Claims.state: patched, but the worst region is complete",
+    ),
+    "Claims.complete_as_of": (
+        lambda: _claims().replace(complete_as_of=MONDAY),
+        f"Claims.complete_as_of: {MONDAY}, but the minimum over the regions is {SUNDAY} "
+        "(absent if any region is unknown)",
+    ),
+    "Claims.complete_as_of, naive": (
+        lambda: _claims().replace(complete_as_of=datetime(2026, 10, 18)),
+        "Claims.complete_as_of: naive datetime 2026-10-18T00:00:00 carries no UTC offset",
+    ),
+    "Claims.joined, a part of two tables": (
+        lambda: Claims.joined(
+            MONDAY,
+            WEEK,
+            (Claims.at(MONDAY, WEEK, (("orders", Region()), ("items", Region()))),),
+        ),
+        "Claims.joined: each part holds the regions of one table",
+    ),
+    "Claims.joined, a table twice": (
+        lambda: Claims.joined(MONDAY, WEEK, (_claims(), _claims())),
+        "Claims.joined: a table twice among ['orders', 'orders']",
+    ),
+}
+
+
+def test_claims_hold_their_now_in_utc_whatever_offset_it_is_given_in() -> None:
+    claims = _claims()
+    again = claims.replace(now=MONDAY.astimezone(timezone(timedelta(hours=2))))
+    assert again == claims
+    assert again.now.tzinfo is UTC
+    given = claims.replace(regions=list(claims.regions), state="complete")
+    assert given == claims
+    assert given.state is State.COMPLETE
+
+
+def test_a_region_claim_holds_its_state_as_a_state_whatever_form_it_is_given_in() -> None:
+    assert RegionClaim("orders", state="unknown").state is State.UNKNOWN
+    assert RegionClaim("orders", **PROVEN, state="complete").state is State.COMPLETE
+
+
+@pytest.mark.parametrize("case", list(MALFORMED))
+def test_a_malformed_claim_is_refused_naming_the_field(case: str) -> None:
+    build, message = MALFORMED[case]
+    with pytest.raises(InvalidContract) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+NAIVE = datetime(2026, 10, 19)
+STATED_AT_NOW = {
+    "Claims": lambda: Claims(NAIVE, WEEK, (), State.UNKNOWN),
+    "Claims.at": lambda: Claims.at(NAIVE, WEEK, ()),
+    "Claims.of_runs": lambda: Claims.of_runs(NAIVE, WEEK, "orders", ()),
+    "Claims.joined": lambda: Claims.joined(NAIVE, WEEK, ()),
+}
+
+
+@pytest.mark.parametrize("statement", list(STATED_AT_NOW))
+def test_claims_refuse_a_naive_now_naming_it(statement: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        STATED_AT_NOW[statement]()
+    assert (
+        str(refused.value) == "Claims.now: naive datetime 2026-10-19T00:00:00 carries no UTC offset"
+    )
 
 
 def test_claims_json_schema_describes_its_wire_form() -> None:

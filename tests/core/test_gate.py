@@ -8,7 +8,7 @@ and never holds the ledger, the history, rows or deleted keys.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 from ledger_fixtures import HOUR, MONDAY, ORDERS, SUNDAY, chain_of, day, make
@@ -72,6 +72,26 @@ def test_produced_at_later_than_the_receivers_now_is_rejected() -> None:
     assert late.outcome is Outcome.REJECTED
     assert [c.name for c in late.failed] == ["receiver_time"]
     assert Gate.evaluate(Ledger.new(ORDERS), full(MONDAY), now=MONDAY).accepted
+
+
+def test_a_failed_manifest_check_carries_the_refusal_naming_what_is_wrong() -> None:
+    wrong = Manifest("orders", "full", SUNDAY, window=(day(1), day(1)))
+    with pytest.raises(InvalidContract) as refused:
+        wrong.check(ORDERS)
+    receipt = Gate.evaluate(Ledger.new(ORDERS), wrong, now=MONDAY)
+    assert receipt.checks[0].detail == str(refused.value) != ""
+    assert receipt.checks[2].detail == "not evaluated: the manifest does not fit the contract"
+
+
+def test_receiver_time_detail_states_produced_at_against_the_receivers_time() -> None:
+    on_time = Gate.preflight(Ledger.new(ORDERS), full(MONDAY), now=MONDAY)[1]
+    late = Gate.preflight(Ledger.new(ORDERS), full(MONDAY), now=SUNDAY)[1]
+    assert on_time.detail == (
+        f"produced_at {MONDAY.isoformat()} is not after the receiver's time {MONDAY.isoformat()}"
+    )
+    assert late.detail == (
+        f"produced_at {MONDAY.isoformat()} is after the receiver's time {SUNDAY.isoformat()}"
+    )
 
 
 def test_transition_check_fails_when_the_ledger_does_not_admit_the_read() -> None:
@@ -142,6 +162,12 @@ def test_rejection_leaves_ledger_and_publication_as_they_were() -> None:
     assert receipt.transition is None
 
 
+def test_a_receipt_records_its_source_whatever_the_decision() -> None:
+    rejected = Gate.evaluate(Ledger.new(ORDERS), full(), (ROWS_BAD,), now=SUNDAY, source="pull")
+    accepted = Gate.evaluate(Ledger.new(ORDERS), full(), (ROWS_OK,), now=SUNDAY, source="pull")
+    assert rejected.source == accepted.source == "pull"
+
+
 def test_rejection_on_an_untouched_ledger_names_the_genesis_head() -> None:
     ledger = Ledger.new(ORDERS)
     receipt = Gate.evaluate(ledger, full(), (ROWS_BAD,), now=SUNDAY)
@@ -163,6 +189,15 @@ def test_acceptance_carries_the_plan_and_the_regions_over_its_coverage() -> None
         ApplyPlan((Action(ActionKind.REPLACE_WINDOW, (day(3), day(4)), ("id",)),)),
         (Region.closed(day(3), day(4), MONDAY, MONDAY),),
     )
+
+
+def test_a_transitions_regions_are_a_tuple_however_they_are_given() -> None:
+    plan = ApplyPlan((Action(ActionKind.REPLACE_ALL),))
+    regions = [Region(None, None, complete_as_of=SUNDAY, deletions_as_of=SUNDAY)]
+    given = Transition(plan, regions)  # type: ignore[arg-type]
+    assert given.regions == tuple(regions)
+    assert given == Transition(plan, tuple(regions))
+    assert hash(given) == hash(Transition(plan, tuple(regions)))
 
 
 def test_transition_regions_show_every_region_the_coverage_meets() -> None:
@@ -252,6 +287,22 @@ def test_only_an_acceptance_is_replayed() -> None:
         rejected.replay()
 
 
+def test_a_receipt_holds_its_decision_normalized_whatever_form_it_is_given_in() -> None:
+    _, accepted = accepted_full()
+    rejected = Gate.evaluate(Ledger.new(ORDERS), full(), (ROWS_BAD,), now=SUNDAY)
+    again = rejected.replace(
+        checks=list(rejected.checks),
+        outcome="rejected",
+        received_at=SUNDAY.astimezone(timezone(timedelta(hours=2))),
+    )
+    assert again == rejected
+    assert again.checks == rejected.checks
+    assert again.outcome is Outcome.REJECTED
+    assert not again.accepted
+    assert again.received_at.tzinfo is UTC
+    assert accepted.replace(outcome="accepted").outcome is Outcome.ACCEPTED
+
+
 def test_a_receipt_cannot_hold_an_inconsistent_decision() -> None:
     _, accepted = accepted_full()
     with pytest.raises(InvalidContract, match="failed"):
@@ -270,6 +321,30 @@ def test_a_receipt_cannot_hold_an_inconsistent_decision() -> None:
 def test_gate_refuses_a_naive_now() -> None:
     with pytest.raises(InvalidContract, match="naive"):
         Gate.evaluate(Ledger.new(ORDERS), full(), now=datetime(2026, 10, 18))
+
+
+NAIVE_NOW = datetime(2026, 10, 18)
+DECISIONS_AT_NOW = {
+    "evaluate": lambda: Gate.evaluate(Ledger.new(ORDERS), full(), now=NAIVE_NOW),
+    "preflight": lambda: Gate.preflight(Ledger.new(ORDERS), full(), now=NAIVE_NOW),
+    "reject": lambda: Gate.reject(Ledger.new(ORDERS), full(), (ROWS_BAD,), now=NAIVE_NOW),
+}
+
+
+@pytest.mark.parametrize("decision", list(DECISIONS_AT_NOW))
+def test_every_gate_decision_refuses_a_naive_now_naming_it(decision: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        DECISIONS_AT_NOW[decision]()
+    assert str(refused.value) == (
+        "Gate now: naive datetime 2026-10-18T00:00:00 carries no UTC offset"
+    )
+
+
+@pytest.mark.parametrize("what", ["outcomes", "joint"])
+def test_receiver_checks_must_be_check_values_naming_what_was_given(what: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        Gate.evaluate(Ledger.new(ORDERS), full(), now=SUNDAY, **{what: ("rows passed",)})
+    assert str(refused.value) == f"Gate.evaluate {what}: expected Check values, got str"
 
 
 # Wire round trips --------------------------------------------------------------------------------
@@ -339,6 +414,11 @@ SIZE_BAD = Check("size", False, "bytes differ")
 MALFORMED = {
     "Check.name": (lambda: Check("", True), "Check.name: a check has a name"),
     "Check.passed": (lambda: Check("rows", 1), "Check.passed: 1 is not true or false"),  # type: ignore[arg-type]
+    "Check.name, not text": (lambda: Check(7, True), "Check.name: expected a string, got int"),  # type: ignore[arg-type]
+    "Check.detail": (
+        lambda: Check("rows", True, "\ud800"),
+        "Check.detail: string holds a lone surrogate",
+    ),
     "Transition.plan": (
         lambda: Transition("plan", _decisions()[0].transition.regions),  # type: ignore[arg-type, union-attr]
         "Transition.plan: expected an ApplyPlan",
@@ -374,6 +454,14 @@ MALFORMED = {
     "Receipt.outcome": (
         lambda: _decisions()[0].replace(outcome="maybe"),
         "Receipt.outcome: 'maybe' is not an outcome",
+    ),
+    "Receipt.received_at": (
+        lambda: _decisions()[0].replace(received_at=datetime(2026, 10, 18)),
+        "Receipt.received_at: naive datetime 2026-10-18T00:00:00 carries no UTC offset",
+    ),
+    "Receipt.source": (
+        lambda: _decisions()[0].replace(source=3),
+        "Receipt.source: expected a string, got int",
     ),
     "Receipt.base_publication_id": (
         lambda: _decisions()[0].replace(base_publication_id="x"),
