@@ -12,11 +12,13 @@ table, or for its group of tables read together in one snapshot (delivery_task_g
                     package, then mapped by dogana_core.odcs): one schema object is a table,
                     several are a group; the schedule and the requirement are the document's
                     customProperties doganaSchedule and doganaRequirement; its quality rules
-                    are the tables' expectations where they map (odcs_quality.py).
+                    are the tables' expectations where they map (checks/odcs.py).
     *.json          dogana's own: a Contract's wire JSON (the call's schedule and requirement),
                     or {"contracts": [<Contract>, ...], "schedule": ..., "requirement": ...,
-                    "expectations": ...}: a table's quality expectations (expectations.py), or
-                    for a group a mapping from table to them.
+                    "expectations": ..., "schema_policy": ...}: a table's quality
+                    expectations (checks/expectations.py), or for a group a mapping from table to
+                    them; its schema policy (schema/policy.py), or a group's by table. An
+                    ODCS contract's schema policy is its customProperties doganaSchemaPolicy.
 
 A file's expectations are its gate's (GateOperator's expectations=), stored in the receiver for
 the table at each run. The file is the whole declaration: a table whose file declares none has
@@ -51,6 +53,7 @@ from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.checks.odcs import odcs_expectations
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.schema.policy import policies
 from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
 
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -73,6 +76,8 @@ class ContractFile:
     columns: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     expectations: Mapping[str, Expectations] = field(default_factory=dict)
     """Each table's quality expectations, by table; a table declaring none is left out."""
+    schema_policy: Mapping[str, Any] | None = None
+    """Each table's schema policy (schema/policy.py) by table, when the file declares one."""
 
     def gate(self) -> dict[str, Any]:
         """delivery_task_group's expectations: each table's dict, by table, ``{}`` for a table
@@ -88,14 +93,19 @@ class ContractFile:
             for contract in self.contracts
         }
 
-    def extract(self) -> dict[str, Any]:
-        """ExtractOperator's arguments for the declared columns, in order and with their types."""
-        if not self.columns:
-            return {}
-        return {
-            "columns": {table: list(types) for table, types in self.columns.items()},
-            "column_types": {table: dict(types) for table, types in self.columns.items()},
-        }
+    def extract(self, schema_policy: Any = None) -> dict[str, Any]:
+        """ExtractOperator's arguments for the declared columns, in order and with their types,
+        and each table's schema policy: the file's, else schema_policy (the folder's default)."""
+        found: dict[str, Any] = {}
+        if self.columns:
+            found["columns"] = {table: list(types) for table, types in self.columns.items()}
+            found["column_types"] = {table: dict(t) for table, t in self.columns.items()}
+        policy = self.schema_policy
+        if policy is None and schema_policy is not None:
+            policy = policies(schema_policy, [c.table for c in self.contracts], "schema_policy")
+        if policy is not None:
+            found["schema_policy"] = dict(policy)
+        return found
 
     @property
     def name(self) -> str:
@@ -140,13 +150,15 @@ def contract_dags(
     start_date: datetime = START,
     tags: Sequence[str] = ("dogana",),
     extract: Mapping[str, Any] | None = None,
+    schema_policy: Any = None,
     **options: Any,
 ) -> dict[str, DAG]:
     """One DAG per contract file of folder, by DAG id; a stand-in DAG failing validation with
     every broken file's error, so that Airflow shows them as this DAG file's import error.
 
-    schedule and options (a requirement, ExtractOperator's extract={...}, every task's pool or
-    retries) are the defaults; a file's own schedule and requirement win.
+    schedule, schema_policy and options (a requirement, ExtractOperator's extract={...},
+    every task's pool or retries) are the defaults; a file's own schedule, requirement and
+    schema policy win (docs/schema-policy.md).
     """
     files, errors = read_contract_folder(folder, schedule=schedule)
     dags: dict[str, DAG] = {}
@@ -167,7 +179,7 @@ def contract_dags(
                 group=None if len(contracts) == 1 else contracts,
                 source_conn_id=source_conn_id,
                 receiver_conn_id=receiver_conn_id,
-                extract={**item.extract(), **dict(extract or {})},
+                extract={**item.extract(schema_policy), **dict(extract or {})},
                 **{**options, **item.requirement, **item.gate()},
             )
         dags[dag_id] = dag
@@ -194,7 +206,13 @@ class BrokenContractFiles(DAG):
 
 def _from_json(path: Path, data: Any, schedule: str | None) -> ContractFile:
     if isinstance(data, Mapping) and "contracts" in data:
-        unknown = set(data) - {"contracts", "schedule", "requirement", "expectations"}
+        unknown = set(data) - {
+            "contracts",
+            "schedule",
+            "requirement",
+            "expectations",
+            "schema_policy",
+        }
         if unknown:
             raise InvalidContract(f"{', '.join(sorted(unknown))}: not a field of a pipeline file")
         items = data["contracts"]
@@ -207,6 +225,7 @@ def _from_json(path: Path, data: Any, schedule: str | None) -> ContractFile:
             data.get("schedule", schedule),
             _requirement(data.get("requirement"), "requirement"),
             expectations=_expectations(data.get("expectations"), contracts),
+            schema_policy=_policy(data.get("schema_policy"), contracts, "schema_policy"),
         )
     return ContractFile(path, (_contract(data, "contract"),), schedule)
 
@@ -238,6 +257,11 @@ def _from_odcs(path: Path, document: Any) -> ContractFile:
         _requirement(custom.get("doganaRequirement"), "customProperties.doganaRequirement"),
         odcs_columns(document),
         odcs_expectations(document),
+        schema_policy=_policy(
+            custom.get("doganaSchemaPolicy"),
+            contracts_of_odcs(document),
+            "customProperties.doganaSchemaPolicy",
+        ),
     )
 
 
@@ -263,6 +287,12 @@ def _expectations(value: Any, contracts: Sequence[Contract]) -> dict[str, Expect
         table: Expectations.from_dict(item, f"expectations.{table}")
         for table, item in value.items()
     }
+
+
+def _policy(value: Any, contracts: Sequence[Contract], where: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    return policies(value, [contract.table for contract in contracts], where)
 
 
 def _requirement(value: Any, where: str) -> dict[str, Any]:

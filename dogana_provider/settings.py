@@ -16,7 +16,7 @@ and those kept after publication. So nothing under the folder grows without boun
 ui_receivers names the receivers the Airflow UI's dogana page shows (dogana_provider/ui).
 
 require_activation = True switches on, in every receiver a task registers a table in, the
-receiver's own stored setting of that name (receiver/sources.py): from then on the receiver
+receiver's own stored setting of that name (receiver/activating.py): from then on the receiver
 publishes only tables a named person activated. It never switches it off: that takes
 ``dogana require-activation RECEIVER off --by NAME``.
 

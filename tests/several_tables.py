@@ -148,6 +148,11 @@ def accept(receiver: Receiver, path: Path, manifest: object, source: Origin) -> 
     assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
 
 
+PASSWORD = "s3cret-never-shown"
+"""A password for a server receiver's URL to carry (trust authentication ignores it), so that a
+test can assert that no output shows it."""
+
+
 @dataclass(frozen=True)
 class Live:
     """A filled receiver: its URL (with a password on PostgreSQL) and its Airflow connection."""

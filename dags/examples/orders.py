@@ -27,6 +27,10 @@ on this table. A row removed with DELETE is invisible to a changes read; the pub
 until the weekly full read replaces the table. If your source purges rows, declare the changes
 shape without tombstones and the dates will say so.
 
+The extract checks the source's columns against the receiver's schema version before reading
+(SCHEMA_POLICY below): a column added to or dropped from orders fails the run, naming it, and
+nothing is read; `dogana schema dogana_default orders` lists the versions.
+
 The gate also holds the orders to three business rules (EXPECTATIONS below): a negative amount
 blocks the delivery, a missing customer is published with a warning, and an implausibly large
 amount holds the delivery until a person releases or discards it.
@@ -100,6 +104,10 @@ EXPECTATIONS = Expectations.from_dict(
 )
 
 
+# What may change in the source's columns between two reads (docs/schema-policy.md).
+SCHEMA_POLICY = {"columns": "freeze", "data_type": "evolve"}
+
+
 def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: str) -> DAG:
     with DAG(
         dag_id,
@@ -129,6 +137,12 @@ def orders_pipeline(dag_id: str, cron: str, days: int, shape: str | None, doc: s
             task_id="extract",
             source_conn_id=SOURCE_CONN_ID,
             contract=ORDERS,
+            # Before a row is read, the source's columns are compared with the schema version
+            # the receiver holds (docs/schema-policy.md): a column added or dropped fails the
+            # run, naming it, until a person looks; a wider decimal is taken and widened in the
+            # published table. Without a policy: columns evolve, data_type freeze.
+            receiver_conn_id=RECEIVER_CONN_ID,
+            schema_policy=SCHEMA_POLICY,
         )
         gate = GateOperator(
             task_id="gate", receiver_conn_id=RECEIVER_CONN_ID, expectations=EXPECTATIONS

@@ -1,6 +1,6 @@
 """Quality expectations: business rules on a delivery's rows, each with a declared consequence.
 
-The protocol's checks compare rows with a declaration (checks.py); an expectation is a rule about
+The protocol's checks compare rows with a declaration (rows.py); an expectation is a rule about
 the source's data (an amount is never negative, a column has no nulls), which a receiver keeps for
 itself ("Plans, checks and receipts"). A table declares them beside its contract, in the
 vocabulary of common-sql's SQLColumnCheckOperator and SQLTableCheckOperator::
@@ -819,7 +819,7 @@ def verify(
     published: str | None,
     last_rows: int | None,
 ) -> tuple[list[Check], list[Result]]:
-    """The row checks (checks.verify) and every expectation of one staged delivery, their
+    """The row checks (rows.verify) and every expectation of one staged delivery, their
     aggregates in the row checks' one counting scan. The Checks are the row checks'; each
     Result becomes its Check through checks_of."""
     if staged.unreadable is not None:

@@ -36,7 +36,7 @@ Dialect (dialects/), so the same functions run on SQLite, PostgreSQL and MySQL/M
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
@@ -219,7 +219,7 @@ def verify(
 
 def column_names(staged: Staged) -> Check:
     """Passed by every staged file: staging refuses a name no receiver may create
-    (staging.refuse_misnamed), and verify reports that refusal under this name."""
+    (delivery/files.py's refuse_misnamed), and verify reports that refusal under this name."""
     count = len(staged.file_columns)
     verdict = "is an identifier" if count == 1 else "are identifiers, distinct regardless of case"
     return _check(
@@ -256,32 +256,52 @@ def column_hash(staged: Staged, contract: Contract, manifest: Manifest) -> Check
 
 
 def column_types(
-    connection: Any, dialect: Dialect, staged: Staged, contract: Contract, published: str
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    contract: Contract,
+    published: str,
+    *,
+    widened: Mapping[str, str] | None = None,
 ) -> Check:
     """Every staged column the published table has is of the type it has there, under the
     name it has there.
 
-    Compared as the database declares them (sql.declared_types): the staging table's columns
-    were created from the file's logical types exactly as the published ones were, so a
-    difference is a column whose type changed since, which the published table cannot hold
-    as it is. A file column spelling a published one in another case is refused on every
-    database: SQLite and MariaDB would take it for that column, PostgreSQL for a new one.
+    Compared as the database declares them (dialects/base.py's declared_types): the staging table's
+    columns were created from the file's logical types exactly as the published ones were, so a
+    difference is a column whose type changed since, which the published table cannot hold as it is.
+    A file column spelling a published one in another case is refused on every database: SQLite and
+    MariaDB would take it for that column, PostgreSQL for a new one.
+
+    widened maps a column to the wider type the delivery's schema version widens it to, which
+    its table's schema policy allowed (schema/): staged as that type, it is no difference, and
+    the publication widens the published column (actions.widen_columns).
     """
+    widened = widened or {}
     have = declared_types(connection, dialect, published)
     got = declared_types(connection, dialect, staged.table)
     folded = {name.lower(): name for name in have}
     files = [n for n, _ in staged.columns if n != contract.deleted_column]
     recased = {n: folded[n.lower()] for n in files if n not in have and n.lower() in folded}
     common = [n for n in files if n in have]
-    differ = [n for n in common if got.get(n) != have[n]]
+    kinds = dict(staged.columns)
+    differ = [n for n in common if got.get(n) != have[n] and widened.get(n) != kinds[n]]
+    grown = [n for n in common if got.get(n) != have[n] and widened.get(n) == kinds[n]]
     if not differ and not recased:
+        if grown:
+            return _check(
+                CheckName.COLUMN_TYPES,
+                True,
+                "the file's published columns have the published table's types, but "
+                + ", ".join(f"{n} widened to {kinds[n]}" for n in grown)
+                + " by the delivery's schema version",
+            )
         return _check(
             CheckName.COLUMN_TYPES,
             True,
             f"the file's {plural(len(common), 'published column')} "
             f"{'has' if len(common) == 1 else 'have'} the published table's types",
         )
-    kinds = dict(staged.columns)
     spelled = [
         f"{n} is {kinds[n]} in the file ({got.get(n)}), {have[n]} in table {published}"
         for n in differ

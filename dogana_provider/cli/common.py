@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 from dogana_core.errors import InvalidContract
 from dogana_core.values import LogicalType, Scalar
 from dogana_core.wire import decode_date, decode_datetime
+from dogana_provider.dialects import DIALECTS, UnknownDatabase, dialect_for
 from dogana_provider.hooks.sql import MissingExtra
 from dogana_provider.receiver.receiver import UnknownTable
 from dogana_provider.report import durations
@@ -192,27 +193,37 @@ def stdout_to_stderr() -> Iterator[None]:
 
 
 URL_CONN_ID = "dogana_cli_receiver"
-_URL_SCHEMES = {"sqlite", "postgresql", "postgres", "mysql", "mariadb"}
 
 
 def connection_of_url(url: str) -> tuple[str, str]:
-    """An Airflow connection (as AIRFLOW_CONN_ takes it) for a URL, and the URL to print."""
+    """An Airflow connection (as AIRFLOW_CONN_ takes it) for a URL, and the URL to print.
+
+    The URL's scheme names its database as dialect_for reads names (a SQLAlchemy driver suffix
+    allowed), and becomes that dialect's own name, the scheme Airflow knows it by.
+    """
     parts = urlsplit(url)
-    scheme = parts.scheme.split("+")[0].lower()
-    if scheme not in _URL_SCHEMES:
-        raise UsageError(
-            f"{masked(url)}: a receiver URL starts with sqlite:///, postgresql:// or mysql://"
-        )
-    if scheme == "sqlite":
+    try:
+        dialect = dialect_for(parts.scheme)
+    except UnknownDatabase:
+        raise UsageError(f"{masked(url)}: a receiver URL starts with {_url_starts()}") from None
+    if dialect.local_file:
         # SQLAlchemy's spelling: sqlite:///relative/path or sqlite:////absolute/path.
         path = unquote(parts.path[1:]) if parts.path.startswith("/") else unquote(parts.path)
         if parts.netloc or not path:
             raise UsageError(f"{url}: write a SQLite receiver as sqlite:///PATH")
         if not Path(path).is_file():
             raise UsageError(f"{path}: no such file (the receiver's SQLite database)")
-        return json.dumps({"conn_type": "sqlite", "host": str(Path(path).resolve())}), url
-    scheme = {"postgres": "postgresql", "mariadb": "mysql"}.get(scheme, scheme)
-    return urlunsplit((scheme, *parts[1:])), masked(url)
+        return json.dumps({"conn_type": str(dialect), "host": str(Path(path).resolve())}), url
+    return urlunsplit((str(dialect), *parts[1:])), masked(url)
+
+
+def _url_starts() -> str:
+    """How a receiver URL begins, for each database dogana runs on: "sqlite:///, ... or ..."."""
+    starts = [
+        f"{dialect}:///" if dialect.local_file else f"{dialect}://"
+        for dialect in dict.fromkeys(DIALECTS.values())
+    ]
+    return f"{', '.join(starts[:-1])} or {starts[-1]}"
 
 
 def masked(url: str) -> str:

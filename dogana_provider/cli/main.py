@@ -8,6 +8,7 @@ One module per family of commands, each adding its commands to the parser built 
     holds.py       holds, hold show|release|discard: deliveries held for a person
     lineage.py     lineage: what fed a receiver's table, what a source produced
     connectors.py  conformance: a configured source against the connector contract
+    schema.py      schema: a table's schema versions
 
 common.py holds what they share (exit statuses, values, the receiver behind a connection id or a
 URL). `dogana COMMAND --help` tells each command's options and examples.
@@ -22,10 +23,10 @@ import textwrap
 from collections.abc import Sequence
 from typing import NoReturn
 
-from dogana_provider.cli import activation, connectors, holds, lineage, receiver, sender
+from dogana_provider.cli import activation, connectors, holds, lineage, receiver, schema, sender
 from dogana_provider.cli.common import EXIT_STATUS, OK, REFUSED, USAGE, Parser, Refused, UsageError
 
-FAMILIES = (sender, receiver, activation, holds, lineage, connectors)
+FAMILIES = (sender, receiver, activation, holds, lineage, connectors, schema)
 
 
 def build_parser() -> argparse.ArgumentParser:

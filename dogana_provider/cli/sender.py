@@ -57,7 +57,7 @@ from dogana_provider.delivery.files import (
 )
 from dogana_provider.dialects import SQLITE
 from dogana_provider.report.durations import spell_duration
-from dogana_provider.report.table import instant, plural, span, text_table
+from dogana_provider.report.table import plural, span, text_table, wire_instant
 from dogana_provider.staging import bound_columns, stage_file
 
 W = TypeVar("W", bound=Wire)
@@ -474,14 +474,20 @@ def _claims_table(ledger: Ledger, claims: Claims) -> str:
     limit = spell_duration(claims.limit)
     exact = claims.exact_as_of
     lines = [
-        f"table {ledger.contract.table} at {instant(claims.now)}, limit {limit}: {claims.state}",
-        f"  complete_as_of  {instant(claims.complete_as_of)}",
-        f"  deletions_as_of {instant(claims.deletions_as_of)}",
-        f"  exact_as_of     {instant(exact)}",
+        f"table {ledger.contract.table} at {wire_instant(claims.now)}, limit {limit}: "
+        f"{claims.state}",
+        f"  complete_as_of  {wire_instant(claims.complete_as_of)}",
+        f"  deletions_as_of {wire_instant(claims.deletions_as_of)}",
+        f"  exact_as_of     {wire_instant(exact)}",
         "",
     ]
     rows = [
-        (span(r.region), instant(r.complete_as_of), instant(r.deletions_as_of), str(r.state))
+        (
+            span(r.region),
+            wire_instant(r.complete_as_of),
+            wire_instant(r.deletions_as_of),
+            str(r.state),
+        )
         for r in claims.regions
     ]
     lines.append(
@@ -531,7 +537,7 @@ def cmd_fold(args: argparse.Namespace) -> int:
         "",
     ]
     rows = [
-        (span(region), instant(region.complete_as_of), instant(region.deletions_as_of))
+        (span(region), wire_instant(region.complete_as_of), wire_instant(region.deletions_as_of))
         for region in ledger.regions
     ]
     lines.append(text_table(("region", "complete_as_of", "deletions_as_of"), rows, indent="  "))

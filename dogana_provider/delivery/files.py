@@ -55,7 +55,8 @@ from dogana_core.contract import IDENTIFIER, Contract, column_hash
 from dogana_core.manifest import Manifest
 
 # Rows per batch read from a file: staging's peak memory is about a batch's rows in three forms
-# (the file's, COPY's, the driver's); 32,768 rows peaked 20 MB lower than 65,536, as fast.
+# (the file's, COPY's, the driver's), so a batch is the smallest that stages as fast as a larger
+# one (the measurement: docs/performance.md).
 BATCH_ROWS = 32_768
 CHUNK = 1 << 20  # bytes hashed per read when the parser skips a range
 PENDING_LIMIT = 64 << 20  # bytes read ahead of the hash kept to compare with later reads
@@ -459,7 +460,7 @@ class DeliveredFile:
             if self.format == PARQUET:
                 # One thread: pages a worker thread allocated and the reading thread frees stay
                 # with the worker's heap in Arrow's allocator, where release_unused cannot reach
-                # them (a million rows: 30 MB more at the peak), and the read is no slower.
+                # them and the peak grows with the file; worker threads do not read it faster.
                 yield from self._parquet.iter_batches(
                     batch_size=batch_size, columns=names, use_threads=False
                 )

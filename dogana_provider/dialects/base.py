@@ -93,6 +93,9 @@ class Dialect:
     staged_key_index: bool = False
     """Whether a staging table gets its key index before the row checks (SQLite: they count
     distinct keys through it; elsewhere the scan's COUNT(DISTINCT) sorts anyway)."""
+    local_file: bool = False
+    """Whether the database is one local file, its URL naming a path (SQLite's sqlite:///PATH),
+    rather than a server its URL reaches (scheme://USER:PASSWORD@HOST:PORT/DATABASE)."""
 
     def __str__(self) -> str:
         return self.name
@@ -253,6 +256,15 @@ class Dialect:
         if not self.transactional_ddl:
             return f"{self.name} commits at every DDL statement"
         return None
+
+    def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
+        """Change a published column's type to a wider one of the same values (a decimal's
+        precision raised, its scale kept): every value it holds fits, and none changes."""
+        execute(
+            connection,
+            f"ALTER TABLE {self.quote(table)} ALTER COLUMN {self.quote(column)} "
+            f"TYPE {self.column_type(logical)}",
+        )
 
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
         """The statements dropping columns from a table."""

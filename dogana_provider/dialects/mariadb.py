@@ -78,7 +78,7 @@ def _naive_utc(value: datetime) -> datetime:
 
 
 def _naive_utc_array(array: pa.Array) -> list[Any]:
-    # files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
+    # delivery/files.py hands datetimes over as timestamp[us, tz=UTC]; dropping the zone keeps UTC.
     return array.cast(pa.timestamp("us")).to_pylist()  # type: ignore[no-any-return]
 
 
@@ -159,6 +159,13 @@ class MariadbDialect(Dialect):
             "WHERE table_schema = DATABASE() AND table_name = %s"
         )
         return sql, (table,)
+
+    def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
+        execute(
+            connection,
+            f"ALTER TABLE {self.quote(table)} MODIFY COLUMN {self.quote(column)} "
+            f"{self.column_type(logical)}",
+        )
 
     def catalog_columns(
         self, connection: Any, schema: str | None, table: str

@@ -23,6 +23,7 @@ from dogana_provider.dialects.base import (
     DECIMAL_PREFIX,
     CatalogColumn,
     Dialect,
+    execute,
     fetch_all,
     fetch_one,
     scalar,
@@ -40,9 +41,9 @@ def sqlite_date(value: date) -> str:
 
 
 def _datetime_array(array: pa.Array) -> list[Any]:
-    # files.py hands every datetime column over as timestamp[us, tz=UTC]. Dropping the zone
-    # keeps the UTC wall time, and Arrow prints it as sqlite_datetime does (a test holds the two
-    # together), ten times faster than strftime.
+    # delivery/files.py hands every datetime column over as timestamp[us, tz=UTC]. Dropping the
+    # zone keeps the UTC wall time, and Arrow prints it as sqlite_datetime does (a test holds the
+    # two together) in one vectorised cast, where strftime would be a Python call per value.
     naive_utc = array.cast(pa.timestamp("us"))
     return naive_utc.cast(pa.string()).to_pylist()  # type: ignore[no-any-return]
 
@@ -120,6 +121,27 @@ class SqliteDialect(Dialect):
 
     def declared_types_query(self, table: str) -> tuple[str, tuple[Any, ...]]:
         return "SELECT name, type FROM pragma_table_info(?)", (table,)
+
+    def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
+        # SQLite alters no column's type: the table is made again under the new declaration
+        # and its rows copied, in the caller's transaction (SQLite's own recipe for ALTER).
+        # Indexes go with the old table; the caller builds the published ones again.
+        quoted = self.quote(table)
+        rows = fetch_all(connection, "SELECT name, type FROM pragma_table_info(?)", (table,))
+        columns = ", ".join(
+            f"{self.quote(str(name))} "
+            + (self.column_type(logical) if name == column else str(declared or ""))
+            for name, declared in rows
+        )
+        names = ", ".join(self.quote(str(name)) for name, _ in rows)
+        rebuilt = self.quote(f"{table}_dogana_widened")
+        for statement in (
+            f"CREATE TABLE {rebuilt} ({columns})",
+            f"INSERT INTO {rebuilt} ({names}) SELECT {names} FROM {quoted}",
+            f"DROP TABLE {quoted}",
+            f"ALTER TABLE {rebuilt} RENAME TO {quoted}",
+        ):
+            execute(connection, statement)
 
     def catalog_columns(
         self, connection: Any, schema: str | None, table: str
@@ -216,4 +238,5 @@ SQLITE = SqliteDialect(
     text_datetimes=True,
     describes_columns=False,
     staged_key_index=True,
+    local_file=True,
 )

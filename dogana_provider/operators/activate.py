@@ -1,6 +1,6 @@
 """ActivateSourceOperator: a person activates a receiver's table from a DAG run they triggered.
 
-What `dogana activate` does (receiver/sources.py), for people who work in Airflow's UI rather
+What `dogana activate` does (receiver/activating.py), for people who work in Airflow's UI rather
 than at a terminal: a DAG with this task and a form of params (dags/examples/activate_source.py)
 is triggered by hand, its params naming the table, the owner, who authorized it until when, the
 licence and purposes, the provenance, and who is activating it.

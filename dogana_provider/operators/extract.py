@@ -24,7 +24,7 @@ The file goes to ``output_folder`` (``output`` is BaseOperator's XComArg), a fol
 file:///tmp/dogana unless configured), any ObjectStoragePath otherwise (s3:// and gs:// once
 their provider is installed, any fsspec filesystem attached with airflow.sdk.io.attach). Into
 the configured folder, an extract first sweeps its DAG's files older than ``[dogana]
-delivery_retention`` (deliveries.py). A remote file is written locally first, where its bytes
+delivery_retention`` (delivery/folders.py). A remote file is written locally first, where its bytes
 are hashed, then copied up; the gate streams it back to a local temporary file before reading
 it (GateOperator's local_file), so the receiver always reads a local path.
 """
@@ -34,12 +34,14 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
 from airflow.sdk import BaseOperator, ObjectStoragePath
+from airflow.sdk.exceptions import AirflowFailException
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
@@ -48,6 +50,8 @@ from dogana_provider.connectors import ConnectorError, connector_of
 from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
+from dogana_provider.dialects import dialect_for
+from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.lineage.origin import Origin, of_file, of_query, without_credentials
 from dogana_provider.operators.arguments import (
@@ -59,7 +63,12 @@ from dogana_provider.operators.arguments import (
     upstream_output,
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
+from dogana_provider.schema.policy import SchemaPolicy
+from dogana_provider.schema.proposals import held_versions, propose
+from dogana_provider.schema.source_check import Expected, SchemaRefused, check_source, delivered
+from dogana_provider.schema.versions import SchemaVersion
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
+from dogana_provider.sources.discover import SourceColumn, UndiscoverableSource, discover_columns
 from dogana_provider.sources.selection import UnsupportedRead
 from dogana_provider.sources.snapshot import UnreadableSource
 
@@ -115,6 +124,15 @@ class ExtractOperator(BaseOperator):
         other shape leaves them out; a null flag is a live row.
     :param column_types: logical types for columns neither the contract nor the driver types
         ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
+    :param receiver_conn_id: the receiver's connection: with it, each table's source columns are
+        discovered and checked against the schema version the receiver holds before a row is
+        read (dogana_provider/schema/); without it (None), nothing is checked before the read
+        and the gate's column_types check alone refuses a retyped column. delivery_task_group
+        passes its own.
+    :param schema_policy: the table's schema policy ("evolve", "freeze", or a mapping of tables,
+        columns, data_type to evolve / freeze / discard_value / discard_row), or for a group a
+        mapping from table to one; by default tables evolve, columns evolve, data_type freeze.
+        The held version's policy judges a change; this one governs the changes after it.
     :param output_folder: the folder the files go to, any fsspec URL (templated); by default
         <[dogana] delivery_folder>/<dag_id>/<run_id>, file:///tmp/dogana/... unless configured.
     :param max_wait: how long to wait for the source's clock to reach the request's boundary
@@ -129,6 +147,7 @@ class ExtractOperator(BaseOperator):
         "source_conn_id",
         "connector",
         "stream",
+        "receiver_conn_id",
         "contract",
         "request",
         "table_sql",
@@ -154,6 +173,8 @@ class ExtractOperator(BaseOperator):
         columns: Sequence[str] | Mapping[str, Sequence[str]] | None = None,
         deleted_flag: str | None = None,
         column_types: Mapping[str, Any] | None = None,
+        receiver_conn_id: str | None = None,
+        schema_policy: Any = None,
         output_folder: str | None = None,
         max_wait: timedelta | float = timedelta(minutes=5),
         settle_attempts: int = 20,
@@ -182,6 +203,9 @@ class ExtractOperator(BaseOperator):
         self.columns = columns
         self.deleted_flag = deleted_flag
         self.column_types = dict(column_types or {})
+        self.receiver_conn_id = receiver_conn_id
+        self.schema_policy = schema_policy
+        _check_policy(schema_policy, self.task_id)
         self.output_folder = output_folder
         self.max_wait = duration(max_wait, "max_wait") or timedelta(0)
         self.settle_attempts = settle_attempts
@@ -230,11 +254,16 @@ class ExtractOperator(BaseOperator):
                         column_types=self._column_types(contract.table),
                     )
                 )
+            expected: dict[str, Expected] = {}
+            if self.receiver_conn_id is not None:
+                reads, expected = self._check_schemas(hook, reads)
             try:
                 done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
             except (UnreadableSource, UnsupportedRead) as exc:
                 # The message names the option; the connection is the other half of the fix.
                 raise type(exc)(f"source connection {self.source_conn_id!r}: {exc}") from exc
+            if expected:
+                self._propose(expected, done)
             origins = {
                 contract.table: self._origin(contract, context) for contract in contracts.values()
             }
@@ -291,6 +320,97 @@ class ExtractOperator(BaseOperator):
             self.task_id,
         )
 
+    # The schema policy (dogana_provider/schema/) ---------------------------------------------
+
+    def _check_schemas(
+        self, hook: Any, reads: list[Read]
+    ) -> tuple[list[Read], dict[str, Expected]]:
+        """Each table's source columns, discovered without reading a row, judged by the policy
+        of the version the receiver holds: a change it forbids fails the task before any row is
+        read (no retry: the source must change, or a person); the reads as the policy has them
+        (columns left out, or read as the published type)."""
+        receiver = DoganaHook(str(self.receiver_conn_id)).receiver
+        tables = [read.contract.table for read in reads]
+        held = held_versions(receiver.connect, receiver.dialect, receiver.store.prefix, tables)
+        dialect = dialect_for(hook)
+        checked: list[Read] = []
+        expected: dict[str, Expected] = {}
+        self._discovered: dict[str, list[SourceColumn]] = {}
+        refused: list[str] = []
+        connection = hook.get_conn()
+        try:
+            for read in reads:
+                try:
+                    found = discover_columns(connection, dialect, read.relation)
+                except UndiscoverableSource as exc:
+                    if self._declared_policy(read.contract.table) is not None:
+                        refused.append(f"{read.contract.table}: no schema check is possible: {exc}")
+                    else:
+                        self.log.info("%s: schema not checked: %s", read.contract.table, exc)
+                    checked.append(read)
+                    continue
+                outcome = self._judge(read, found, held[read.contract.table])
+                if isinstance(outcome, str):
+                    refused.append(outcome)
+                    checked.append(read)
+                    continue
+                self.log.info("schema: %s", outcome.summary())
+                self._discovered[read.contract.table] = found  # for OpenLineage
+                expected[read.contract.table] = outcome
+                checked.append(_as_policy_reads(read, found, outcome))
+        finally:
+            connection.close()
+        if refused:
+            raise AirflowFailException(
+                f"source connection {self.source_conn_id!r}: " + "\n".join(refused)
+            )
+        return checked, expected
+
+    def _judge(
+        self, read: Read, found: list[SourceColumn], held: SchemaVersion | None
+    ) -> Expected | str:
+        contract = read.contract
+        types = {name: str(kind) for name, kind in contract.types}
+        types.update({name: str(kind) for name, kind in read.column_types.items()})
+        flag = read.deleted_flag or contract.deleted_column
+        renames = {flag: contract.deleted_column} if flag and contract.deleted_column else {}
+        never = (contract.deleted_column,) if contract.deleted_column else ()
+        columns = delivered(found, types, renames=renames, never_published=never)
+        declared = SchemaPolicy.of(self._declared_policy(contract.table))
+        try:
+            return check_source(contract.table, held, columns, declared)
+        except SchemaRefused as exc:
+            return str(exc)
+
+    def _declared_policy(self, table: str) -> Any:
+        policy = self.schema_policy
+        if isinstance(policy, Mapping) and not set(policy) <= {"tables", "columns", "data_type"}:
+            return policy.get(table)
+        return policy
+
+    def _propose(self, expected: Mapping[str, Expected], done: Sequence[Extracted]) -> None:
+        """Note the versions these deliveries bring, published with them (versions.py)."""
+        proposals = [
+            (
+                item.manifest.table,
+                item.manifest.identity,
+                found.columns,
+                found.policy,
+                found.judged,
+            )
+            for item in done
+            if (found := expected.get(item.manifest.table)) is not None and found.record
+        ]
+        if proposals:
+            receiver = DoganaHook(str(self.receiver_conn_id)).receiver
+            propose(
+                receiver.connect,
+                receiver.dialect,
+                receiver.store.prefix,
+                proposals,
+                datetime.now(UTC),
+            )
+
     def _deliver(
         self, item: Extracted, folder: ObjectStoragePath, origin: Origin
     ) -> dict[str, Any]:
@@ -323,11 +443,19 @@ class ExtractOperator(BaseOperator):
 
     def get_openlineage_facets_on_complete(self, task_instance: Any) -> Any:
         """Inputs: the source's tables (those a table_sql reads, as common-sql's SQLParser finds
-        them); outputs: each delivered file, with its columns and, read from a table, each
-        column's lineage from its namesake there."""
+        them), each with the schema its catalog declared when the schema policy discovered it,
+        so that a source's schema change is a change of its schema facet; outputs: each
+        delivered file, with its columns and, read from a table, each column's lineage from its
+        namesake there."""
         from dogana_provider.lineage import openlineage as lineage
 
         sources = self._sources()
+        for table, found in getattr(self, "_discovered", {}).items():
+            if sources.get(table) is not None:
+                declared = lineage.schema((c.name, c.native or c.type) for c in found)
+                sources[table] = lineage.table_dataset(
+                    str(self.source_conn_id), self._relation_table(table), {"schema": declared}
+                )
         outputs = []
         for table, uri, columns in getattr(self, "_written", []):
             facets: dict[str, Any] = {"schema": lineage.schema(columns)}
@@ -338,6 +466,11 @@ class ExtractOperator(BaseOperator):
             outputs.append(lineage.file_dataset(uri, facets))
         inputs = [s for s in sources.values() if s is not None] + self._sql_inputs()
         return lineage.lineage(inputs=inputs, outputs=outputs)
+
+    def _relation_table(self, table: str) -> str:
+        """The source table a contract's table is read from."""
+        name = _per_table(self.source_table, table)
+        return str(name) if name is not None else table
 
     def _sources(self) -> dict[str, Any]:
         """table -> the source table it is read from; None when a table_sql reads it."""
@@ -465,6 +598,29 @@ def request_of(value: Any, what: str = "request") -> ExtractionRequest:
     if isinstance(value, Mapping):
         return ExtractionRequest.from_dict(dict(value))
     raise ValueError(f"{what}: expected an ExtractionRequest or its wire dict, got {value!r}")
+
+
+def _check_policy(policy: Any, task_id: str) -> None:
+    """Refuse a schema policy that does not parse when the DAG is, not when it runs."""
+    if policy is None:
+        return
+    entities = {"tables", "columns", "data_type"}
+    if isinstance(policy, Mapping) and not set(map(str, policy)) <= entities:
+        for table, item in policy.items():
+            SchemaPolicy.of(item, f"{task_id}: schema_policy[{table!r}]")
+        return
+    SchemaPolicy.of(policy, f"{task_id}: schema_policy")
+
+
+def _as_policy_reads(read: Read, found: list[SourceColumn], expected: Expected) -> Read:
+    """read, with the columns the policy leaves out not read and narrowed ones read as held."""
+    relation = read.relation
+    if expected.left_out and relation.table is not None:
+        left_out = set(expected.left_out)
+        chosen = tuple(c.name for c in found if c.name not in left_out)
+        relation = Relation(table=relation.table, columns=chosen)
+    types = {**dict(read.column_types), **dict(expected.read_as)}
+    return replace(read, relation=relation, column_types=types)
 
 
 def _per_table(value: Any, table: str) -> Any:

@@ -8,17 +8,17 @@ A delivery comes from the extract task's XCom ({"manifest": <Manifest wire dict>
 or a list of them for a group read in one snapshot) or from a drop folder where a sender left a
 file and its manifest sidecar FILE.json: pushed and pulled deliveries pass the same gate.
 
-A table's quality expectations (expectations.py) run in step 3 with the row checks. Declared here
-(``expectations=``), they are stored in the receiver for the table before deciding, replacing
+A table's quality expectations (checks/expectations.py) run in step 3 with the row checks. Declared
+here (``expectations=``), they are stored in the receiver for the table before deciding, replacing
 what it held; not given, the receiver's stay as they are. The log states each one's result: a
-violated ``warn`` is logged as a warning and published; a violated ``block`` (or ``hold``)
-rejects; a table declaring none says ``none_declared``.
+violated ``warn`` is logged as a warning and published; a violated ``block`` (or ``hold``) rejects;
+a table declaring none says ``none_declared``.
 
 It pushes the Decision's wire dict (the receipt and where the staged rows wait), under
 "origins" where each table's rows came from (the extract's origin, lineage/origin.py; for a
 file a sender pushed, the file and this task instance), and under "delivered" the URIs of the
-files it read, which publish removes once published when they lie
-in the configured delivery folder (deliveries.py); other files are their owner's.
+files it read, which publish removes once published when they lie in the configured delivery
+folder (delivery/folders.py); other files are their owner's.
 A local file missing fails the task naming the setting to change ([dogana] delivery_folder),
 as under a distributed executor a run's gate may run on another worker than its extract. A
 rejection is
@@ -26,12 +26,12 @@ saved as a receipt by the receiver and FAILS the task with every failed check, n
 retried, since the same delivery would be refused again. A replay succeeds, and publish then
 changes nothing.
 
-A held delivery (an expectation declared on_violation="hold" was violated, holds.py) is shown in
-the log for a person: each held expectation, the rows violating it (up to show_rows, through
-printing.text_table) and their count, and the exact commands that release or discard it; a
-group held whole shows each held table's. The task then fails, not retried, so the publish task
-never runs and the on-call is alerted. Once a person has released it, clearing the task finds
-the release's acceptance as a replay, and the publish task emits the Asset event a publication
+A held delivery (an expectation declared on_violation="hold" was violated, receiver/holds.py) is
+shown in the log for a person: each held expectation, the rows violating it (up to show_rows,
+through report/table.py's text_table) and their count, and the exact commands that release or
+discard it; a group held whole shows each held table's. The task then fails, not retried, so the
+publish task never runs and the on-call is alerted. Once a person has released it, clearing the task
+finds the release's acceptance as a replay, and the publish task emits the Asset event a publication
 owes.
 """
 

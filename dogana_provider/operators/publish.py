@@ -27,7 +27,7 @@ A held decision is never published: the task fails naming the hold, since only a
 release publishes it (Receiver.release).
 
 Once published (or replayed), the delivery's files the gate names under "delivered" are removed,
-unless ``[dogana] keep_published`` keeps them for the retention's sweep (deliveries.py).
+unless ``[dogana] keep_published`` keeps them for the retention's sweep (delivery/folders.py).
 """
 
 from __future__ import annotations

@@ -37,12 +37,13 @@ lacks is NULL in the rows it inserts. Types come from the staged columns' logica
 from __future__ import annotations
 
 import hashlib
+import re
 from contextlib import nullcontext
 from typing import Any
 
 from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
-from dogana_provider.dialects import Dialect, create_index, execute
+from dogana_provider.dialects import Dialect, create_index, declared_types, execute
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
 
 
@@ -68,7 +69,7 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
 
 
 def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
-    """The published table's key and window indexes, when missing (sql.create_index: a stage
+    """The published table's key and window indexes, when missing (dialects' create_index: a stage
     runs this on every delivery and must not wait for the published table's writers)."""
     logical = dict(staged.columns)
     digest = hashlib.sha256(contract.table.encode()).hexdigest()[:20]
@@ -123,7 +124,11 @@ def key_index_name(table: str) -> str:
 def add_missing_columns(
     connection: Any, dialect: Dialect, staged: Staged, contract: Contract
 ) -> None:
-    """Add the staged columns the published table lacks, nullable: no existing row changes."""
+    """Add the staged columns the published table lacks, nullable: no existing row changes.
+    Where DDL commits at once (MariaDB), widen the columns an accepted schema version widens
+    here too, before the publication's transaction: ALTER inside it would commit it early."""
+    if not dialect.transactional_ddl:
+        widen_columns(connection, dialect, staged, contract)
     have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
@@ -132,6 +137,35 @@ def add_missing_columns(
                 f"ALTER TABLE {dialect.quote(contract.table)} ADD COLUMN "
                 f"{dialect.quote(name)} {dialect.column_type(kind)}",
             )
+
+
+def widen_columns(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+    """Widen each published decimal column whose staged type raises its precision and keeps its
+    scale, before an accepted delivery's rows go in; the published indexes are built again
+    where widening rebuilt the table (SQLite).
+
+    Only an accepted delivery reaches here, and column_types refuses a staged type other than
+    the published one unless the delivery's schema version widens that column (schema/), so
+    every widening found was allowed by the table's schema policy.
+    """
+    have = declared_types(connection, dialect, contract.table)
+    chosen = {}
+    for name, logical in published_columns(staged, contract):
+        held = _decimal(have.get(name, ""))
+        wanted = _decimal(logical)
+        if held and wanted and held[1] == wanted[1] and held[0] < wanted[0]:
+            chosen[name] = logical
+    for name, logical in chosen.items():
+        dialect.widen_column(connection, contract.table, name, logical)
+    if chosen:
+        create_indexes(connection, dialect, staged, contract)
+
+
+def _decimal(spelled: str) -> tuple[int, int] | None:
+    """A logical or declared decimal type's precision and scale (decimal(10,2), numeric(10,2),
+    text decimal(10,2)); None for any other type."""
+    found = re.search(r"(?:decimal|numeric)\((\d+),\s*(\d+)\)", spelled.lower())
+    return None if found is None else (int(found[1]), int(found[2]))
 
 
 def existing_columns(connection: Any, dialect: Dialect, table: str) -> list[str]:

@@ -7,7 +7,7 @@
     receiver.sources.state("orders")                 pending / active until X / expired at X
     receiver.sources.deactivate("orders", by="alice", reason="the contract with the ERP ended")
 
-Each is one transaction, recorded in the append-only log with who and when (source_store.py).
+Each is one transaction, recorded in the append-only log with who and when (activation_store.py).
 A table may be activated before it is registered: the record is by table name, and the table's
 first delivery finds it. Activation refuses (ActivationRefused, naming each thing missing) and
 records nothing unless the record holds everything activation.py requires.

@@ -1,9 +1,9 @@
 """Source activation: what must be on record before a receiver publishes a table's rows.
 
-A receiver may require activation (its stored setting, off by default; sources.py). Then every
+A receiver may require activation (its stored setting, off by default; activating.py). Then every
 table is ``pending`` until it is activated, and the receiver publishes nothing for a table that
 is not ``active``: the decision is a rejection whose receiver check SOURCE_ACTIVE (named in
-checks.py, apart from every row check and the spec's checks) says what is missing, or when the
+checks/rows.py, apart from every row check and the spec's checks) says what is missing, or when the
 authorization expired. The peer design's lesson (P060): an unclassified
 source went live the moment it was registered, so the default is pending, in the code and in
 the schema, and activation is the only way to active.
@@ -24,9 +24,9 @@ letter case, trailing digits dropped) is an account's (ACCOUNT_WORDS) or it begi
 are one person when they are equal but for letter case and blanks.
 
 The state is computed at the reader's instant, never stored: a table is ``expired`` once its
-authorization's expires_at is reached, and ``pending`` when its record is missing, pending, or
-does not hold all of the above (a row written by hand with status 'active' and nothing else is
-pending, naming what it lacks). This module holds the rules only; sources.py stores records.
+authorization's expires_at is reached, and ``pending`` when its record is missing, pending, or does
+not hold all of the above (a row written by hand with status 'active' and nothing else is pending,
+naming what it lacks). This module holds the rules only; activation_store.py stores records.
 """
 
 from __future__ import annotations

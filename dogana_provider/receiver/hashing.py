@@ -1,7 +1,7 @@
 """The SHA-256 of a delivered file's bytes, for a replay, which never stages the rows.
 
-Staging hashes the bytes while it reads them (staging.py); a replay reads no rows, yet must
-refuse a repeated manifest over other bytes, so it hashes the file alone, streamed.
+Staging hashes the bytes while it reads them (dogana_provider/staging); a replay reads no rows, yet
+must refuse a repeated manifest over other bytes, so it hashes the file alone, streamed.
 """
 
 from __future__ import annotations

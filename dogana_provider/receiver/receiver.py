@@ -4,14 +4,14 @@
              2. Gate.preflight; a failure is recorded with Gate.reject and nothing else happens;
                 so is a table the receiver may not publish (activation.py, below)
              3. stage the file beside the published table, run every named row check on it
-                (checks.py) and pass them to Gate.evaluate
+                (checks/rows.py) and pass them to Gate.evaluate
     publish  4. in ONE transaction: lock the table's head, compare it with the receipt's base,
                 run the plan on the published table, save ledger.follow(receipt) and the receipt,
                 drop the staging table
 
-A table's quality expectations (expectations.py), stored with its contract at registration, run
-in step 3 with the row checks: a violated block fails its Check, a violated warn is published and
-says so in its Check. A delivery whose only failures are violated holds goes to hold, the one
+A table's quality expectations (checks/expectations.py), stored with its contract at registration,
+run in step 3 with the row checks: a violated block fails its Check, a violated warn is published
+and says so in its Check. A delivery whose only failures are violated holds goes to hold, the one
 place that decides what holding means.
 
 decide returns a Decision; an accepted one keeps its staging table for publish, so the two can
@@ -23,7 +23,7 @@ again inside publish's transaction, against the locked, current ledger and the s
 replay lookup, preflight and row checks again, never a rebased plan. Holding the lock while
 deciding again means the new decision cannot go stale in turn.
 
-Protocol refusals become rejection receipts, wrong types included (checks.py's column_types);
+Protocol refusals become rejection receipts, wrong types included (checks/rows.py's column_types);
 operational failures (a lost connection, a full disk, a failing statement) raise, and the
 transaction they interrupted rolls back.
 
@@ -104,6 +104,7 @@ from dogana_provider.receiver.transactions import (
     Reusing,
     transaction,
 )
+from dogana_provider.schema.conformance import left_out
 from dogana_provider.staging import Staged, drop, scratch
 from dogana_provider.staging.sqlite import remove_orphans
 
@@ -208,7 +209,7 @@ class Receiver:
         require_activation: bool = False,
     ) -> None:
         """require_activation=True switches the receiver's stored setting on at the next
-        registration, when it is off (sources.py); it never switches it off."""
+        registration, when it is off (activating.py); it never switches it off."""
         if dialect.reuses_connections:
             connect = Reusing(connect)  # transactions.py: a connection per delivery step
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
@@ -501,7 +502,7 @@ class Receiver:
         repeat and to run beside gates and publishers, as long as older_than is longer than a
         decision waits for its publish.
 
-        The batch files of MariaDB loads killed on this machine go too (scratch.py), and the
+        The batch files of MariaDB loads killed on this machine go too (staging/scratch.py), and the
         private files of SQLite preloads whose loader is gone (staging/sqlite.py).
         """
         for path in scratch.remove_abandoned() + remove_orphans(scratch.folder()):
@@ -602,11 +603,14 @@ class Receiver:
                 return verified
             window = last.manifest.window
             counted = count_published(connection, self.dialect, last.contract, window)
-        if counted != last.manifest.rows:
+        # Rows its schema policy left out (discard_row) were delivered and not published.
+        expected = last.manifest.rows - left_out(last)
+        if counted != expected:
             where = "" if window is None else f" in window [{window[0]}, {window[1]}]"
             raise InconsistentPublication(
                 f"table {table!r}: {counted} published rows{where}, but its latest publication "
                 f"{last.publication_id} is a complete read of {last.manifest.rows} rows"
+                + (f", {left_out(last)} of them left out" if left_out(last) else "")
             )
         return verified
 

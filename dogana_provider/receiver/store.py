@@ -15,7 +15,7 @@ that several stores (or test runs) can share one database:
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
-    {prefix}_expectations  a table's declared quality expectations (expectations.py), one row
+    {prefix}_expectations  a table's declared quality expectations (checks/expectations.py), one row
                         per table that declares any, written when its contract is registered
                         with them; no row: none declared. A table of its own, so that stores
                         made before expectations existed keep working: created with the others,
@@ -34,7 +34,7 @@ that several stores (or test runs) can share one database:
                         expectation and rule, each row's content hash and key, who released it
                         and when. A later delivery's held expectation anti-joins them.
 
-Beside them, the receiver's settings and its tables' activation records (source_store.py).
+Beside them, the receiver's settings and its tables' activation records (activation_store.py).
 
 Receipts are indexed by manifest identity for the replay lookup. accepted_identity repeats the
 manifest identity for acceptances only (NULL otherwise), under a unique constraint: the database

@@ -1,5 +1,5 @@
 """What a person reads about a held delivery, at a terminal (`dogana holds`, `dogana hold show`)
-and in the gate task's log: the same lines in both places, tables through printing.text_table.
+and in the gate task's log: the same lines in both places, tables through table.py's text_table.
 
 A hold is shown with what decides its fate: each held expectation with what the decision
 observed, the rows violating it (up to a limit) and how many there are, and the exact commands

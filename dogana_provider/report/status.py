@@ -5,7 +5,7 @@ publications' edges: receiver/lineage_store.py), in one committed state.
 
 Read through DoganaHook.committed, the read transaction the ClaimsSensor's ledgers come from, so
 a group's tables are never shown at two instants. `dogana status` prints it, and the Airflow UI
-page (dogana_provider.plugins) draws it.
+page (dogana_provider/ui) draws it.
 
 A table with a window column is stated over the span delivered so far, from the first region
 with dates to the last: the values beyond it were never promised, and stating them would call

@@ -5,6 +5,11 @@ text_table, so they read alike: a header, a rule, one row per line, columns two 
 numbers left-aligned like text. tabulate's "simple" layout is this one, except that it pads
 every header by two blanks more than its column needs (its MIN_PADDING, a module global no call
 can change), which widens a narrow column of counts threefold; so the few lines are written here.
+
+An instant a person reads is printed by ``when``, to the second. The one exception is output a
+person checks against wire documents (``dogana claims`` and ``dogana fold`` on receipt files, a
+region's ends): ``wire_instant`` prints those exactly as the wire spells them, since rounding to
+the second could show two different instants as one. ``iso`` is for values in JSON and logs.
 """
 
 from __future__ import annotations
@@ -34,15 +39,17 @@ def plural(count: int, one: str, many: str | None = None) -> str:
 
 
 def when(value: datetime | None) -> str:
-    """A UTC instant to the second, as a person reads it; '-' when there is none."""
+    """A UTC instant to the second, as a person reads it: 2026-10-19 02:00:00; '-' when there
+    is none. The way to print an instant for people; wire_instant is for wire documents."""
     if value is None:
         return "-"
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
-def instant(value: datetime | None) -> str:
-    """A UTC instant exactly, in RFC 3339 with Z, as the wire spells it: what a claim is as of,
-    where a second's rounding would make two dates look equal; '-' when there is none."""
+def wire_instant(value: datetime | None) -> str:
+    """A UTC instant exactly, in RFC 3339 with Z, as the wire spells it: 2026-10-19T02:00:00Z;
+    '-' when there is none. For output read beside receipts and ledgers (what a claim is as of,
+    a region's ends), where a second's rounding would make two instants look equal."""
     if value is None:
         return "-"
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
@@ -55,7 +62,7 @@ def span(region: Region) -> str:
         if value is None:
             return unbounded
         if isinstance(value, datetime):
-            return instant(value)
+            return wire_instant(value)
         return repr(value) if isinstance(value, str) else str(value)
 
     opening = "(" if region.low is None else "["

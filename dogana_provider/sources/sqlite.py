@@ -9,10 +9,11 @@ so equal values before the clock reading and inside the transaction prove no com
 In the default rollback-journal mode a reader blocks writers until it ends, which is consistent
 but stalls them; WAL mode lets writers commit while the read runs and is what a live source uses.
 
-SQLite stores datetimes as text in whatever form its writers chose. Comparisons therefore go
-through dogana_utc(), a function registered on the connection that spells any ISO 8601 text (with
-or without an offset; without one it is UTC) in one fixed-width UTC form, the form values are
-bound in (sql.sqlite_datetime), so text order is time order; dates likewise through dogana_date.
+SQLite stores datetimes as text in whatever form its writers chose. Comparisons therefore go through
+dogana_utc(), a function registered on the connection that spells any ISO 8601 text (with or without
+an offset; without one it is UTC) in one fixed-width UTC form, the form values are bound in
+(dialects/sqlite.py's sqlite_datetime), so text order is time order; dates likewise through
+dogana_date.
 
 The rows of a full read go straight into Arrow through ADBC's SQLite driver (adbc-driver-sqlite,
 sources/bulk.py), in a process of its own (sources/sqlite_reader.py: the driver's copy of SQLite

@@ -28,8 +28,8 @@ def aria_stages(connection: Any) -> bool:
     publication's copy from it faster. Nothing needs the staging table to be transactional:
     CREATE TABLE commits at once on MariaDB, so the load never rolls back with anything else;
     a load that fails drops the table (stage_file), and a killed loader's table is swept by
-    its name lock. TRANSACTIONAL=1 is Aria's crash-safe format, so a
-    held delivery's staged rows outlive a server crash as InnoDB's did. Not where Aria is
+    its name lock. TRANSACTIONAL=1 is Aria's crash-safe format, so a held delivery's staged
+    rows outlive a server crash as they would in InnoDB. Not where Aria is
     missing (MySQL), disabled or enforced away (enforce_storage_engine), nor under Galera,
     which replicates InnoDB only: a publication on another node would find no rows.
     """
@@ -134,9 +134,9 @@ def load_data_text(numbers: range, columns: Sequence[pa.Array]) -> pa.Buffer:
         if pa.types.is_dictionary(column.type):
             column = column.dictionary_decode()
         if pa.types.is_timestamp(column.type) and column.type.tz is not None:
-            # Formatting a zoned timestamp looks its zone up value by value (50x slower). The
-            # values are UTC instants (files.py hands datetimes over as UTC): print their naive
-            # UTC wall time.
+            # Formatting a zoned timestamp looks its zone up value by value. The values are UTC
+            # instants (delivery/files.py hands datetimes over as UTC): print their naive UTC
+            # wall time, in one cast.
             text = pc.cast(column.cast(pa.timestamp(column.type.unit)), pa.string())
         elif pa.types.is_boolean(column.type):
             text = pc.cast(pc.cast(column, pa.int8()), pa.string())

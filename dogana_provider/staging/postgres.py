@@ -18,8 +18,8 @@ scale, 16 bits each) and base-10000 digits, most significant first. A NUMERIC is
 many digits as its precision needs, leading and trailing zero digits included, which the server
 strips, and its display scale is its column's scale: the value the text format would give.
 
-Every logical type a delivered file can hold is written so (files.py): Parquet's decimals have
-a scale from 0 to their precision, the only ones a NUMERIC's digits are laid out for here.
+Every logical type a delivered file can hold is written so (delivery/files.py): Parquet's decimals
+have a scale from 0 to their precision, the only ones a NUMERIC's digits are laid out for here.
 """
 
 from __future__ import annotations

@@ -28,7 +28,9 @@ Inside, each task hands the next its output (``plan.output`` and so on), so Airf
 the instance of the same map index; the four tasks keep their ids plan, extract, gate and
 publish under the group's id. Keyword arguments the operators do not take are every task's
 (``pool``, ``retries``, ``max_active_tis_per_dag``...); ``extract`` holds ExtractOperator's own
-(``source_table``, ``table_sql``, ``columns``, ``output_folder``...). ``expectations`` are the
+(``source_table``, ``table_sql``, ``columns``, ``output_folder``...), and the extract checks
+each table's source columns against the receiver's schema version before reading
+(``schema_policy``, ExtractOperator's; docs/schema-policy.md). ``expectations`` are the
 gate's (GateOperator): the table's quality expectations, or a group's by table::
 
     delivery_task_group(
@@ -85,7 +87,7 @@ def _add_delivery(
         source_conn_id=source_conn_id,
         contract=contract,
         request=plan.output,
-        **extract,
+        **{"receiver_conn_id": receiver_conn_id, **extract},
         **tasks,
     )
     gate = GateOperator(
@@ -123,6 +125,7 @@ class DeliveryTaskGroupFactory:
         group_id: str | None = None,
         extract: Mapping[str, Any] | None = None,
         expectations: Any = None,
+        schema_policy: Any = None,
         **options: Any,
     ) -> TaskGroup:
         """Add the delivery of one table (contract) or of a group read together (group) in a
@@ -139,7 +142,7 @@ class DeliveryTaskGroupFactory:
                 receiver_conn_id=receiver_conn_id,
                 outlets=[dogana_asset(table, receiver_conn_id) for table in tables],
                 requirement=requirement,
-                extract=dict(extract or {}),
+                extract=_with_policy(extract, schema_policy),
                 tasks=tasks,
                 expectations=expectations,
             )
@@ -153,6 +156,7 @@ class DeliveryTaskGroupFactory:
         group_id: str = "deliveries",
         extract: Mapping[str, Any] | None = None,
         expectations: Any = None,
+        schema_policy: Any = None,
         **options: Any,
     ) -> Any:
         """The mapped form: .expand(contract=[...]) or .expand_kwargs([{"contract": ...}]), one
@@ -164,13 +168,21 @@ class DeliveryTaskGroupFactory:
             receiver_conn_id=receiver_conn_id,
             outlets=[dogana_alias(receiver_conn_id)],
             requirement=requirement,
-            extract=dict(extract or {}),
+            extract=_with_policy(extract, schema_policy),
             tasks=tasks,
             expectations=expectations,
         )
 
 
 delivery_task_group = DeliveryTaskGroupFactory()
+
+
+def _with_policy(extract: Mapping[str, Any] | None, policy: Any) -> dict[str, Any]:
+    """ExtractOperator's arguments with the table's schema policy, where one is declared."""
+    found = dict(extract or {})
+    if policy is not None:
+        found["schema_policy"] = policy
+    return found
 
 
 def _split(options: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

@@ -12,29 +12,14 @@ import os
 import subprocess
 import sys
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_fixtures import dogana
 from cryptography.fernet import Fernet
-from several_tables import Live, filled_receiver
+from several_tables import PASSWORD, Live
 
 pytestmark = pytest.mark.airflow  # the commands open the receiver through DoganaHook
-
-PASSWORD = "s3cret-never-shown"
-
-
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], scope="module"
-)
-def live(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Live]:
-    directory = tmp_path_factory.mktemp(f"connections-{request.param}")
-    server = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    with filled_receiver(request.param, directory, server, PASSWORD) as found:
-        yield found
 
 
 @pytest.fixture(autouse=True)

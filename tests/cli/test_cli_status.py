@@ -8,29 +8,14 @@ terminal would.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from cli_fixtures import dogana
-from several_tables import Live, filled_receiver
+from several_tables import PASSWORD, Live
 
 from dogana_core.claims import Claims
 from dogana_core.ledger import Ledger
-
-PASSWORD = "s3cret-never-shown"
-
-
-@pytest.fixture(
-    params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)], scope="module"
-)
-def live(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Live]:
-    directory = tmp_path_factory.mktemp(f"status-{request.param}")
-    server = None if request.param == "sqlite" else request.getfixturevalue("postgres_url")
-    with filled_receiver(request.param, directory, server, PASSWORD) as found:
-        yield found
 
 
 def test_status_lists_every_table_with_its_state_dates_rows_and_last_receipt(

@@ -2,7 +2,7 @@
 
     ENV/bin/python run_dag.py DAG_FILE TABLE
 
-test_install.py starts it with a fresh environment's python, its AIRFLOW_HOME and connections
+test_fresh_install.py starts it with a fresh environment's python, its AIRFLOW_HOME and connections
 set. It prints one line, RESULT and a JSON object: the Airflow version, where dogana_provider
 was imported from, the version Airflow's providers manager found through the entry point, each
 task's state, and the published rows and claims of TABLE when the run published it.

@@ -3,9 +3,13 @@ connection or a person gives that database; the receiver and the snapshot source
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from airflow.models.connection import Connection
 
+from dogana_provider.cli.common import connection_of_url
 from dogana_provider.dialects import (
     DIALECTS,
     MARIADB,
@@ -51,6 +55,21 @@ def test_a_database_dogana_does_not_run_on_is_refused_by_its_name() -> None:
 
 def test_the_receiver_and_the_sources_know_the_same_databases() -> None:
     assert set(SOURCES) == set(DIALECTS.values())
+
+
+@pytest.mark.parametrize("name", sorted(DIALECTS))
+def test_the_command_line_takes_a_receiver_url_by_every_name_of_the_registry(
+    name: str, tmp_path: Path
+) -> None:
+    """A receiver URL's scheme is read by the registry, and becomes its dialect's own name."""
+    dialect = DIALECTS[name]
+    if dialect.local_file:
+        (tmp_path / "warehouse.db").touch()
+        connection, _ = connection_of_url(f"{name}:///{tmp_path / 'warehouse.db'}")
+        assert json.loads(connection)["conn_type"] == str(dialect)
+    else:
+        connection, _ = connection_of_url(f"{name}+driver://loader@db:5432/warehouse")
+        assert connection == f"{dialect}://loader@db:5432/warehouse"
 
 
 def test_a_receiver_and_a_source_over_one_hook_share_its_dialect(

@@ -1,4 +1,4 @@
-"""SQLite's bulk load (sqlite_load.py) stages the very rows, with the very storage classes, that
+"""SQLite's bulk load (staging/sqlite.py) stages the very rows, with the very storage classes, that
 binding them one by one stages, and refuses what it refuses: both ways, compared."""
 
 from __future__ import annotations

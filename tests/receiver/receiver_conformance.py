@@ -1518,7 +1518,7 @@ class ReceiverConformance(ActivationConformance, HoldConformance, LineageConform
         assert large[0] < 1.5 * small[0], ("Python", small, large)
         assert large[1] < 1.25 * small[1], ("Arrow", small, large)
 
-    # Quality expectations (expectations.py) ----------------------------------------------------
+    # Quality expectations (checks/expectations.py) ---------------------------------------------
 
     def expect(self, receiver: Receiver, source: Source, **mappings: Any) -> None:
         """Register the source's contract with these expectations (column_mapping, checks)."""

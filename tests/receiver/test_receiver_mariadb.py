@@ -200,7 +200,7 @@ def test_a_full_disk_mid_publish_changes_nothing_and_the_staged_rows_wait(
 def test_staging_is_aria_and_a_unique_index_someone_added_still_refuses_a_duplicate(
     mariadb_url: str, tmp_path: Path
 ) -> None:
-    """Staging tables are Aria tables (staging.py). The publication's copy turns InnoDB's
+    """Staging tables are Aria tables (staging/mariadb.py). The publication's copy turns InnoDB's
     unique and foreign key checks off only where the published table has nothing for them to
     check (actions.py): a unique index someone added still refuses a duplicate, in an empty
     table too, and nothing is published."""

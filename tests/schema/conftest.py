@@ -1,4 +1,5 @@
-"""The schema tests' database fixture: SQLite, PostgreSQL and MariaDB, one test each."""
+"""The schema tests' database fixture: SQLite, PostgreSQL and MariaDB, one test each, each in
+a namespace of its own (a file, a schema, a database) that source and receiver share."""
 
 from __future__ import annotations
 
@@ -27,8 +28,33 @@ def database(request: pytest.FixtureRequest, tmp_path: Path, uid: str) -> Iterat
         yield sqlite_database(tmp_path / "source.db")
         return
     if request.param == "postgresql":
-        found = postgres_database(request.getfixturevalue("postgres_url"))
-    else:
-        found = mariadb_database(request.getfixturevalue("mariadb_url"))
-    yield found
-    found.drop_tables(uid)
+        import psycopg2
+
+        url = request.getfixturevalue("postgres_url")
+        with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+            cursor.execute(f'CREATE SCHEMA "{uid}"')
+        connection.close()
+        try:
+            yield postgres_database(url, uid)
+        finally:
+            with psycopg2.connect(url) as connection, connection.cursor() as cursor:
+                cursor.execute(f'DROP SCHEMA "{uid}" CASCADE')
+            connection.close()
+        return
+    import MySQLdb
+
+    request.getfixturevalue("mariadb_url")
+    server = {"host": "127.0.0.1", "port": 3306, "user": "root"}
+    connection = MySQLdb.connect(**server)
+    try:
+        connection.cursor().execute(f"CREATE DATABASE `{uid}`")
+    finally:
+        connection.close()
+    try:
+        yield mariadb_database(request.getfixturevalue("mariadb_url"), uid)
+    finally:
+        connection = MySQLdb.connect(**server)
+        try:
+            connection.cursor().execute(f"DROP DATABASE `{uid}`")
+        finally:
+            connection.close()

@@ -1,11 +1,13 @@
 """The three databases the schema tests run on, each with a source's column types.
 
 A Database connects (a new DB-API connection each call), runs DDL and DML committed at once,
-and names tables with a test's own uid, dropped after it (drop_tables).
+in a namespace of its own (a SQLite file, a PostgreSQL schema, a MariaDB database) dropped
+after the test.
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -16,7 +18,6 @@ from urllib.parse import urlsplit
 from dogana_provider.dialects import MARIADB, POSTGRES, SQLITE, Dialect
 
 Connect = Callable[[], Any]
-TABLES = "SELECT table_name FROM information_schema.tables"
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class Database:
     connect: Connect
     ddl: dict[str, str]
     """A source's column type for each dogana type, and the physical spellings tests widen."""
+    airflow: str = ""
+    """The AIRFLOW_CONN_* value of a connection to the same database (and schema)."""
 
     def run(self, *statements: str | tuple[str, Sequence[Any]]) -> None:
         connection = self.connect()
@@ -49,19 +52,6 @@ class Database:
             return [tuple(row) for row in cursor.fetchall()]
         finally:
             connection.close()
-
-    def tables(self, needle: str) -> list[str]:
-        if self.dialect is SQLITE:
-            sql = "SELECT name FROM sqlite_master WHERE type = 'table'"
-        elif self.dialect is POSTGRES:
-            sql = f"{TABLES} WHERE table_schema = current_schema()"
-        else:
-            sql = f"{TABLES} WHERE table_schema = DATABASE()"
-        return [str(name) for (name,) in self.rows(sql) if needle in str(name)]
-
-    def drop_tables(self, needle: str) -> None:
-        for name in self.tables(needle):
-            self.run(f"DROP TABLE IF EXISTS {self.dialect.quote(name)}")
 
 
 def sqlite_database(path: Path) -> Database:
@@ -85,16 +75,18 @@ def sqlite_database(path: Path) -> Database:
             "wider decimal": "DECIMAL(14,2)",
             "narrower decimal": "DECIMAL(6,2)",
         },
+        json.dumps({"conn_type": "sqlite", "host": str(path)}),
     )
 
 
-def postgres_database(url: str) -> Database:
+def postgres_database(url: str, schema: str) -> Database:
+    """A schema of its own: every table of the test in it, through search_path."""
     import psycopg2
 
     return Database(
         "postgresql",
         POSTGRES,
-        lambda: psycopg2.connect(url),
+        lambda: psycopg2.connect(url, options=f"-csearch_path={schema}"),
         {
             "int": "INTEGER",
             "bigint": "BIGINT",
@@ -108,10 +100,21 @@ def postgres_database(url: str) -> Database:
             "wider decimal": "NUMERIC(14,2)",
             "narrower decimal": "NUMERIC(6,2)",
         },
+        json.dumps(
+            {
+                "conn_type": "postgres",
+                "host": "127.0.0.1",
+                "port": 5432,
+                "login": "postgres",
+                "schema": "test",
+                "extra": {"options": f"-csearch_path={schema}"},
+            }
+        ),
     )
 
 
-def mariadb_database(url: str) -> Database:
+def mariadb_database(url: str, database: str) -> Database:
+    """A database of its own, for every table of the test."""
     import MySQLdb
 
     parts = urlsplit(url)
@@ -120,7 +123,7 @@ def mariadb_database(url: str) -> Database:
         "port": parts.port or 3306,
         "user": parts.username or "root",
         "password": parts.password or "",
-        "database": parts.path.lstrip("/"),
+        "database": database,
         "charset": "utf8mb4",
     }
 
@@ -146,4 +149,13 @@ def mariadb_database(url: str) -> Database:
             "wider decimal": "DECIMAL(14,2)",
             "narrower decimal": "DECIMAL(6,2)",
         },
+        json.dumps(
+            {
+                "conn_type": "mysql",
+                "host": options["host"],
+                "port": options["port"],
+                "login": options["user"],
+                "schema": database,
+            }
+        ),
     )
