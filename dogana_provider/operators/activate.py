@@ -16,20 +16,28 @@ who is recorded is decided here (who_activates), never taken from the worker:
     - the log keeps, beside it, the run it came from and the user Airflow says triggered it
       (a login, which may spell the person otherwise than activated_by does).
 
+Given ``conformance``, a connector's configuration for the table's source (as ExtractOperator
+takes it), the connector conformance suite (connectors/conformance.py) runs against that source
+first, and its report, the checks passed and failed by name, is recorded with the activation:
+a source is vouched for only once it is shown to keep the contract the deliveries rely on.
+
 Everything activation requires is then checked by the receiver, as for the command: anything
-missing fails the task (AirflowFailException, naming each part) and records nothing.
+missing, or a conformance check failed, fails the task (AirflowFailException, naming each part
+and each failed check) and records nothing.
 """
 
 from __future__ import annotations
 
 import getpass
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
+from dogana_provider.connectors import ConnectorError, connector_of
+from dogana_provider.connectors.conformance import conformance as conformance_suite
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.operators.arguments import duration, instant, native
 from dogana_provider.receiver.activation import ActivationRefused, not_a_person, same_person
@@ -56,6 +64,11 @@ class ActivateSourceOperator(BaseOperator):
     :param provenance: how the data is obtained (templated).
     :param activated_by: who activates it, e.g. "{{ params.activated_by }}"; default the user
         who triggered the run (templated).
+    :param conformance: the table's source as a connector's configuration (its "kind" and
+        options, as ExtractOperator's connector), run through the connector conformance suite
+        before activating; its report is recorded with the activation, and a failed check
+        refuses it (templated).
+    :param conformance_stream: the connector's stream the suite reads; default the table.
     """
 
     template_fields: Sequence[str] = (
@@ -69,6 +82,8 @@ class ActivateSourceOperator(BaseOperator):
         "purposes",
         "provenance",
         "activated_by",
+        "conformance",
+        "conformance_stream",
     )
 
     def __init__(
@@ -84,6 +99,8 @@ class ActivateSourceOperator(BaseOperator):
         activated_by: str | None = None,
         granted_at: datetime | str | None = None,
         receiver_conn_id: str = DoganaHook.default_conn_name,
+        conformance: Mapping[str, Any] | str | None = None,
+        conformance_stream: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -97,6 +114,8 @@ class ActivateSourceOperator(BaseOperator):
         self.purposes = purposes
         self.provenance = provenance
         self.activated_by = activated_by
+        self.conformance = conformance
+        self.conformance_stream = conformance_stream
 
     def execute(self, context: Any) -> Any:
         run = context["dag_run"]
@@ -106,11 +125,13 @@ class ActivateSourceOperator(BaseOperator):
             _text(self.activated_by),
             getpass.getuser(),
         )
+        table = str(self.table).strip()
+        report = self._conformance(table)
         now = datetime.now(UTC)
         hook = DoganaHook(self.receiver_conn_id)
         try:
             state = hook.receiver.sources.activate(
-                str(self.table).strip(),
+                table,
                 owner=str(self.data_owner),
                 authorized_by=str(self.authorized_by),
                 granted_at=instant(self.granted_at, "granted_at"),
@@ -124,6 +145,7 @@ class ActivateSourceOperator(BaseOperator):
                     "run_id": run.run_id,
                     "triggered_by": getattr(run, "triggering_user_name", None),
                 },
+                conformance=report,
             )
         except ActivationRefused as exc:
             raise AirflowFailException(str(exc)) from None
@@ -136,6 +158,28 @@ class ActivateSourceOperator(BaseOperator):
                 self.receiver_conn_id,
             )
         return activation_summary(state)
+
+    def _conformance(self, table: str) -> dict[str, Any] | None:
+        """The conformance suite's report on the table's source, each check logged; None
+        without a source to check."""
+        if self.conformance is None:
+            return None
+        try:
+            connector = connector_of(native(self.conformance, "conformance"))
+        except (ConnectorError, ValueError) as exc:
+            raise AirflowFailException(f"conformance: {exc}") from None
+        stream = _text(self.conformance_stream) or table
+        with connector:
+            report = conformance_suite(connector, stream)
+        for check in report.checks:
+            log = self.log.info if check.passed else self.log.error
+            log(
+                "conformance %s: %s (%s)",
+                "pass" if check.passed else "FAIL",
+                check.name,
+                check.detail,
+            )
+        return report.to_dict()
 
 
 def who_activates(

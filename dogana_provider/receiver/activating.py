@@ -111,10 +111,13 @@ class Sources:
         by: str,
         granted_at: datetime | None = None,
         origin: Mapping[str, Any] | None = None,
+        conformance: Mapping[str, Any] | None = None,
     ) -> SourceState:
         """Activate a table: its record written whole and the activation logged, or
         ActivationRefused naming everything missing, and nothing written. origin, where the
-        activation was recorded from (a DAG run), is kept in the log line beside it."""
+        activation was recorded from (a DAG run), is kept in the log line beside it; so is
+        conformance, the report of the connector conformance suite run against the table's
+        source (ConformanceReport.to_dict()), whose every failed check refuses, named."""
         check_identifier(table, "table")
         now = self.steps.clock()
         record = SourceRecord(
@@ -131,13 +134,21 @@ class Sources:
             changed_at=now,
         )
         missing = record.missing(now, unexpired=True)
+        verdicts = None if conformance is None else _verdicts(conformance)
+        if verdicts is not None and (verdicts["failed"] or not verdicts["passed"]):
+            failed = ", ".join(verdicts["failed"]) or "no check ran"
+            missing.append(f"a source passing the connector conformance suite (failed: {failed})")
         if missing:
             raise ActivationRefused(table, missing)
         assert record.registered_by is not None
         with self._writing() as connection:
             self.store.record(connection, table, lock=True)
             self.store.put(connection, record)
-            detail = _detail(record) if origin is None else {**_detail(record), "origin": origin}
+            detail = _detail(record)
+            if origin is not None:
+                detail["origin"] = origin
+            if verdicts is not None:
+                detail["conformance"] = verdicts
             self.store.append(connection, table, ACTIVATED, record.registered_by, now, now, detail)
             return self.steps.activation(connection, table).at(now)
 
@@ -175,6 +186,18 @@ class Sources:
 def _text(value: str | None) -> str | None:
     text = None if value is None else value.strip()
     return text or None
+
+
+def _verdicts(report: Mapping[str, Any]) -> dict[str, Any]:
+    """A conformance report as the log keeps it: the connector and stream, and the checks
+    passed and failed by name."""
+    checks = list(report.get("checks") or [])
+    return {
+        "connector": report.get("connector"),
+        "stream": report.get("stream"),
+        "passed": [str(check["name"]) for check in checks if check["passed"]],
+        "failed": [str(check["name"]) for check in checks if not check["passed"]],
+    }
 
 
 def _detail(record: SourceRecord) -> dict[str, Any]:

@@ -6,7 +6,9 @@ test. Its DAGs folder holds dags/examples/ as it is (in a folder examples/), and
 DAGs from tests/deployment/dags/. The examples' source is a SQLite file (source_tables.py fills it),
 a connection in the environment, and their receiver a PostgreSQL schema of the session's own, a
 connection in the metadata database (`airflow connections add`); the test DAGs read their own
-SQLite source.
+SQLite source. The web orders example reads a JSON Lines file (DOGANA_WEB_ORDERS_JSONL), and
+dags/api_orders.py the test API (tests/api_server.py), a process on 127.0.0.1 for the session,
+through an http connection in the metadata database.
 A test that needs an empty receiver creates one (a fresh schema or database) and a connection
 to it through the REST API.
 """
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,9 +28,10 @@ from urllib.parse import quote
 import psycopg
 import psycopg2
 import pytest
+from api_servers import SERVER, Api
 from deployment import Client, Deployment
 from example_activation import example_tables, require_and_activate
-from source_tables import fill_examples, fill_tests
+from source_tables import fill_examples, fill_tests, write_web_orders
 from stories import STORIES, Played, Servers
 
 from dogana_provider.dialects import POSTGRES
@@ -35,6 +40,8 @@ from dogana_provider.receiver import Receiver
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
 TEST_DAGS = Path(__file__).resolve().parent / "dags"
+API_CONN_ID = "dogana_test_api"
+"""The http connection to the test API (dags/api_orders.py reads it)."""
 USERS = {"grace.hopper": "user", "svc_reports": "user"}
 """The deployment's logins beside its administrator's: a person's, and an automation's as a
 script calling the REST API has one (test_gates.py triggers the activation DAG as each)."""
@@ -52,16 +59,37 @@ def in_layer(item: pytest.Item) -> bool:
 
 @pytest.fixture(scope="session")
 def sources(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two SQLite files: the examples' source system, and the test DAGs'."""
+    """Two SQLite files, the examples' source system and the test DAGs', and the web shop's
+    change log (its file's name is the example's stream)."""
     folder = tmp_path_factory.mktemp("deployment")
-    found = {"examples": folder / "examples.sqlite", "tests": folder / "tests.sqlite"}
+    found = {
+        "examples": folder / "examples.sqlite",
+        "tests": folder / "tests.sqlite",
+        "web_orders": folder / "web_orders.jsonl",
+    }
     for name, fill in (("examples", fill_examples), ("tests", fill_tests)):
         connection = sqlite3.connect(found[name])
         try:
             fill(connection)
         finally:
             connection.close()
+    write_web_orders(found["web_orders"])
     return found
+
+
+@pytest.fixture(scope="session")
+def api() -> Iterator[Api]:
+    """The test API as a process on 127.0.0.1 for the session; its change log of seven orders
+    then changed, one updated and one deleted, before any read."""
+    process = subprocess.Popen([sys.executable, str(SERVER)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        found = Api(int(process.stdout.readline().split()[1]), API_CONN_ID)
+        found.append({"order_id": 2, "amount": 21.0}, {"order_id": 5, "deleted": True})
+        yield found
+    finally:
+        process.kill()
+        process.wait()
 
 
 @pytest.fixture(scope="session")
@@ -76,9 +104,10 @@ def examples_receiver(postgres_url: str) -> Iterator[str]:
     receiver = Receiver(
         lambda: psycopg2.connect(postgres_url, options=f"-csearch_path={schema}"), POSTGRES
     )
-    # parcels and deposits: test DAGs' tables (dags/parcels.py, dags/gated.py) in this receiver
-    # too; accounts (dags/gated.py) stays pending until test_gates.py activates it.
-    require_and_activate(receiver, [*example_tables(), "parcels", "deposits"])
+    # parcels, deposits and api_orders: test DAGs' tables (dags/parcels.py, dags/gated.py,
+    # dags/api_orders.py) in this receiver too; accounts (dags/gated.py) stays pending until
+    # test_gates.py activates it.
+    require_and_activate(receiver, [*example_tables(), "parcels", "deposits", "api_orders"])
     try:
         yield schema
     finally:
@@ -88,16 +117,20 @@ def examples_receiver(postgres_url: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def deployment(
-    postgres_url: str, sources: dict[str, Path], examples_receiver: str
+    postgres_url: str, sources: dict[str, Path], examples_receiver: str, api: Api
 ) -> Iterator[Deployment]:
     """The layer's deployment, started once; its processes end when the session does."""
     environment = {
         "AIRFLOW_CONN_DOGANA_SOURCE": sqlite_connection(sources["examples"]),
         "AIRFLOW_CONN_DOGANA_TEST_SOURCE": sqlite_connection(sources["tests"]),
+        "DOGANA_WEB_ORDERS_JSONL": str(sources["web_orders"]),
     }
-    # The receiver in the metadata database, as `airflow connections add` keeps it: where the
-    # tasks and a person's `dogana` commands at the deployment's terminal both find it.
-    connections = {"dogana_default": postgres_connection(postgres_url, examples_receiver)}
+    # The receiver and the API in the metadata database, as `airflow connections add` keeps
+    # them: where the tasks and a person's `dogana` commands at the deployment's terminal find them.
+    connections = {
+        "dogana_default": postgres_connection(postgres_url, examples_receiver),
+        API_CONN_ID: json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": api.port}),
+    }
     # The examples' folder whole: warehouse.py reads the contract files beside it.
     dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py"))]
     with Deployment(

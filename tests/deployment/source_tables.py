@@ -1,4 +1,5 @@
-"""The source systems under the real scheduler, in SQLite: the examples' and the test DAGs'.
+"""The source systems under the real scheduler, in SQLite: the examples' and the test DAGs';
+and the web shop's JSON Lines change log of dags/examples/web_orders.py.
 
 The examples' five tables as their docstrings declare them (SQLite's spelling of their types),
 and the test DAGs' (tests/deployment/dags/) parcels, accounts and item0 to item7, a few rows
@@ -10,9 +11,11 @@ under a real scheduler, not what its reads prove (tests/dags/ does that, run by 
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 # The tables as examples/demo.py creates them: WAL, so that the extract tasks of several DAGs
 # read at once without blocking one another.
@@ -60,3 +63,30 @@ def fill_tests(connection: sqlite3.Connection) -> None:
     # 2,500,000 is above what the gate lets through unseen: the first delivery is held.
     connection.executemany("INSERT INTO deposits VALUES (?, ?)", [(1, 500), (2, 2_500_000)])
     connection.commit()
+
+
+WEB_ORDERS = [
+    {"order_id": 1, "amount": 10.0, "status": "new", "_op": "c"},
+    {"order_id": 2, "amount": 20.0, "status": "new", "_op": "c"},
+    {"order_id": 3, "amount": 30.0, "status": "new", "_op": "c"},
+    {"order_id": 1, "amount": 10.0, "status": "paid", "_op": "u"},
+    {"order_id": 2, "amount": None, "status": None, "_op": "d"},
+    {"order_id": 4, "amount": 40.0, "status": "new", "_op": "c"},
+]
+"""The web shop's changes, in the order it appended them: an update and a deletion among them."""
+
+
+def write_web_orders(path: Path) -> None:
+    """The change log as the web shop drops it: one JSON object a line."""
+    path.write_text("".join(json.dumps(change) + "\n" for change in WEB_ORDERS))
+
+
+def web_orders_now() -> dict[int, dict[str, Any]]:
+    """The orders the change log leaves: each order's last change, deleted ones gone."""
+    found: dict[int, dict[str, Any]] = {}
+    for change in WEB_ORDERS:
+        if change["_op"] == "d":
+            found.pop(change["order_id"], None)
+        else:
+            found[change["order_id"]] = change
+    return found

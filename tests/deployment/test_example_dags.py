@@ -40,6 +40,8 @@ FRESHNESS = "dogana_freshness"
 CONSUMER = "dogana_test_invoices_consumer"
 TABLES = {**PIPELINES, WEEKLY: ["orders"]}
 EVERY_DAG = [*PIPELINES, WEEKLY, FRESHNESS]
+# web_orders.py: the JSON Lines example, run in test_connector_pipelines.py.
+CONNECTED = ["dogana_web_orders"]
 # warehouse.py: one DAG per contract file, parsed here; its tables are not in this source.
 WAREHOUSE = [
     f"warehouse_{path.name.split('.', 1)[0]}"
@@ -109,7 +111,7 @@ def published_as_of(client: Client, table: str) -> datetime:
 
 
 def test_every_example_file_is_parsed_by_the_dag_processor_without_errors(client: Client) -> None:
-    client.wait_parsed([*EVERY_DAG, *WAREHOUSE])
+    client.wait_parsed([*EVERY_DAG, *CONNECTED, *WAREHOUSE])
     assert client.request("GET", "/importErrors")["import_errors"] == []
 
 

@@ -5,6 +5,8 @@ a SQLite receiver."""
 
 from __future__ import annotations
 
+import json
+import sqlite3
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -37,7 +39,7 @@ BODY = """
     with dag:
         ActivateSourceOperator(
             task_id="activate",
-            receiver_conn_id={conn_id!r},
+            receiver_conn_id={conn_id!r},{more}
             table="{{{{ dag_run.conf['table'] }}}}",
             data_owner="{{{{ dag_run.conf['owner'] }}}}",
             authorized_by="{{{{ dag_run.conf['authorized_by'] }}}}",
@@ -55,9 +57,61 @@ def activate(airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     """A DAG of one ActivateSourceOperator on a SQLite receiver, its conf the form's values."""
     conn_id = f"receiver_{uuid.uuid4().hex[:8]}"
     monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(tmp_path / "r.db"))
-    module = write_dag(airflow_home, f"activate_{conn_id}", BODY.format(conn_id=conn_id))
+    module = write_dag(airflow_home, f"activate_{conn_id}", BODY.format(conn_id=conn_id, more=""))
     module.hook = DoganaHook(conn_id)
     return module
+
+
+CONFORMANCE = """
+            conformance="{{ dag_run.conf['source'] | tojson }}","""
+
+
+@pytest.fixture
+def vouch(airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """activate, its source (conf "source", a connector's configuration) checked first."""
+    conn_id = f"receiver_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(tmp_path / "r.db"))
+    body = BODY.format(conn_id=conn_id, more=CONFORMANCE)
+    module = write_dag(airflow_home, f"vouch_{conn_id}", body)
+    module.hook = DoganaHook(conn_id)
+    return module
+
+
+def jsonl_orders(folder: Path, rows: int) -> dict[str, Any]:
+    """A JSON Lines change log of orders, and its connector's configuration."""
+    path = folder / "orders.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps({"order_id": n, "amount": n * 1.5, "_op": "c"}) + "\n"
+            for n in range(1, rows + 1)
+        )
+    )
+    columns = {"order_id": "int", "amount": "float", "_op": "str"}
+    return {
+        "kind": "jsonl",
+        "path": str(path),
+        "key": ["order_id"],
+        "columns": columns,
+        "whole_history": True,
+    }
+
+
+def sqlite_orders(folder: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """A SQLite table of orders behind a connection, and its connector's configuration."""
+    path, conn_id = folder / "shop.sqlite", f"shop_{uuid.uuid4().hex[:8]}"
+    with sqlite3.connect(path) as connection:
+        connection.execute("CREATE TABLE orders (order_id INTEGER PRIMARY KEY, amount REAL)")
+        connection.executemany(
+            "INSERT INTO orders VALUES (?, ?)", [(n, n * 1.5) for n in (1, 2, 3, 4)]
+        )
+    connection.close()
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", sqlite_connection(path))
+    return {
+        "kind": "sql",
+        "conn_id": conn_id,
+        "tables": ["orders"],
+        "key": {"orders": ["order_id"]},
+    }
 
 
 def test_a_person_activates_a_table_from_a_run_recorded_as_themselves(activate: Any) -> None:
@@ -91,6 +145,37 @@ def test_an_activation_missing_a_part_fails_the_task_naming_it(
     assert states(run) == {"activate": "failed"}
     assert "table 'orders' cannot be activated: missing a licence" in capfd.readouterr().out
     assert activate.hook.receiver.sources.log("orders") == []
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "sqlite"])
+def test_a_source_passing_the_conformance_suite_is_activated_with_its_report_recorded(
+    vouch: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str
+) -> None:
+    source = jsonl_orders(tmp_path, 4) if kind == "jsonl" else sqlite_orders(tmp_path, monkeypatch)
+    run = vouch.dag.test(run_conf={**CONF, "source": source})
+    assert states(run) == {"activate": "success"}
+    assert vouch.hook.receiver.sources.state("orders").status is Status.ACTIVE
+    (logged,) = vouch.hook.receiver.sources.log("orders")
+    report = logged.detail["conformance"]
+    assert (report["connector"], report["stream"], report["failed"]) == (
+        source["kind"],
+        "orders",
+        [],
+    )
+    assert {"read_honours_limit", "checkpoint_resume_exact"} <= set(report["passed"])
+    assert len(report["passed"]) == 17
+
+
+def test_a_failed_conformance_check_refuses_activation_naming_it_and_records_nothing(
+    vouch: Any, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # Two lines: too few for the limit and resume checks, which fail rather than skip.
+    run = vouch.dag.test(run_conf={**CONF, "source": jsonl_orders(tmp_path, 2)})
+    assert states(run) == {"activate": "failed"}
+    out = capfd.readouterr().out
+    assert "cannot be activated: missing a source passing the connector conformance suite" in out
+    assert "read_yields_arrow_batches" in out.split("(failed: ", 1)[1]
+    assert vouch.hook.receiver.sources.log("orders") == []
 
 
 # Who an activation from a run is recorded as: the rules on their own --------------------------
