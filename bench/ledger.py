@@ -346,7 +346,7 @@ def through_receiver(
 def drop(connect: Callable[[], Any], dialect: Dialect, uid: str, tables: list[str]) -> None:
     """The bench's tables and every table of its store, whatever tables the store has grown."""
     steps = Receiver(connect, dialect, prefix=f"bl{uid}").steps
-    own = [*steps.store.own_names, *steps.sources.own_names]
+    own = steps.own_names
     # The replay index is no table: it goes with the receipts table.
     names = [*tables, *(name for name in own if name != f"bl{uid}_receipts_manifest")]
     connection = connect()

@@ -64,6 +64,7 @@ import textwrap
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -553,11 +554,14 @@ def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) 
     folder = Path(tempfile.mkdtemp(prefix=f"{shape}-", dir=home))
     seconds: dict[str, float] = {}
     peaks = {} if peaks is None else peaks
+    # What a task's context holds that the operators read: its DAG and run (a publication's
+    # lineage edge names them), and a scheduled run's data interval.
+    run = {"dag": SimpleNamespace(dag_id="bench_pipeline"), "run_id": f"bench__{folder.name}"}
     reset_peak()
     started = time.perf_counter()
     request = PlanDeliveryOperator(
         task_id="plan", contract=contract, receiver_conn_id="bench_target", shape=shape
-    ).execute({"data_interval_end": datetime.now(UTC), "ti": Pushed()})  # as a scheduled run
+    ).execute({**run, "data_interval_end": datetime.now(UTC), "ti": Pushed()})
     seconds["plan"] = time.perf_counter() - started
     peaks["plan"] = peak_mib()
     reset_peak()
@@ -568,20 +572,20 @@ def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) 
         contract=contract,
         request=request,
         output_folder=folder.as_uri(),
-    ).execute({})
+    ).execute(run)
     seconds["extract"] = time.perf_counter() - started
     peaks["extract"] = peak_mib()
     reset_peak()
     started = time.perf_counter()
     decision = GateOperator(
         task_id="gate", receiver_conn_id="bench_target", delivery=delivery
-    ).execute({})
+    ).execute(run)
     seconds["gate"] = time.perf_counter() - started
     peaks["gate"] = peak_mib()
     reset_peak()
     started = time.perf_counter()
     PublishOperator(task_id="publish", receiver_conn_id="bench_target", decision=decision).execute(
-        {}
+        run
     )
     seconds["publish"] = time.perf_counter() - started
     peaks["publish"] = peak_mib()

@@ -273,7 +273,7 @@ class Receiver:
         and ORDERS are one table, whose rows two ledgers would each claim as theirs.
         """
         key = self.dialect.compared_name
-        own = [*self.store.own_names, *self.steps.sources.own_names, *self.steps.lineage.own_names]
+        own = list(self.steps.own_names)
         own.append(f"{STAGING_PREFIX}*")
         registered = [name for name in self.store.table_names(connection) if name != table]
         for name in [*registered, *own]:

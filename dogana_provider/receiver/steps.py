@@ -72,6 +72,17 @@ class Steps:
     clock: Callable[[], datetime]
     source: str | None = None
 
+    @property
+    def own_names(self) -> tuple[str, ...]:
+        """Every table (and index) the receiver keeps of its own under its prefix: no contract's
+        table may take one of these names, and dropping a store drops them all."""
+        return (
+            *self.store.own_names,
+            *self.sources.own_names,
+            *self.lineage.own_names,
+            *self.schema_versions.own_names,
+        )
+
     def state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table)
         if state is None:

@@ -83,6 +83,7 @@ class SchemaVersions:
         check_identifier(f"{prefix}_{TABLE}", "store prefix")
         self.dialect = dialect
         self.name = f"{prefix}_{TABLE}"
+        self.own_names = (self.name,)
         self.table = dialect.quote(self.name)
         self.p = dialect.placeholder
         self._exists = False

@@ -1177,7 +1177,8 @@ class ReceiverConformance(ActivationConformance, HoldConformance, LineageConform
             self.publish_checked(receiver, upper, upper.full(at(2)))
         assert self.state(receiver, source.table) == before
         receiver.verify(source.table)
-        for own in (f"s{uid}_tables", f"S{uid}_RECEIPTS", f"s{uid}_staging", STAGING_PREFIX + "x"):
+        owned = ("tables", "RECEIPTS", "staging", "lineage", "schema_versions")
+        for own in (*(f"s{uid}_{name}" for name in owned), STAGING_PREFIX + "x"):
             table = own if self.dialect.folds_names or own.islower() else own.lower()
             with pytest.raises(InvalidContract, match=f"'{table}'.*the receiver's own"):
                 receiver.register(orders_contract(table))
