@@ -157,20 +157,8 @@ def test(pytest_args: list[str]) -> None:
     # literalinclude of a moved file fails the run, not a reader.
     build = ["-W", "--keep-going", "-n", "-q", "-b", "html", "docs", "docs/_build/html"]
     step("docs", [str(PYTHON), "-m", "sphinx", *build])
-    step("pytest", [str(PYTHON), "-m", "pytest", *workers(pytest_args), *pytest_args])
+    step("pytest", [str(PYTHON), "-m", "pytest", *pytest_args])
     say("all green")
-
-
-def workers(pytest_args: list[str]) -> list[str]:
-    """One pytest worker per core unless the caller chose (``-n 0`` runs in one process).
-
-    Most of a test's time is spent waiting on a database, a subprocess or a scheduler, so two
-    workers on two cores finish sooner. Tests that share one set of processes (the deployment
-    layer's scheduler, the UI's API server) carry an xdist_group mark and stay on one worker.
-    """
-    if any(arg == "-n" or arg.startswith(("-n", "--numprocesses")) for arg in pytest_args):
-        return []
-    return ["-n", str(os.cpu_count() or 1), "--dist", "loadgroup"]
 
 
 def demo(args: list[str]) -> None:

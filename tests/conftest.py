@@ -53,21 +53,6 @@ def mariadb_url() -> str:
     return _server_url("MariaDB", "127.0.0.1", 3306, MARIADB_URL)
 
 
-TESTS = Path(__file__).parent
-
-ONE_WORKER = ("deployment", "ui", "bench")
-"""Folders whose tests share processes started once (the deployment's scheduler and API server,
-the UI's API server and browser) or measure the machine (bench): under pytest-xdist each keeps
-to one worker (dev.py runs ``--dist loadgroup``), so its processes start once."""
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        folder = Path(str(item.fspath)).relative_to(TESTS).parts[0]
-        if folder in ONE_WORKER:
-            item.add_marker(pytest.mark.xdist_group(folder))
-
-
 def pytest_configure(config: pytest.Config) -> None:
     global _AIRFLOW_HOME
     _AIRFLOW_HOME = Path(tempfile.mkdtemp(prefix="dogana-airflow-home-"))

@@ -22,7 +22,8 @@ POSTGRES_DDL = ROOT / "examples" / "source_tables.postgresql.sql"
 EXAMPLE_FILES = [
     ROOT / "examples" / "quickstart.py",
     ROOT / "examples" / "quickstart_short.py",
-    *sorted((ROOT / "dags" / "examples").glob("*.py")),
+    # web_orders.py reads a JSON Lines file through its connector: no SQL table holds it.
+    *sorted(p for p in (ROOT / "dags" / "examples").glob("*.py") if p.name != "web_orders.py"),
 ]
 CONTRACTS = ROOT / "dags" / "examples" / "contracts"
 

@@ -8,6 +8,7 @@ import time
 import uuid
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -125,8 +126,9 @@ def test_a_local_delivery_missing_under_a_distributed_executor_names_the_setting
         contract=contract,
         delivery={"manifest": manifest.to_dict(), "uri": missing},
     )
+    task = {"dag": SimpleNamespace(dag_id="orders_daily"), "run_id": "manual__1"}  # a task's
     with pytest.raises(Exception, match="not on this worker") as raised:
-        gate.execute({})
+        gate.execute(task)
     assert type(raised.value).__name__ == "MissingDelivery"
     message = str(raised.value)
     assert "under CeleryExecutor" in message
