@@ -38,7 +38,7 @@ from urllib.parse import parse_qs, urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from pipeline import DLT_VENV, PG_SERVER, peak_mib, reset_peak, rss_mib  # noqa: E402
+from pipeline import PG_SERVER, dlt_environment, peak_mib, reset_peak, rss_mib  # noqa: E402
 
 PAGE = 10_000
 DATABASE = f"{PG_SERVER}/test"
@@ -146,17 +146,9 @@ def dogana(variant: str, source: str, schema: str, home: Path) -> dict[str, Any]
 
 
 def dlt_run(variant: str, source: str, schema: str, home: Path) -> dict[str, Any]:
-    python = DLT_VENV / "bin" / "python"
-    make = "" if python.exists() else f"{sys.executable} -m venv {DLT_VENV} && "
-    made = subprocess.run(
-        f"{make}{python} -m pip install -q --disable-pip-version-check "
-        + " ".join(f"'{package}'" for package in DLT_PACKAGES),
-        shell=True,
-        capture_output=True,
-        text=True,
-    )
-    if made.returncode != 0:
-        return {"skipped": f"its environment could not be made: {made.stderr[-300:]}"}
+    python, failed = dlt_environment(DLT_PACKAGES)
+    if failed:
+        return {"skipped": failed}
     if variant == "http":
         resource = f"""
             from dlt.sources.rest_api import rest_api_source

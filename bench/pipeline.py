@@ -745,21 +745,30 @@ def dag_test(home: Path, variant: str) -> dict[str, Any]:
     return {"seconds": seconds, "state": str(run.state), "tasks": tasks}
 
 
-def dlt_run(database: Database, home: Path) -> dict[str, Any]:
-    """dlt's sql_table into the target, in its own environment; {'skipped': why} when it cannot."""
+def dlt_environment(packages: list[str]) -> tuple[Path, str | None]:
+    """dlt's own environment with packages installed: its python, and why not where it could
+    not be made (the environment is then removed, so the next run starts it again)."""
     python = DLT_VENV / "bin" / "python"
     make = "" if python.exists() else f"{sys.executable} -m venv {DLT_VENV} && "
     # pip returns at once when every package is there already.
     made = subprocess.run(
         f"{make}{python} -m pip install -q --disable-pip-version-check "
-        + " ".join(f"'{package}'" for package in DLT_PACKAGES),
+        + " ".join(f"'{package}'" for package in packages),
         shell=True,
         capture_output=True,
         text=True,
     )
     if made.returncode != 0:
         shutil.rmtree(DLT_VENV, ignore_errors=True)
-        return {"skipped": f"its environment could not be made: {made.stderr[-300:]}"}
+        return python, f"its environment could not be made: {made.stderr[-300:]}"
+    return python, None
+
+
+def dlt_run(database: Database, home: Path) -> dict[str, Any]:
+    """dlt's sql_table into the target, in its own environment; {'skipped': why} when it cannot."""
+    python, failed = dlt_environment(DLT_PACKAGES)
+    if failed:
+        return {"skipped": failed}
     # dlt's postgres destination refuses credentials without a password; a server that trusts
     # local connections (the tests') ignores the one given.
     parts = urlsplit(database.target_url())
