@@ -30,7 +30,7 @@ from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
 from dogana_core.region import Chunk, RegionMap
-from dogana_core.stored import Index, named, stored_form
+from dogana_core.stored import Index, checked, named, stored_form
 from dogana_core.values import successor
 
 CONTRACT = Contract(
@@ -462,6 +462,17 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
     kept[names[1]], kept[names[0]] = kept[names[0]], kept[names[1]]  # each under the other's name
     with pytest.raises(SerializationError, match=rf"chunk {names[0]} holds .* its index says"):
         Index.read(text).ledger(CONTRACT, kept)
+
+
+def test_the_bytes_read_for_a_chunk_are_checked_against_its_digest() -> None:
+    """A chunk is named by the SHA-256 of its bytes; bytes read under a name are checked."""
+    _, chunks = stored_form(daily(100))
+    (first, mine), (second, _) = list(chunks.items())[:2]
+    assert checked(first, mine) is mine
+    with pytest.raises(SerializationError) as caught:
+        checked(second, mine)
+    assert caught.value.path == "stored ledger"
+    assert caught.value.message == f"the bytes read for chunk {second} are another's"
 
 
 def test_a_stored_ledger_of_another_window_type_is_refused_before_a_chunk_is_decoded() -> None:

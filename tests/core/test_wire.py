@@ -32,13 +32,21 @@ from wire_strategies import (
 
 from dogana_core import Contract, InvalidContract, Manifest, SerializationError, Shape, Wire
 from dogana_core.jcs import canonicalize
+from dogana_core.shape import Coverage
 from dogana_core.wire import (
+    Array,
+    Choice,
+    DateTag,
+    Nested,
+    Object,
     Optional,
     Text,
     decode_duration,
     encode_datetime,
     encode_duration,
     parse_json,
+    read_integer,
+    read_text,
     wire_field,
 )
 
@@ -308,6 +316,60 @@ def test_errors_name_the_path_of_the_field() -> None:
     assert caught.value.path == "Manifest.window[1]"
 
 
+@pytest.mark.parametrize(
+    ("data", "got"),
+    [
+        (None, "null None"),
+        (True, "boolean True"),
+        (1.5, "number 1.5"),
+        ([1], "array [1]"),
+        ({"a": 1}, "object {'a': 1}"),
+        ((1,), "tuple (1,)"),
+    ],
+)
+def test_a_wrong_type_is_named_by_its_json_type_and_shown(data: Any, got: str) -> None:
+    with pytest.raises(SerializationError) as caught:
+        read_text(data, "Shape.coverage")
+    assert caught.value.message == f"expected a string, got {got}"
+
+
+def test_a_wrong_string_is_named_string_and_shown() -> None:
+    with pytest.raises(SerializationError) as caught:
+        read_integer("ten", "Manifest.rows")
+    assert caught.value.message == "expected an integer, got string 'ten'"
+
+
+def test_a_wrong_value_is_shown_cut_to_80_characters() -> None:
+    with pytest.raises(SerializationError) as caught:
+        read_integer("x" * 200, "Manifest.rows")
+    assert caught.value.message == "expected an integer, got string " + repr("x" * 200)[:80]
+
+
+def test_a_wrong_value_too_large_to_show_is_named_by_its_type() -> None:
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    with pytest.raises(SerializationError) as caught:
+        read_text(deep, "Shape.coverage")
+    assert caught.value.message == "expected a string, got array <array too large to show>"
+    with pytest.raises(SerializationError) as caught:
+        read_text(10**5000, "Shape.coverage")
+    assert caught.value.message == "expected a string, got number <number too large to show>"
+
+
+def test_container_codecs_read_items_and_a_window_is_exactly_a_pair() -> None:
+    # The kinds build their codecs once, at import; these are built here so that every
+    # constructor is exercised by a test, not only by the import.
+    pair = Array(Text(), length=2)
+    assert pair.decode(["a", "b"], "w") == ("a", "b")
+    with pytest.raises(SerializationError, match="expected 2 items, got 3"):
+        pair.decode(["a", "b", "c"], "w")
+    assert Array(Text()).decode(["a", "b", "c"], "k") == ("a", "b", "c")
+    assert Object(Text()).decode({"b": "x", "a": "y"}, "t") == (("a", "y"), ("b", "x"))
+    assert Choice(Coverage).decode("window", "c") is Coverage.WINDOW
+    assert Nested(lambda: Shape).decode(SHAPE.to_dict(), "s") == SHAPE
+
+
 # 3. Tags: dates ----------------------------------------------------------------------------------
 
 
@@ -322,6 +384,14 @@ def test_dates_are_date_tags() -> None:
     assert date_bound("0001-01-01") == date.min
     assert date_bound("9999-12-31") == date.max
     assert Manifest.from_dict(MANIFEST.to_dict()) == MANIFEST
+
+
+def test_the_date_codec_writes_and_reads_a_date_tag() -> None:
+    assert DateTag().encode(date(2026, 9, 19), identity=False) == {"$date": "2026-09-19"}
+    assert DateTag().decode({"$date": "2026-09-19"}, "w") == date(2026, 9, 19)
+    with pytest.raises(SerializationError) as caught:
+        DateTag().decode({"$date": "2026-13-01"}, "Manifest.window[0]")
+    assert caught.value.path == "Manifest.window[0]"
 
 
 @pytest.mark.parametrize(
