@@ -22,7 +22,7 @@ from dogana_core import (
     column_hash,
     odcs_column_hash,
 )
-from dogana_core.contract import check_identifier
+from dogana_core.contract import check_identifier, odcs_type
 
 FULL = Shape.complete()
 PART = Shape.complete(window=True)
@@ -500,3 +500,46 @@ def test_nested_odcs_types_have_no_flat_name() -> None:
             odcs_column_hash(schema)
     with pytest.raises(InvalidContract, match="properties"):
         odcs_column_hash({"name": "orders"})
+
+
+def test_odcs_properties_are_a_list_of_named_properties_refused_by_position() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        odcs_column_hash({"name": "orders", "properties": {"order_id": "integer"}})
+    assert str(refused.value) == "ODCS schema object: properties must be a list"
+    for unnamed in ({"logicalType": "string"}, "order_id"):
+        schema = {"properties": [{"name": "id", "logicalType": "integer"}, unnamed]}
+        with pytest.raises(InvalidContract) as refused:
+            odcs_column_hash(schema)
+        assert str(refused.value) == "ODCS schema object: properties[1]: a property has a name"
+
+
+def test_an_odcs_type_without_a_dogana_name_is_refused_naming_the_property_and_the_choices() -> (
+    None
+):
+    schema = {"properties": [{"name": "id", "logicalType": "integer"}, {"name": "payload"}]}
+    with pytest.raises(InvalidContract) as refused:
+        odcs_column_hash(schema)
+    assert str(refused.value) == (
+        "ODCS schema object: properties[1].logicalType (payload): '' has no dogana type; one of "
+        "boolean, date, datetime, integer, number, string, timestamp"
+    )
+
+
+def test_only_a_number_with_precision_and_scale_is_a_decimal() -> None:
+    def kind(prop: dict[str, Any]) -> str:
+        return odcs_type({"name": "c", **prop}, "c")
+
+    assert kind({"logicalType": "number", "logicalTypeOptions": {"precision": 9, "scale": 2}}) == (
+        "decimal(9,2)"
+    )
+    assert kind({"logicalType": "number", "logicalTypeOptions": {"scale": 2}}) == "float"
+    assert kind({"logicalType": "string", "logicalTypeOptions": {"scale": 2}}) == "str"
+
+
+def test_an_odcs_date_whose_physical_type_names_a_timestamp_or_datetime_is_a_datetime() -> None:
+    def kind(physical: str) -> str:
+        return odcs_type({"name": "c", "logicalType": "date", "physicalType": physical}, "c")
+
+    assert kind("TIMESTAMP WITH TIME ZONE") == "datetime"
+    assert kind("DATETIME") == "datetime"  # MySQL's and MariaDB's
+    assert kind("DATE") == "date"

@@ -253,7 +253,10 @@ def test_with_contract_refuses_a_change_to_a_fixed_field_once_the_table_has_hist
 ) -> None:
     ledger = Ledger.new(ORDERS).apply(make(ORDERS, "full", SUNDAY))
     changed = FIXED_CHANGES[field]()
-    with pytest.raises(InvalidContract, match=f"{field}.* cannot change"):
+    # The field is named as the spec names it (Contract evolution), and by nothing else.
+    with pytest.raises(
+        InvalidContract, match=rf"^Ledger\.with_contract: {field}(, key types)? cannot change once"
+    ):
         ledger.with_contract(changed)
 
 
