@@ -148,3 +148,115 @@ def test_what_dogana_cannot_prove_is_refused_naming_the_field_and_the_rule(
     with pytest.raises(InvalidContract) as refused:
         contracts_of_odcs(document(**changes))
     assert field in str(refused.value) and rule in str(refused.value)
+
+
+def with_item(**changes: Any) -> dict[str, Any]:
+    """document(), its schema object's entries replaced as they are (no list conversion)."""
+    data = document()
+    data["schema"][0].update(copy.deepcopy(changes))
+    return data
+
+
+def with_shapes(shapes: Any) -> dict[str, Any]:
+    return document(customProperties={"doganaShapes": shapes})
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (
+            {"schema": []},
+            "schema: an ODCS data contract for dogana lists its tables here",
+        ),
+        ({"schema": ["orders"]}, "schema[0]: a schema object is a mapping"),
+        (
+            with_item(properties={"order_id": "integer"}),
+            "schema[0].properties: a table lists its columns",
+        ),
+        (
+            with_item(customProperties=[{"value": "updated_at"}]),
+            "schema[0].customProperties[0]: names no property",
+        ),
+        (
+            with_item(properties=[{"logicalType": "string"}]),
+            "schema[0].properties[0].name: a column has a name",
+        ),
+        (
+            document(
+                customProperties={
+                    "doganaShapes": {"full": {"read": "complete"}},
+                    "doganaWindowColumn": "order_date",
+                }
+            ),
+            "schema[0].customProperties.doganaWindowColumn: 'order_date' is not one of the "
+            "table's properties",
+        ),
+        (
+            document(
+                properties=[{"name": "path", "logicalType": "string"}],
+                customProperties={
+                    "doganaShapes": {"full": {"read": "complete"}},
+                    "doganaStartAt": "soon",
+                },
+            ),
+            "schema[0]: schema[0].doganaStartAt: 'soon' is not an ISO 8601 instant",
+        ),
+        (
+            with_shapes({}),
+            "schema[0]: schema[0].customProperties.doganaShapes: a table declares at least one "
+            "shape, {name: {read}}",
+        ),
+        (
+            with_shapes({"recent": {"read": "changes", "lookback": True}}),
+            "schema[0]: schema[0].customProperties.doganaShapes.recent.lookback: a number of "
+            "seconds",
+        ),
+    ],
+    ids=[
+        "no tables",
+        "a table not a mapping",
+        "columns not a list",
+        "a custom property without its name",
+        "a column without a name",
+        "a bound column not in the table",
+        "a start that is no instant",
+        "no shapes",
+        "a duration not a number",
+    ],
+)
+def test_a_document_dogana_cannot_read_is_refused_naming_the_field_exactly(
+    data: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        contracts_of_odcs(data)
+    assert str(refused.value) == message
+
+
+def test_a_shape_option_its_read_does_not_take_is_refused_naming_the_shape() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        contracts_of_odcs(with_shapes({"full": {"read": "complete", "colour": "red"}}))
+    assert str(refused.value).startswith(
+        "schema[0]: schema[0].customProperties.doganaShapes.full: "
+    )
+    assert "colour" in str(refused.value)
+
+
+def test_the_columns_of_a_property_without_a_dogana_type_are_refused_naming_it() -> None:
+    data = with_item(properties=[{"name": "payload", "logicalType": "object"}])
+    with pytest.raises(InvalidContract) as refused:
+        odcs_columns(data)
+    assert str(refused.value).startswith(
+        "schema[0].properties[0].logicalType (payload): 'object' has no dogana type"
+    )
+
+
+def test_key_columns_without_a_position_come_first_in_declared_order() -> None:
+    """ODCS's default primaryKeyPosition is -1: a key column that states none sorts before
+    every stated position."""
+    properties = [
+        {"name": "warehouse", "logicalType": "string", "primaryKey": True, "primaryKeyPosition": 1},
+        {"name": "product_id", "logicalType": "integer", "primaryKey": True},
+    ]
+    shapes = {"doganaShapes": {"full": {"read": "complete"}}}
+    [contract] = contracts_of_odcs(document(properties=properties, customProperties=shapes))
+    assert contract.key == ("product_id", "warehouse")
