@@ -83,11 +83,20 @@ def test_a_group_finds_its_tables_in_any_letter_case() -> None:
         group.contract("orders")
 
 
+def test_a_group_iterates_its_tables_in_its_order() -> None:
+    assert list(Group([LINES, INVOICES])) == ["lines", "invoices"]
+    assert len(Group([LINES, INVOICES])) == 2
+
+
 def test_a_table_belongs_to_one_group() -> None:
     check_disjoint([Group([INVOICES, LINES]), Group([ORDERS])])
     shouting = Contract("LINES", ("id",), {"full": Shape()}, types={"id": "int"})
-    with pytest.raises(InvalidContract, match="belongs to one group"):
+    with pytest.raises(InvalidContract) as refused:
         check_disjoint([Group([INVOICES, LINES]), Group([ORDERS, shouting])])
+    assert str(refused.value) == (
+        "groups[1]: table 'LINES' already belongs to groups[0] (as 'lines'); a table belongs to "
+        "one group"
+    )
 
 
 def test_the_exactness_premise_is_stated_where_a_user_meets_it() -> None:
@@ -172,6 +181,13 @@ def test_group_arguments_need_one_ledger_per_table() -> None:
         )
     # An iterable of ledgers is matched by the table each one names.
     assert group.claims(list(ledgers.values()), at(1), limit=NO_LIMIT).exact_as_of == at(0)
+    for neither in ("invoices", 5):
+        with pytest.raises(InvalidContract) as refused:
+            group.claims(neither, at(1), limit=NO_LIMIT)  # type: ignore[arg-type]
+        assert str(refused.value) == "Group ledgers: expected a mapping or an iterable"
+    with pytest.raises(InvalidContract) as refused:
+        group.claims([ledgers["invoices"], "lines"], at(1), limit=NO_LIMIT)  # type: ignore[list-item]
+    assert str(refused.value) == "Group ledgers: expected Ledger values, got str"
 
 
 # Group.apply -------------------------------------------------------------------------------------
@@ -310,6 +326,25 @@ def test_a_group_accepted_together_replays_whole() -> None:
     )
     answer = group.replay(list(manifests.values()), [unrelated, *reversed(receipts)])
     assert answer is not None and [r.table for r in answer] == ["invoices", "lines"]
+
+
+def test_replay_passes_over_receipts_of_other_tables_and_other_manifests() -> None:
+    """recorded may be any superset of the receipts that matter."""
+    group, ledgers, manifests = group_delivery(at(5))
+    receipts = group.apply(ledgers, manifests, now=at(6))
+    elsewhere = Gate.evaluate(Ledger.new(ORDERS), full(ORDERS, at(5)), now=at(6))
+    earlier = manifests["invoices"].replace(rows=3)
+    another = Gate.evaluate(ledgers["invoices"], earlier, now=at(6))
+    assert elsewhere.accepted and another.accepted
+    answer = group.replay(manifests, [elsewhere, another, *receipts])
+    assert answer is not None and [r.table for r in answer] == ["invoices", "lines"]
+
+
+def test_replay_takes_receipts_only() -> None:
+    group, _, manifests = group_delivery(at(5))
+    with pytest.raises(InvalidContract) as refused:
+        group.replay(manifests, ["invoices"])  # type: ignore[list-item]
+    assert str(refused.value) == "Group.replay: expected Receipt values, got str"
 
 
 def test_a_manifest_accepted_alone_is_a_new_decision() -> None:
