@@ -18,8 +18,9 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from wire_strategies import wire_values
 
-from dogana_core import Shape, Wire
+from dogana_core import Shape, Wire, schemas
 from dogana_core.kinds import KINDS, wire_kind, wire_kinds
+from dogana_core.schemas import __main__ as schemas_main
 from dogana_core.schemas import generate, load_schema, write
 from dogana_core.vectors import example_values, load_vectors
 
@@ -80,6 +81,26 @@ def test_the_generator_writes_every_schema_and_removes_stale_ones(tmp_path: Path
     assert set(changed) == {f"{name}.json" for name in FOURTEEN} | {"Gone.json"}
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{n}.json" for n in FOURTEEN)
     assert write(tmp_path) == []
+
+
+def test_the_generator_writes_beside_itself_by_default_and_says_what_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """python -m dogana_core.schemas writes into the package's folder: here a stand-in."""
+    monkeypatch.setattr(schemas, "__file__", str(tmp_path / "__init__.py"))
+    (tmp_path / "Gone.json").write_text("{}", encoding="utf-8")
+    schemas_main.main()
+    assert {p.name: p.read_text(encoding="utf-8") for p in tmp_path.glob("*.json")} == generate()
+    schemas_main.main()
+    # Written in the generator's order, then the stale one removed.
+    changed = ", ".join([*generate(), "Gone.json"])
+    assert capsys.readouterr().out == f"14 schemas; changed: {changed}\n14 schemas; all current\n"
+
+
+def test_a_name_that_is_not_a_kind_is_named_in_the_refusal() -> None:
+    with pytest.raises(FileNotFoundError) as refused:
+        load_schema("../pyproject")
+    assert str(refused.value) == "no schema for '../pyproject'"
 
 
 @pytest.mark.parametrize("name", FOURTEEN)

@@ -11,13 +11,16 @@ import hashlib
 import json
 import re
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 import pytest
 import rfc8785
 
+from dogana_core import vectors
 from dogana_core.jcs import canonicalize
 from dogana_core.kinds import wire_kind, wire_kinds
+from dogana_core.vectors import __main__ as vectors_main
 from dogana_core.vectors import load_vectors, vectors_text
 
 VECTORS = load_vectors()
@@ -171,3 +174,26 @@ def test_the_readme_states_the_canonical_forms() -> None:
         "UTF-16 code units",
     ):
         assert phrase in readme, phrase
+
+
+def test_the_generator_writes_identity_json_beside_itself_and_says_when_it_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """python -m dogana_core.vectors writes into the package's folder: here a stand-in."""
+    monkeypatch.setattr(vectors, "__file__", str(tmp_path / "__init__.py"))
+    written = tmp_path / "identity.json"
+    written.write_text("[]\n", encoding="utf-8")
+    vectors_main.main()
+    assert written.read_text(encoding="utf-8") == vectors_text()
+    vectors_main.main()
+    count = len(load_vectors())
+    assert capsys.readouterr().out == (
+        f"{count} identity vectors; identity.json changed\n"
+        f"{count} identity vectors; identity.json current\n"
+    )
+
+
+def test_the_generator_writes_into_a_folder_it_is_given(tmp_path: Path) -> None:
+    assert vectors.write(tmp_path) is True
+    assert (tmp_path / "identity.json").read_text(encoding="utf-8") == vectors_text()
+    assert vectors.write(tmp_path) is False
