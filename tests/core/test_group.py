@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 from planning_fixtures import (
@@ -242,6 +244,51 @@ def test_one_rejected_table_rejects_every_table() -> None:
     assert [c.name for c in invoices.failed] == ["together"]
     assert [c.name for c in lines.failed] == ["keys_unique", "together"]
     assert "table lines is rejected alone (keys_unique)" in invoices.failed[0].detail
+
+
+def test_a_failed_together_check_names_every_problem_and_digests_every_manifest() -> None:
+    group, ledgers, manifests = group_delivery(at(5))
+    manifests["lines"] = LINES.manifest("log", at(5) + MICROSECOND, since=10, generation=12)
+    outcomes = {"lines": [Check("keys_unique", False), Check("rows", False)]}
+    invoices, _ = group.apply(ledgers, manifests, now=at(6), outcomes=outcomes)
+    assert invoices.failed[0].detail == (
+        "not together: the manifests' produced_at differ (invoices "
+        f"{at(5).isoformat()}, lines {(at(5) + MICROSECOND).isoformat()}); table lines is "
+        f"rejected alone (keys_unique, rows); digest {together_digest(manifests.values())}"
+    )
+
+
+def test_the_together_digest_is_sha256_of_the_sorted_identities_joined_by_colons() -> None:
+    _, _, manifests = group_delivery(at(5))
+    joined = ":".join(sorted(m.identity for m in manifests.values()))
+    assert together_digest(manifests.values()) == hashlib.sha256(joined.encode()).hexdigest()
+
+
+def test_group_apply_arguments_are_refused_naming_the_argument() -> None:
+    group, ledgers, manifests = group_delivery(at(5))
+    refusals = [
+        (
+            {"now": datetime(2026, 1, 1)},
+            "Group.apply now: naive datetime 2026-01-01T00:00:00 carries no UTC offset",
+        ),
+        ({"outcomes": [1]}, "Group outcomes: expected a mapping from table name"),
+        ({"sources": [1]}, "Group sources: expected a mapping from table name"),
+        ({"manifests": {5: 1}}, "Group manifests: keys are table names, got 5"),
+        (
+            {"manifests": {"invoices": "x", "lines": "y"}},
+            "Group manifests['invoices']: expected a Manifest, got str",
+        ),
+        (
+            {"manifests": {}},
+            "Group manifests: one manifest per table; missing ['invoices', 'lines']",
+        ),
+        ({"manifests": ["x"]}, "Group manifests: expected Manifest values, got str"),
+    ]
+    for changes, message in refusals:
+        arguments: dict[str, Any] = {"manifests": manifests, "now": at(6), **changes}
+        with pytest.raises(InvalidContract) as refused:
+            group.apply(ledgers, **arguments)
+        assert str(refused.value) == message
 
 
 def test_a_transition_refused_for_one_table_rejects_every_table() -> None:

@@ -211,11 +211,24 @@ def test_a_one_day_date_window_is_that_day() -> None:
 
 def test_date_widths_are_whole_days() -> None:
     shape = Shape.complete(window=True, window_size=timedelta(days=1, hours=12))
-    with pytest.raises(InvalidContract, match="whole number of days"):
+    with pytest.raises(InvalidContract) as refused:
         shape.window_ending_at(date(2026, 10, 19))
+    assert str(refused.value) == "Shape.window_size: a date window is a whole number of days"
     short = Shape.complete(window=True, window_size=timedelta(hours=23))
     with pytest.raises(InvalidContract, match="whole number of days"):
         short.window_ending_at(date(2026, 10, 19))
+
+
+def test_a_rolling_window_needs_a_window_size_and_an_aware_until() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        Shape.complete(window=True).window_ending_at(date(2026, 10, 19))
+    assert str(refused.value) == "Shape.window_ending_at: the shape declares no window_size"
+    shape = Shape.complete(window=True, window_size=timedelta(hours=1))
+    with pytest.raises(InvalidContract) as refused:
+        shape.window_ending_at(datetime(2026, 10, 19, 12, 0))
+    assert str(refused.value) == (
+        "Shape.window_ending_at: naive datetime 2026-10-19T12:00:00 carries no UTC offset"
+    )
 
 
 def test_datetime_widths_are_inclusive_at_microsecond_resolution() -> None:
