@@ -18,7 +18,7 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import ValidationError
 from wire_strategies import wire_values
 
-from dogana_core import Shape, Wire, schemas
+from dogana_core import Shape, Wire, kinds, schemas
 from dogana_core.kinds import KINDS, wire_kind, wire_kinds
 from dogana_core.schemas import __main__ as schemas_main
 from dogana_core.schemas import generate, load_schema, write
@@ -57,8 +57,36 @@ def test_every_wire_kind_is_a_wire_class_of_its_name() -> None:
     for kind in wire_kinds():
         assert issubclass(kind, Wire)
         assert wire_kind(kind.__name__) is kind
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError) as missing:
         wire_kind("Frobnicator")
+    assert missing.value.args == ("Frobnicator",)
+
+
+def test_a_kind_whose_module_or_class_does_not_exist_yet_is_left_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    listed = (
+        ("Gone", "dogana_core.no_such_module"),
+        ("Shape", "dogana_core.shape"),
+        ("Gone", "dogana_core.shape"),
+        ("Contract", "dogana_core.contract"),
+    )
+    monkeypatch.setattr(kinds, "KINDS", listed)
+    assert [kind.__name__ for kind in wire_kinds()] == ["Shape", "Contract"]
+
+
+def test_a_name_that_is_no_wire_kind_or_a_broken_module_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kinds, "KINDS", (("Coverage", "dogana_core.shape"),))
+    with pytest.raises(TypeError) as refused:
+        wire_kinds()
+    assert str(refused.value) == "dogana_core.shape.Coverage is not the wire kind Coverage"
+    (tmp_path / "dogana_broken_kind.py").write_text("import dogana_no_such_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(kinds, "KINDS", (("Broken", "dogana_broken_kind"),))
+    with pytest.raises(ModuleNotFoundError, match="dogana_no_such_dependency"):
+        wire_kinds()
 
 
 def test_there_is_one_schema_file_per_wire_kind() -> None:
