@@ -885,3 +885,13 @@ def test_manifest_identity_is_stable_across_equivalent_utc_offsets(
     assert again == value
     assert again.identity == value.identity
     assert again.to_json() == value.to_json()
+
+
+def test_a_serialization_error_names_its_path_and_keeps_its_message() -> None:
+    error = SerializationError("Manifest.rows", "expected an integer")
+    assert (str(error), error.path, error.message) == (
+        "Manifest.rows: expected an integer",
+        "Manifest.rows",
+        "expected an integer",
+    )
+    assert str(SerializationError("", "not JSON")) == "not JSON"
