@@ -657,10 +657,11 @@ def test_plan_together_requests_fulfilled_in_one_snapshot_make_the_group_exact()
 
 
 def test_plan_together_refuses_a_naive_at_least() -> None:
-    from datetime import datetime
-
-    with pytest.raises(InvalidContract, match="naive"):
+    with pytest.raises(InvalidContract) as refused:
         plan_together(Group([INVOICES]), [Ledger.new(INVOICES)], datetime(2026, 10, 18))
+    assert str(refused.value) == (
+        "plan_together at_least: naive datetime 2026-10-18T00:00:00 carries no UTC offset"
+    )
 
 
 def test_planned_requests_are_extraction_requests_in_group_order() -> None:
