@@ -6,7 +6,8 @@ applied to the ledger, so each test states what the plan achieves, not only what
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 from planning_fixtures import (
@@ -551,3 +552,91 @@ def test_next_extraction_is_what_a_nightly_job_delivers_night_after_night() -> N
         ledger = deliver(ledger, next_extraction(ledger, "days", until), late=timedelta(minutes=3))
     window = (date(2026, 9, 19), date(2026, 10, 24))
     assert ledger.claims(at(1000), limit=NO_LIMIT, window=window).complete_as_of is not None
+
+
+# Requirement and ExtractionRequest name the field they refuse ------------------------------------
+
+NAIVE = datetime(2026, 10, 18)
+NAIVE_TEXT = "naive datetime 2026-10-18T00:00:00 carries no UTC offset"
+BACKWARDS = "low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10, 1)"
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Requirement("", at(1)), "Requirement.table: names the table"),
+        (lambda: Requirement(5, at(1)), "Requirement.table: expected a string, got int"),
+        (lambda: Requirement("orders", NAIVE), f"Requirement.complete_as_of: {NAIVE_TEXT}"),
+        (
+            lambda: Requirement("orders", at(1), deletions_as_of=NAIVE),
+            f"Requirement.deletions_as_of: {NAIVE_TEXT}",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(day(2), day(1))),
+            f"Requirement.window: {BACKWARDS}",
+        ),
+        (lambda: ExtractionRequest("", "full", at(1)), "ExtractionRequest.table: names the table"),
+        (
+            lambda: ExtractionRequest(5, "full", at(1)),
+            "ExtractionRequest.table: expected a string, got int",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "", at(1)),
+            "ExtractionRequest.shape: names a shape of the contract",
+        ),
+        (
+            lambda: ExtractionRequest("orders", 5, at(1)),
+            "ExtractionRequest.shape: expected a string, got int",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "full", NAIVE),
+            f"ExtractionRequest.until: {NAIVE_TEXT}",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "days", at(1), window=(day(2), day(1))),
+            f"ExtractionRequest.window: {BACKWARDS}",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "changes", at(1), since=NAIVE),
+            f"ExtractionRequest.since: {NAIVE_TEXT}",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "changes", at(1), since=1.5),
+            "ExtractionRequest.since: an aware datetime, a generation string or a sequence "
+            "integer, got 1.5",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "full", at(1)).manifest(ORDERS, NAIVE),
+            f"produced_at: {NAIVE_TEXT}",
+        ),
+    ],
+)
+def test_a_requirement_or_request_is_refused_naming_the_field(build: Any, message: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+def test_a_requirement_and_a_request_hold_their_instants_in_utc() -> None:
+    rome = timezone(timedelta(hours=2))
+    local = at(1).astimezone(rome)
+    window = (local, local + HOUR)
+    required = Requirement("orders", local, deletions_as_of=local, window=window)
+    requested = ExtractionRequest("orders", "changes", local, window=window, since=local)
+    for instant in (
+        required.complete_as_of,
+        required.deletions_as_of,
+        *required.window,  # type: ignore[misc]
+        requested.until,
+        *requested.window,  # type: ignore[misc]
+        requested.since,
+    ):
+        assert instant.tzinfo is UTC  # type: ignore[union-attr]
+    assert required.complete_as_of == at(1) and requested.since == at(1)
+
+
+def test_the_manifest_of_a_request_carries_what_the_read_counted() -> None:
+    request = ExtractionRequest("orders", "changes", at(1), since=at(0))
+    manifest = request.manifest(ORDERS, at(2), rows=3, tombstones=1, content_hash="ab" * 32)
+    assert (manifest.rows, manifest.tombstones, manifest.content_hash) == (3, 1, "ab" * 32)
+    assert (manifest.shape, manifest.since, manifest.produced_at) == ("changes", at(0), at(2))
