@@ -464,6 +464,14 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
         Index.read(text).ledger(CONTRACT, kept)
 
 
+def test_a_region_map_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
+    """RegionMap stands for the tuple of its regions: equal, equally hashed, and shown so."""
+    regions = daily(100).regions
+    assert isinstance(regions, RegionMap)
+    assert hash(regions) == hash(tuple(regions)) == hash(regions)
+    assert repr(regions) == f"RegionMap({tuple(regions)!r})"
+
+
 def test_the_bytes_read_for_a_chunk_are_checked_against_its_digest() -> None:
     """A chunk is named by the SHA-256 of its bytes; bytes read under a name are checked."""
     _, chunks = stored_form(daily(100))
