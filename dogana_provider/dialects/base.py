@@ -240,6 +240,11 @@ class Dialect:
         An empty list when no such relation exists."""
         raise NotImplementedError
 
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        """Which of names (tables and indexes of the connection's default schema) exist, in
+        one catalog query."""
+        raise NotImplementedError
+
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         """Whether create_index must find the index first (see create_index): False lets
         CREATE INDEX IF NOT EXISTS find it."""

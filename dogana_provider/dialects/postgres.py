@@ -158,6 +158,15 @@ class PostgresDialect(Dialect):
             found.append(CatalogColumn(str(name), native, logical, nullable == "YES"))
         return found
 
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        rows = fetch_all(
+            connection,
+            "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+            "AND relname = ANY(%s)",
+            (list(names),),
+        )
+        return {str(name) for (name,) in rows}
+
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         # CREATE INDEX IF NOT EXISTS locks the table in SHARE mode before it finds the index
         # there: run on every delivery against a table others write (the published table, the

@@ -104,6 +104,11 @@ class SourceStore:
             execute(connection, sql)
         self._ready = True
 
+    def known_to_exist(self) -> None:
+        """Record that the tables exist, found by one catalog query (Steps.created): they are
+        never dropped, so they are not looked up again."""
+        self._ready = True
+
     def ready(self, connection: Any) -> bool:
         """Whether the tables exist; a store older than them has none yet (then: off, no
         records). Known once seen, since they are never dropped."""

@@ -154,6 +154,11 @@ class LineageStore:
             connection, self.dialect, self.name, self.own_names[2], "source_name, published_at"
         )
 
+    def known_to_exist(self) -> None:
+        """Record that the tables exist, found by one catalog query (Steps.created): they are
+        never dropped, so they are not looked up again."""
+        self._ready = True
+
     def ensure(self, connection: Any) -> None:
         """Create the table unless it exists, where a publication writes; once seen, it is not
         looked up again."""

@@ -83,6 +83,28 @@ class Steps:
             *self.schema_versions.own_names,
         )
 
+    @property
+    def created_names(self) -> tuple[str, ...]:
+        """The tables and indexes a registration creates when missing (create)."""
+        return (*self.store.own_names, *self.sources.own_names, *self.lineage.own_names)
+
+    def created(self, connection: Any) -> bool:
+        """Whether every table and index a registration creates exists, asked in one catalog
+        query; once so, the stores do not look each one up again."""
+        names = self.created_names
+        if not set(names) <= self.dialect.existing_names(connection, names):
+            return False
+        self.store.known_to_exist()
+        self.sources.known_to_exist()
+        self.lineage.known_to_exist()
+        return True
+
+    def create(self, connection: Any) -> None:
+        """Create the tables and indexes that are missing; safe to repeat, and at once."""
+        self.store.create(connection)
+        self.sources.create(connection)
+        self.lineage.create(connection)
+
     def state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table)
         if state is None:

@@ -821,6 +821,11 @@ class Store:
             (table, expectation, rule),
         )
 
+    def known_to_exist(self) -> None:
+        """Record that the tables exist, found by one catalog query (Steps.created): they are
+        never dropped, so they are not looked up again."""
+        self._holds_exist = True
+
     def has_released(self, connection: Any) -> bool:
         """Whether the released rows' table exists: a store made before it has none until the
         next registration or hold creates it, and then nothing was released."""
