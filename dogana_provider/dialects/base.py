@@ -200,6 +200,16 @@ class Dialect:
         """The statements that begin a transaction: a writer's, or a reader's of one snapshot."""
         raise NotImplementedError
 
+    def begin(self, connection: Any, *, write: bool) -> None:
+        """Begin a transaction on an idle connection: begin_statements, where the driver has
+        no cheaper way to the same transaction."""
+        cursor = connection.cursor()
+        try:
+            for statement in self.begin_statements(write=write):
+                cursor.execute(statement)
+        finally:
+            cursor.close()
+
     def lock_schema(self, connection: Any, name: str) -> None:
         """Serialize, until the transaction ends, the callers creating or altering tables under
         name; nothing to do where the database already serializes them."""

@@ -240,9 +240,12 @@ class Receiver:
         # once on MariaDB).
         with transaction(self.connect, self.dialect) as connection:
             if self.steps.created(connection):
+                self.sources.configure(connection)
                 return self._register(connection, contract, expectations)
         with transaction(self.connect, self.dialect) as connection:
-            self.steps.create(connection)
+            self.store.create(connection)
+            self.sources.create(connection)
+            self.steps.lineage.create(connection)
         with transaction(self.connect, self.dialect) as connection:
             return self._register(connection, contract, expectations)
 

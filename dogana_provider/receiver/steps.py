@@ -85,7 +85,7 @@ class Steps:
 
     @property
     def created_names(self) -> tuple[str, ...]:
-        """The tables and indexes a registration creates when missing (create)."""
+        """The tables and indexes a registration creates when missing (Receiver.register)."""
         return (*self.store.own_names, *self.sources.own_names, *self.lineage.own_names)
 
     def created(self, connection: Any) -> bool:
@@ -98,12 +98,6 @@ class Steps:
         self.sources.known_to_exist()
         self.lineage.known_to_exist()
         return True
-
-    def create(self, connection: Any) -> None:
-        """Create the tables and indexes that are missing; safe to repeat, and at once."""
-        self.store.create(connection)
-        self.sources.create(connection)
-        self.lineage.create(connection)
 
     def state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table)
