@@ -81,6 +81,7 @@ from dogana_provider.dialects import (
     run_or_fail,
 )
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
+from dogana_provider.receiver.own_tables import OwnTables, table_exists
 from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).
@@ -213,6 +214,8 @@ class Store:
         self.holds = dialect.quote(f"{prefix}_holds")
         self.released = dialect.quote(f"{prefix}_released")
         self._holds_exist = False
+        self.own_tables: OwnTables | None = None
+        """Set by the receiver's Steps: its tables looked up together (own_tables.py)."""
         self.p = dialect.placeholder
         self.own_names = tuple(f"{prefix}_{name}" for name in _OWN)
         """The names this store's tables and index take in the database."""
@@ -648,7 +651,7 @@ class Store:
 
         A handful of rows (one per decision in flight), so read whole.
         """
-        if not declared_types(connection, self.dialect, f"{self.prefix}_staging"):
+        if not table_exists(connection, self.dialect, f"{self.prefix}_staging", self.own_tables):
             return []
         cursor = connection.cursor()
         try:
@@ -821,22 +824,17 @@ class Store:
             (table, expectation, rule),
         )
 
-    def known_to_exist(self) -> None:
-        """Record that the tables exist, found by one catalog query (Steps.created): they are
-        never dropped, so they are not looked up again."""
-        self._holds_exist = True
-
     def has_released(self, connection: Any) -> bool:
         """Whether the released rows' table exists: a store made before it has none until the
         next registration or hold creates it, and then nothing was released."""
-        return bool(declared_types(connection, self.dialect, f"{self.prefix}_released"))
+        return table_exists(connection, self.dialect, f"{self.prefix}_released", self.own_tables)
 
     def _has_holds(self, connection: Any) -> bool:
         """Whether the holds table exists: a store made before holds has none until the next
         registration (create) or hold. Once seen, it is not looked up again."""
         if not self._holds_exist:
-            self._holds_exist = bool(
-                declared_types(connection, self.dialect, f"{self.prefix}_holds")
+            self._holds_exist = table_exists(
+                connection, self.dialect, f"{self.prefix}_holds", self.own_tables
             )
         return self._holds_exist
 
