@@ -4,6 +4,11 @@ from exactly there; the slot moved only up to what the receiver published."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
 import threading
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -12,7 +17,7 @@ from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import PgTable, write_pipeline
+from cdc_pipeline import COLUMNS, PgTable, log_contract, write_pipeline
 
 from dogana_core.gate import Receipt
 from dogana_core.manifest import Manifest
@@ -158,4 +163,45 @@ def test_writes_during_the_snapshot_are_in_it_or_in_the_log_never_both_never_nei
     third, _ = delivered(pipeline.run())
     assert first.shape == "snapshot" and second.since == first.generation
     assert third.since == second.generation
+    assert same(pipeline.published()) == same(source.rows())
+
+
+def test_an_extract_killed_mid_read_leaves_the_slot_at_the_published_position(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
+) -> None:
+    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    delivered(pipeline.run())
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (2, 2, now(), 'two', true)")
+    second, _ = delivered(pipeline.run())
+    for key in range(3, 9):  # one transaction each: a batch each, at fetch_rows=2
+        source.execute(f"INSERT INTO \"{source.table}\" VALUES ({key}, {key}, now(), 'n', true)")
+        source.execute(f'DELETE FROM "{source.table}" WHERE id = {key - 1}')
+
+    config = source.config(columns=COLUMNS, fetch_rows=2)
+    killed = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).with_name("killed_extract.py")),
+            json.dumps(config),
+            log_contract(source.table).to_json(),
+            str(second.generation),
+            str(tmp_path / "killed.parquet"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        assert killed.stdout is not None
+        lines = iter(killed.stdout.readline, "")  # Airflow may log to stdout first
+        assert any(line.strip() == "first batch written" for line in lines)
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    assert source.confirmed() == second.generation, "moved to what was published, no further"
+
+    after, _ = delivered(pipeline.run())
+    assert after.since == second.generation, "the killed read's changes are read again"
+    assert (after.rows, after.tombstones) == (1, 6)
     assert same(pipeline.published()) == same(source.rows())
