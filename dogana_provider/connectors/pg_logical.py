@@ -212,58 +212,28 @@ class PgLogicalConnector(Connector):
         return tuple(str(name) for (name,) in rows)
 
     def slot_state(self, connection: Any) -> dict[str, Any] | None:
-        """The slot's row of pg_replication_slots, or None when there is no such slot."""
-        cursor = connection.execute(
-            "SELECT slot_name, plugin, database, confirmed_flush_lsn::text, restart_lsn::text, "
-            "wal_status, active, pg_current_wal_insert_lsn()::text AS head, "
-            "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), confirmed_flush_lsn)::bigint AS lag, "
-            "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), restart_lsn)::bigint AS retained "
-            "FROM pg_replication_slots WHERE slot_name = %s",
-            (self.slot,),
-        )
-        row = cursor.fetchone()
-        if row is None:
-            return None
-        return dict(zip([column.name for column in cursor.description], row, strict=True))
+        """The slot's row as slots() gives it, or None when there is no such slot."""
+        found = slots(connection, self.slot)
+        return found[0] if found else None
 
     def status(self) -> dict[str, Any]:
-        """What `dogana cdc status` shows: the slot, its confirmed LSN, how far it lags the WAL
-        and how much WAL it holds back (bytes); {"slot": name, "exists": False} without it."""
+        """The slot as `dogana cdc status` shows it; {"slot": name, "exists": False} without it."""
         self.connect()
         connection = self.session()
         try:
             state = self.slot_state(connection)
         finally:
             connection.close()
-        if state is None:
-            return {"slot": self.slot, "exists": False}
-        return {
-            "slot": self.slot,
-            "exists": True,
-            "plugin": state["plugin"],
-            "database": state["database"],
-            "confirmed_lsn": state["confirmed_flush_lsn"],
-            "head_lsn": state["head"],
-            "lag_bytes": int(state["lag"] or 0),
-            "wal_retained_bytes": int(state["retained"] or 0),
-            "wal_status": state["wal_status"],
-            "active": bool(state["active"]),
-        }
+        return {"slot": self.slot, "exists": False} if state is None else state
 
     def drop_slot(self) -> bool:
         """Drop the pipeline's slot, releasing the WAL it holds; False when there was none."""
         self.connect()
         connection = self.session()
         try:
-            return self._drop_slot(connection)
+            return drop_slot(connection, self.slot)
         finally:
             connection.close()
-
-    def _drop_slot(self, connection: Any) -> bool:
-        if self.slot_state(connection) is None:
-            return False
-        connection.execute("SELECT pg_drop_replication_slot(%s)", (self.slot,))
-        return True
 
     def ensure_publication(self, connection: Any) -> None:
         found = connection.execute(
@@ -326,8 +296,9 @@ class PgLogicalConnector(Connector):
             return Health(False, f"slot {self.slot} lost the WAL it needed: run a full read")
         return Health(
             True,
-            f"slot {self.slot} confirmed {state['confirmed_flush_lsn']}, "
-            f"{state['lag']} bytes behind, holding {state['retained']} bytes of WAL",
+            f"slot {self.slot} confirmed {state['confirmed_lsn']}, "
+            f"{state['lag_bytes']} bytes behind, holding {state['wal_retained_bytes']} bytes "
+            "of WAL",
         )
 
     def read(
@@ -351,6 +322,33 @@ class PgLogicalConnector(Connector):
         if last < first:
             raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
         return LogReading(self, found, first, limit=limit, end=last)
+
+
+def slots(connection: Any, slot: str | None = None) -> list[dict[str, Any]]:
+    """The database's logical slots (or the one named): each one's plugin, confirmed LSN, the
+    WAL's head, how many bytes of WAL it has not confirmed (lag_bytes) and how many it holds
+    back from removal (wal_retained_bytes, from its restart point), wal_status and whether a
+    session is using it."""
+    cursor = connection.execute(
+        "SELECT slot_name AS slot, plugin, database, confirmed_flush_lsn::text AS confirmed_lsn, "
+        "pg_current_wal_insert_lsn()::text AS head_lsn, "
+        "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), confirmed_flush_lsn)::bigint AS lag_bytes, "
+        "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), restart_lsn)::bigint AS wal_retained_bytes, "
+        "wal_status, active FROM pg_replication_slots WHERE slot_type = 'logical' "
+        "AND (%(slot)s::text IS NULL OR slot_name = %(slot)s) ORDER BY slot_name",
+        {"slot": slot},
+    )
+    names = [column.name for column in cursor.description]
+    return [{"exists": True, **dict(zip(names, row, strict=True))} for row in cursor.fetchall()]
+
+
+def drop_slot(connection: Any, slot: str) -> bool:
+    """Drop a slot, releasing the WAL it holds; False when there was none."""
+    dropped = connection.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    ).fetchall()
+    return bool(dropped)
 
 
 def _full_read(table: str) -> str:
@@ -463,7 +461,7 @@ class SnapshotReading(Reading):
         connector = self.connector
         connection = connector.session()
         try:
-            connector._drop_slot(connection)
+            drop_slot(connection, connector.slot)
             connector.ensure_publication(connection)
             replication = psycopg2.connect(
                 libpq_conninfo(connection), connection_factory=LogicalReplicationConnection
@@ -631,7 +629,7 @@ class LogReading(Reading):
                 f"replication slot {connector.slot} lost the WAL after {lsn_text(since)} "
                 f"(max_slot_wal_keep_size); {run}",
             )
-        confirmed = lsn_of(state["confirmed_flush_lsn"])
+        confirmed = lsn_of(state["confirmed_lsn"])
         if since < confirmed:
             raise RefusedRead(
                 "slot_behind",
