@@ -406,9 +406,8 @@ class _Rows:
         self.stream = stream
         self.schema = stream.schema()
         self.names = [c.name for c in stream.columns]
-        self.parsers = [
-            None if c.name == stream.deleted_column else parser(c.type) for c in stream.columns
-        ]
+        # The deleted column is the last, and no value of the log's tuples.
+        self.parsers = [parser(c.type) for c in stream.columns[:-1]]
         self.columns: list[list[Any]] = [[] for _ in self.names]
 
     def __len__(self) -> int:
@@ -416,9 +415,8 @@ class _Rows:
 
     def add(self, values: tuple[pgoutput.Value, ...], deleted: bool) -> None:
         for index, value in enumerate(values):
-            convert = self.parsers[index]
-            assert convert is not None and not isinstance(value, pgoutput.Unchanged)
-            self.columns[index].append(None if value is None else convert(value))
+            assert not isinstance(value, pgoutput.Unchanged)
+            self.columns[index].append(None if value is None else self.parsers[index](value))
         self.columns[-1].append(deleted)
 
     def batch(self) -> pa.RecordBatch:
