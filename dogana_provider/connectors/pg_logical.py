@@ -613,6 +613,12 @@ class LogReading(Reading):
         """The slot checked, moved up to the published position (since), and the read's end
         and instant fixed: the clock, then the WAL's end, once flushed."""
         connector, since = self.connector, self.since
+        encoding = connection.execute("SHOW server_encoding").fetchone()[0]
+        if encoding != "UTF8":
+            # pgoutput prints values in the server's encoding, and the log is bytes.
+            raise ConnectorError(
+                f"the source's server_encoding is {encoding}: the log is read as UTF8 only"
+            )
         state = connector.slot_state(connection)
         run = f"{_full_read(connector.table)}, which creates slot {connector.slot} again"
         if state is None:

@@ -61,8 +61,10 @@ def test_a_full_read_at_the_slots_consistent_point_then_the_log_publishes_each_c
         "(2, NULL, NULL, '', false), (3, 3, now(), 'three', NULL)",
         ("ünï",),
     )
+    inserted = source.execute("SELECT clock_timestamp()").fetchone()[0]
     first, receipt = delivered(pipeline.run())
     assert (first.shape, first.rows, first.tombstones) == ("snapshot", 3, 0)
+    assert inserted < first.produced_at <= receipt.received_at
     assert first.generation == source.confirmed(), "the position is the slot's consistent point"
     assert same(pipeline.published()) == same(source.rows())
 
