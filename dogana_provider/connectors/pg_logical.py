@@ -29,7 +29,9 @@ release a change; the slot's confirmed position moves only by pg_replication_slo
 called at the start of the next read up to its since, the position the receiver's ledger holds
 as published (the planner's request carries it). The order is the peer's: sink, then ledger,
 then checkpoint. A rejected or killed delivery leaves the ledger at P, and the next read reads
-the same changes again. The cost: each peek decodes from the slot's restart point, and the
+the same changes again. A caller resuming from a position that no receiver published (the
+conformance suite, a person at a terminal) moves the slot there all the same: resume only from
+a ledger's position. The cost: each peek decodes from the slot's restart point, and the
 server materialises the changes up to L before the first row arrives (in work_mem, then temp
 files); the rows stream to the worker through a server-side cursor.
 
@@ -351,6 +353,32 @@ def drop_slot(connection: Any, slot: str) -> bool:
     return bool(dropped)
 
 
+def _undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
+    """How the table's columns now differ from the declared ones (the "columns" option), or
+    None when they do not, or none are declared."""
+    declared = connector.config.get("columns")
+    if declared is None:
+        return None
+    now = [(c.name, c.type) for c in stream.columns[:-1]]  # the deleted column is the last
+    return _difference(connector.table, "declared", list(declared.items()), now)
+
+
+def _difference(
+    table: str, first: str, before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]
+) -> str | None:
+    """Columns (name, then what types it) before and after, their differences named."""
+    if before == after:
+        return None
+    old, new = {c[0]: c[1:] for c in before}, {c[0]: c[1:] for c in after}
+    differences = [f"{n} added" for n in new if n not in old]
+    differences += [f"{n} removed" for n in old if n not in new]
+    differences += [f"{n} retyped" for n in new if n in old and old[n] != new[n]]
+    return (
+        f"{table}'s columns {first} ({', '.join(old)}) are not its columns now "
+        f"({', '.join(new)}): {', '.join(differences) or 'their order changed'}"
+    )
+
+
 def _full_read(table: str) -> str:
     """What a refusal tells the person to run."""
     return (
@@ -457,6 +485,11 @@ class SnapshotReading(Reading):
         from dogana_provider.sources.columns import Columns
 
         connector = self.connector
+        difference = _undeclared(connector, self.stream)
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed", f"{difference}: declare the columns as they are now"
+            )
         connection = connector.session()
         try:
             drop_slot(connection, connector.slot)
@@ -719,38 +752,26 @@ class LogReading(Reading):
             yield rows.batch()
 
     def _as_declared(self) -> None:
-        """The table's columns now are the declared ones (the "columns" option), if declared."""
-        declared = self.connector.config.get("columns")
-        if declared is None:
-            return
-        now = [
-            (c.name, c.type) for c in self.stream.columns if c.name != self.stream.deleted_column
-        ]
-        self._refuse_unless_same("declared", list(declared.items()), "now", now)
+        difference = _undeclared(self.connector, self.stream)
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}, under "
+                "the new columns (declare them)",
+            )
 
     def _same_columns(
         self, relation: pgoutput.Relation, declared: tuple[tuple[str, int, int], ...]
     ) -> None:
         logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
-        self._refuse_unless_same("in the log", logged, "now", list(declared))
-
-    def _refuse_unless_same(
-        self, first: str, before: list[tuple[Any, ...]], second: str, after: list[tuple[Any, ...]]
-    ) -> None:
-        if before == after:
-            return
-        old, new = {c[0]: c[1:] for c in before}, {c[0]: c[1:] for c in after}
-        differences = [f"{n} added" for n in new if n not in old]
-        differences += [f"{n} removed" for n in old if n not in new]
-        differences += [f"{n} retyped" for n in new if n in old and old[n] != new[n]]
-        table = self.connector.table
-        raise RefusedRead(
-            "relation_changed",
-            f"{table}'s columns {first} ({', '.join(old)}) are not its columns {second} "
-            f"({', '.join(new)}): {', '.join(differences) or 'their order changed'}; a change "
-            "the log does not carry row by row (a default filled in, a rewrite) may be behind "
-            f"it: {_full_read(table)}, under the new columns (declare them)",
-        )
+        difference = _difference(self.connector.table, "in the log", logged, list(declared))
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}",
+            )
 
     def _rows_of(
         self, message: pgoutput.Message, key: list[int]

@@ -116,3 +116,14 @@ def test_a_refused_log_read_keeps_what_is_published(
     assert states(run)["extract"] == "failed" and states(run)["publish"] != "success"
     assert pipeline.published() == before and pipeline.ledger() == ledger
     assert Manifest.from_dict(xcom(first, "extract")["manifest"]).generation == ledger.generation
+
+
+def test_a_full_read_under_other_declared_columns_is_refused_before_a_slot_is_made(
+    source: PgTable,
+) -> None:
+    reader = connector(source)
+    reader.config["columns"] = {**COLUMNS, "extra": "int"}
+    with pytest.raises(RefusedRead) as raised:
+        list(reader.read(source.table))
+    assert raised.value.rule == "relation_changed" and "extra removed" in str(raised.value)
+    assert source.confirmed() is None, "no slot made"
