@@ -11,7 +11,9 @@ application of the same changes, over tables of growing size, in one run.
 For each table size the table is made with N rows, a slot is created, then CHANGES rows are
 updated or deleted (nine updates to each delete, spread over the table) in transactions of 100.
 The question is whether the log read grows with the changes, not the table: its time at the
-largest size over its time at the smallest. Not a timed test: it prints times and ratios
+largest size over its time at the smallest. It decodes every byte of WAL the changes wrote, so
+it is printed too: the same changes spread over more pages write more full-page images after a
+checkpoint. Not a timed test: it prints times and ratios
 measured in this one run.
 
     PYTHONPATH=. .venv/bin/python bench/cdc.py                           # 1,000,000 and 10,000,000
@@ -70,6 +72,9 @@ def measure(rows: int, changes: int) -> dict[str, float]:
                 )
             db.execute(f"DELETE FROM {table} WHERE id = ANY(%s)", (deletes,))
         apply = time.perf_counter() - start
+        (wal,) = db.execute(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), %s::pg_lsn)", (position,)
+        ).fetchone()
 
         start = time.perf_counter()
         with db.transaction():
@@ -88,7 +93,7 @@ def measure(rows: int, changes: int) -> dict[str, float]:
         log = time.perf_counter() - start
         assert delivered == changes, (delivered, changes)
         assert selected == len(updates), (selected, len(updates))
-        return {"rows": rows, "log": log, "cursor": cursor_read, "apply": apply}
+        return {"rows": rows, "log": log, "cursor": cursor_read, "apply": apply, "wal": float(wal)}
     finally:
         db.execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -116,11 +121,13 @@ def main() -> None:
     )
     results = [measure(rows, args.changes) for rows in args.rows]
     print(f"{args.changes:,} changed rows (9 updates to 1 delete), seconds:")
-    print(f"{'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} {'log/apply':>10}")
+    print(
+        f"{'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} {'log/apply':>10} {'WAL MiB':>8}"
+    )
     for r in results:
         print(
             f"{r['rows']:>12,} {r['log']:>8.3f} {r['cursor']:>8.3f} {r['apply']:>8.3f} "
-            f"{r['log'] / r['apply']:>10.2f}"
+            f"{r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f}"
         )
     first, last = results[0], results[-1]
     print(
