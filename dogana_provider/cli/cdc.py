@@ -53,9 +53,10 @@ def add_commands(command: Command) -> None:
         Log-based change capture reads a PostgreSQL table's changes through a logical
         replication slot per pipeline. status prints each logical slot of the source (or the one
         --slot names): its confirmed position, the WAL's head, the bytes it has not confirmed
-        (lag) and the bytes of WAL it keeps from removal (retained), and whether a session is
-        reading it. drop-slot drops one, releasing its WAL; the pipeline it served needs a full
-        read to start again.
+        (lag), how long ago its oldest unconfirmed change committed (for the slots this
+        connector makes), the bytes of WAL it keeps from removal (retained), and whether a
+        session is reading it. drop-slot drops one, releasing its WAL; the pipeline it served
+        needs a full read to start again.
         """,
         CDC_EXAMPLES,
     )
@@ -74,7 +75,9 @@ def add_commands(command: Command) -> None:
 def cmd_status(args: argparse.Namespace) -> int:
     from dogana_provider.connectors.pg_logical import slots
 
-    found = _with_source(args.source, lambda connection: slots(connection, args.slot))
+    found = _with_source(
+        args.source, lambda connection: slots(connection, args.slot, lag_in_seconds=True)
+    )
     if args.slot and not found:
         raise Refused(f"{args.source}: no logical slot {args.slot}")
     if args.json:
@@ -90,6 +93,7 @@ def cmd_status(args: argparse.Namespace) -> int:
             s["confirmed_lsn"],
             s["head_lsn"],
             s["lag_bytes"],
+            "-" if s["lag_seconds"] is None else f"{s['lag_seconds']:.1f}",
             s["wal_retained_bytes"],
             s["wal_status"],
             "yes" if s["active"] else "no",
@@ -98,7 +102,17 @@ def cmd_status(args: argparse.Namespace) -> int:
     ]
     print(
         text_table(
-            ["slot", "plugin", "confirmed", "head", "lag bytes", "WAL retained", "WAL", "active"],
+            [
+                "slot",
+                "plugin",
+                "confirmed",
+                "head",
+                "lag bytes",
+                "lag seconds",
+                "WAL retained",
+                "WAL",
+                "active",
+            ],
             rows,
         )
     )

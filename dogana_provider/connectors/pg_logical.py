@@ -326,11 +326,14 @@ class PgLogicalConnector(Connector):
         return LogReading(self, found, first, limit=limit, end=last)
 
 
-def slots(connection: Any, slot: str | None = None) -> list[dict[str, Any]]:
+def slots(
+    connection: Any, slot: str | None = None, *, lag_in_seconds: bool = False
+) -> list[dict[str, Any]]:
     """The database's logical slots (or the one named): each one's plugin, confirmed LSN, the
     WAL's head, how many bytes of WAL it has not confirmed (lag_bytes) and how many it holds
-    back from removal (wal_retained_bytes, from its restart point), wal_status and whether a
-    session is using it."""
+    back from removal (wal_retained_bytes, from its restart point), how long ago its oldest
+    unconfirmed change committed (lag_seconds, when asked, where it can tell), wal_status and
+    whether a session is using it."""
     cursor = connection.execute(
         "SELECT slot_name AS slot, plugin, database, confirmed_flush_lsn::text AS confirmed_lsn, "
         "pg_current_wal_insert_lsn()::text AS head_lsn, "
@@ -341,7 +344,34 @@ def slots(connection: Any, slot: str | None = None) -> list[dict[str, Any]]:
         {"slot": slot},
     )
     names = [column.name for column in cursor.description]
-    return [{"exists": True, **dict(zip(names, row, strict=True))} for row in cursor.fetchall()]
+    found = [{"exists": True, **dict(zip(names, row, strict=True))} for row in cursor.fetchall()]
+    if lag_in_seconds:  # a decode of the slot's first change: for people, not for each read
+        for state in found:
+            state["lag_seconds"] = lag_seconds(connection, state)
+    return found
+
+
+def lag_seconds(connection: Any, state: Mapping[str, Any]) -> float | None:
+    """How long ago the oldest change the slot has not confirmed committed (0.0 when none), for
+    a pgoutput slot whose publication is named like it (as this connector makes them); None
+    for any other slot, or one a session is reading."""
+    if state["plugin"] != "pgoutput" or state["active"]:
+        return None
+    publication = connection.execute(
+        "SELECT 1 FROM pg_publication WHERE pubname = %s", (state["slot"],)
+    ).fetchone()
+    if publication is None:
+        return None
+    rows = connection.execute(
+        "SELECT data, clock_timestamp() FROM pg_logical_slot_peek_binary_changes(%s, NULL, 1, "
+        "'proto_version', '1', 'publication_names', %s)",
+        (state["slot"], state["slot"]),
+    ).fetchall()
+    for data, now in rows:
+        message = pgoutput.decode(data)
+        if isinstance(message, pgoutput.Begin):
+            return max(0.0, (now - message.committed_at).total_seconds())
+    return 0.0
 
 
 def drop_slot(connection: Any, slot: str) -> bool:

@@ -32,6 +32,7 @@ def test_status_shows_the_slots_lag_and_retained_wal_and_drop_slot_releases_it(
     assert slot["slot"] == source.slot and slot["plugin"] == "pgoutput"
     assert slot["lag_bytes"] > 0, "the changes are not confirmed until published"
     assert slot["wal_retained_bytes"] >= slot["lag_bytes"]
+    assert slot["lag_seconds"] > 0, "the oldest unconfirmed change committed before now"
 
     assert main(["cdc", "status", source.conn_id]) == 0
     assert source.slot in capsys.readouterr().out
