@@ -37,8 +37,9 @@ files); the rows stream to the worker through a server-side cursor.
 
 A position behind the slot's confirmed one (slot_behind: the changes between are gone from
 it), a dropped or invalidated slot (slot_dropped, slot_lost), a TRUNCATE (truncate_in_log), a
-Relation message whose columns differ from the table's catalog now (relation_changed: a column
-added, removed or retyped) and an update whose unchanged TOAST value the log does not carry
+column added, removed or retyped (relation_changed: a Relation message whose columns differ
+from the table's catalog now, or the catalog from the declared "columns", which is how a change
+between two reads is seen) and an update whose unchanged TOAST value the log does not carry
 (unchanged_toast) each refuse the read by name. Nothing published changes; the message says
 what to run: a full read, which resets the chain.
 
