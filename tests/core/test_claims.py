@@ -52,6 +52,16 @@ def test_a_region_exactly_limit_old_is_not_expired() -> None:
     assert orders(full_on(SUNDAY)).claims(SUNDAY, limit=timedelta(0)).state is State.COMPLETE
 
 
+def test_a_region_exactly_limit_old_is_not_expired_beside_an_older_one() -> None:
+    # The regions share one stored chunk whose oldest date is past the limit: each region is
+    # stated on its own dates, and the newest, exactly limit old, is not expired.
+    ledger = orders(full_on(SUNDAY)).apply(make(ORDERS, "day", MONDAY, window=(day(3), day(3))))
+    claims = ledger.claims(MONDAY + DAY, limit=DAY)
+    states = {(r.low, r.high): r.state for r in claims.regions}
+    assert states[(day(3), day(4))] is State.COMPLETE
+    assert set(states.values()) == {State.COMPLETE, State.EXPIRED}
+
+
 def test_timedelta_max_expires_no_region() -> None:
     far = SUNDAY.replace(year=9999)
     claims = orders(full_on(SUNDAY)).claims(far, limit=timedelta.max)
@@ -307,6 +317,10 @@ MALFORMED = {
     ),
     "Claims.regions, none": (
         lambda: _claims().replace(regions=()),
+        "Claims.regions: claims state at least one RegionClaim",
+    ),
+    "Claims.regions, none of a table's runs": (
+        lambda: Claims.of_runs(MONDAY, WEEK, "orders", ()),
         "Claims.regions: claims state at least one RegionClaim",
     ),
     "Claims.limit": (
