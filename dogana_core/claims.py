@@ -340,12 +340,16 @@ class Claims(Wire):
     def __getattr__(self, name: str) -> Any:
         # Called only for what __dict__ lacks: the regions of claims built by _built, listed
         # once, when first read.
+        if name != "regions":
+            raise AttributeError(name)
         listed = self.__dict__.get("_listed")
-        if name != "regions" or listed is None:
+        if listed is None:
+            if "regions" in self.__dict__:  # listed by another thread meanwhile
+                return self.__dict__["regions"]
             raise AttributeError(name)
         regions = listed()
         self.__dict__["regions"] = regions
-        del self.__dict__["_listed"]
+        self.__dict__.pop("_listed", None)  # another thread may have listed them too
         return regions
 
     def __getstate__(self) -> dict[str, Any]:
