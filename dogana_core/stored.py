@@ -173,7 +173,7 @@ def read_summary(text: str) -> Summary | None:
         data = json.loads(text)
     except ValueError:
         return None
-    if not isinstance(data, list) or len(data) != 6 or data[0] != SUMMARY:
+    if not isinstance(data, list) or len(data) != 6 or data[0] is True or data[0] != SUMMARY:
         return None
     unknown, patched, *dates = data[1:]
     if not isinstance(unknown, bool) or not isinstance(patched, bool):
@@ -192,6 +192,8 @@ def read_summary(text: str) -> Summary | None:
         instants.append(instant.replace(tzinfo=UTC))
     earliest, latest, deletions = instants
     if (earliest is None) != (latest is None) or (earliest is None) != (deletions is None):
+        return None
+    if earliest is None and (patched or not unknown):  # a chunk of unknown regions only
         return None
     return Summary(unknown, patched, earliest, latest, deletions)
 
