@@ -21,11 +21,16 @@ and the minima are taken across all of them.
 
 On the wire, limit timedelta.max (no limit: nothing expires) is null, since $seconds cannot
 write it exactly; reading null gives timedelta.max back.
+
+Claims a ledger states (Claims.of_runs) take the table's state, its dates and exact_as_of from
+each chunk's Summary, and list their RegionClaims when regions is first read: a freshness check
+or a sensor that reads the dates of a long history in a new process decodes none of its regions,
+and a reader that lists them gets the same RegionClaims Claims.at would state.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -237,20 +242,28 @@ class Claims(Wire):
         """
         now = utc(now, "Claims.now")
         _check_limit(limit)
-        parts: list[tuple[RegionClaim, ...]] = []
+        parts: list[Chunk | tuple[RegionClaim, ...]] = []
         summaries: list[Summary] = []
         for run in runs:
             if isinstance(run, Chunk):
-                parts.append(_chunk_claims(table, run, now, limit))
+                parts.append(run)
                 summaries.append(run.summary)
-            else:
+            elif run:
                 parts.append(
                     tuple(_claim(table, r, state_at(*r.evidence, now, limit)) for r in run)
                 )
                 summaries.append(Summary.of(run))
-        regions = tuple(chain.from_iterable(parts))
-        if not regions:
+        if not parts:
             raise InvalidContract("Claims.regions: claims state at least one RegionClaim")
+
+        def listed() -> tuple[RegionClaim, ...]:
+            return tuple(
+                chain.from_iterable(
+                    _chunk_claims(table, part, now, limit) if isinstance(part, Chunk) else part
+                    for part in parts
+                )
+            )
+
         known = [summary for summary in summaries if summary.earliest is not None]
         if any(summary.unknown for summary in summaries):
             state, c, d = State.UNKNOWN, None, None
@@ -263,7 +276,8 @@ class Claims(Wire):
                 state = State.PATCHED
             else:
                 state = State.COMPLETE
-        return cls._built(now, limit, regions, state, c, d)
+        count = sum(part.count if isinstance(part, Chunk) else len(part) for part in parts)
+        return cls._built(now, limit, listed, count, (state, c, d, _exact(summaries)), table)
 
     @classmethod
     def joined(cls, now: datetime, limit: timedelta, parts: Iterable[Claims]) -> Claims:
@@ -273,8 +287,8 @@ class Claims(Wire):
         now = utc(now, "Claims.now")
         if not parts or any(part.now != now or part.limit != limit for part in parts):
             raise InvalidContract("Claims.joined: claims stated at this now and limit, one or more")
-        tables = [part.regions[0].table for part in parts]
-        if any(len(part.of_table(part.regions[0].table)) != len(part.regions) for part in parts):
+        tables = [part._table() for part in parts]
+        if any(table is None for table in tables):
             raise InvalidContract("Claims.joined: each part holds the regions of one table")
         if len(set(tables)) != len(tables):
             raise InvalidContract(f"Claims.joined: a table twice among {tables}")
@@ -283,35 +297,90 @@ class Claims(Wire):
         else:
             c = min(part.complete_as_of for part in parts)  # type: ignore[type-var]
             d = min(part.deletions_as_of for part in parts)  # type: ignore[type-var]
-        regions = tuple(chain.from_iterable(part.regions for part in parts))
         state = State.worst(part.state for part in parts)
-        return cls._built(now, limit, regions, state, c, d)
+        # One region set is exact at p when every part's is exact at that same p.
+        instants = {part.exact_as_of for part in parts}
+        exact = instants.pop() if len(instants) == 1 else None
+
+        def listed() -> tuple[RegionClaim, ...]:
+            return tuple(chain.from_iterable(part.regions for part in parts))
+
+        one = tables[0] if len(tables) == 1 else None
+        count = sum(part.count for part in parts)
+        return cls._built(now, limit, listed, count, (state, c, d, exact), one)
 
     @classmethod
     def _built(
         cls,
         now: datetime,
         limit: timedelta,
-        regions: tuple[RegionClaim, ...],
-        state: State,
-        c: datetime | None,
-        d: datetime | None,
+        listed: Callable[[], tuple[RegionClaim, ...]],
+        count: int,
+        stated: tuple[State, datetime | None, datetime | None, datetime | None],
+        table: str | None,
     ) -> Claims:
+        """Claims built valid, so not checked again (Claims.__post_init__ would state every
+        region anew): the count regions listed() gives when first read, of table or of
+        several tables (None), and stated: the state, the two dates and exact_as_of."""
+        state, c, d, exact = stated
         claims = object.__new__(cls)
-        # Built valid, so not checked again: Claims.__post_init__ would state every region anew.
         claims.__dict__.update(
-            now=now, limit=limit, regions=regions, state=state, complete_as_of=c, deletions_as_of=d
+            now=now,
+            limit=limit,
+            state=state,
+            complete_as_of=c,
+            deletions_as_of=d,
+            _listed=listed,
+            _exact=exact,
+            _count=count,
+            _one_table=table,
         )
         return claims
+
+    def __getattr__(self, name: str) -> Any:
+        # Called only for what __dict__ lacks: the regions of claims built by _built, listed
+        # once, when first read.
+        if name != "regions":
+            raise AttributeError(name)
+        listed = self.__dict__.get("_listed")
+        if listed is None:
+            if "regions" in self.__dict__:  # listed by another thread meanwhile
+                return self.__dict__["regions"]
+            raise AttributeError(name)
+        regions = listed()
+        self.__dict__["regions"] = regions
+        self.__dict__.pop("_listed", None)  # another thread may have listed them too
+        return regions
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A copy or a pickle holds the regions themselves, never what would list them.
+        self.regions  # noqa: B018
+        return dict(self.__dict__)
 
     @property
     def exact_as_of(self) -> datetime | None:
         """p when every region is exact at p, its dates (p, p); else None. Freshness aside."""
+        if "_exact" in self.__dict__:
+            return self.__dict__["_exact"]  # type: ignore[no-any-return]
         instants = {(region.complete_as_of, region.deletions_as_of) for region in self.regions}
         if len(instants) != 1:
             return None
         c, d = instants.pop()
         return c if c is not None and c == d else None
+
+    @property
+    def count(self) -> int:
+        """How many regions the claims state, without listing them."""
+        if "_count" in self.__dict__:
+            return self.__dict__["_count"]  # type: ignore[no-any-return]
+        return len(self.regions)
+
+    def _table(self) -> str | None:
+        """The table every region belongs to; None when they belong to several."""
+        if "_one_table" in self.__dict__:
+            return self.__dict__["_one_table"]  # type: ignore[no-any-return]
+        tables = {region.table for region in self.regions}
+        return tables.pop() if len(tables) == 1 else None
 
     def of_table(self, table: str) -> tuple[RegionClaim, ...]:
         return tuple(region for region in self.regions if region.table == table)
@@ -333,6 +402,19 @@ def _chunk_claims(
         claims = tuple(_claim(table, r, _settled(r, expired)) for r in chunk.regions)
         chunk.memo[key] = claims
     return claims
+
+
+def _exact(summaries: Iterable[Summary]) -> datetime | None:
+    """Claims.exact_as_of of runs with these summaries: p when no region is unknown or
+    patched (so each is (c, c)) and the earliest and latest complete_as_of are both p."""
+    summaries = tuple(summaries)
+    if any(summary.unknown or summary.patched for summary in summaries):
+        return None
+    earliest = {summary.earliest for summary in summaries}
+    latest = {summary.latest for summary in summaries}
+    if len(earliest) != 1 or earliest != latest:
+        return None
+    return earliest.pop()
 
 
 def _settled(region: Region, expired: bool) -> State:

@@ -217,13 +217,18 @@ class Chunk:
         self.memo: dict[Any, Any] = {}
 
     @classmethod
-    def stored(cls, canonical: bytes, count: int, head: Scalar | None) -> Chunk:
-        """A chunk known by its canonical bytes; its regions are decoded when first read."""
+    def stored(
+        cls, canonical: bytes, count: int, head: Scalar | None, summary: Summary | None = None
+    ) -> Chunk:
+        """A chunk known by its canonical bytes; its regions are decoded when first read.
+
+        summary, when its reader stored one, states claims over the chunk without decoding it;
+        it is checked against the regions whenever they are decoded."""
         chunk = cls.__new__(cls)
         chunk._canonical = canonical
         chunk.count = count
         chunk.head = head
-        chunk._summary = None
+        chunk._summary = summary
         chunk.memo = {}
         return chunk
 
@@ -237,6 +242,12 @@ class Chunk:
                 "Ledger.regions",
                 f"a stored chunk holds {len(regions)} regions from {regions[0].low!r}, its index "
                 f"says {self.count} from {self.head!r}",
+            )
+        if self._summary is not None and self._summary != Summary.of(regions):
+            raise SerializationError(
+                "Ledger.regions",
+                f"a stored chunk's summary {self._summary} is not its regions' "
+                f"{Summary.of(regions)}",
             )
         self.regions = regions
         self.lows = tuple(region.low for region in regions)

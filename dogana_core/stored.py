@@ -11,6 +11,13 @@ A receiver stores it in two parts instead:
     the chunks  each chunk's bytes under its digest: the RFC 8785 bytes of its regions' identity
                 forms, comma separated, exactly as they enter the ledger's identity
 
+Beside each chunk, a receiver may store its summary (summary_form): what claims over the chunk
+state without reading its regions, so that a new process states a long history's claims from
+the summaries alone. A summary is a pure function of its chunk's bytes, stored under the same
+digest: a cache, never a source. A missing one, or one in another form (read_summary gives
+None), is computed again from the regions; one stored is checked against the regions whenever
+they are decoded, and Receiver.verify decodes them all.
+
 An apply replaces one chunk or a few, so a publication writes those and the index. A chunk is
 named by the SHA-256 of its bytes, so bytes kept for a digest can never be another chunk's: a
 reader may keep them across reads, publications and processes, and the bytes read for a digest
@@ -25,19 +32,23 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import cached_property, lru_cache
 
 from dogana_core.contract import Contract
 from dogana_core.errors import SerializationError
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import SHA256_HEX
-from dogana_core.region import Chunk, RegionMap
+from dogana_core.region import Chunk, RegionMap, Summary
 from dogana_core.values import Position, Scalar
 from dogana_core.wire import JSON, Optional, Text, Value, parse_json, read_integer
 from dogana_core.wire import Position as PositionCodec
 
 STORED = 2
 """The version of this form, written in its index."""
+
+SUMMARY = 1
+"""The version of a stored summary's form, its first element."""
 
 _FIELDS = {"chunks", "generation", "publication_id", "stored"}
 _HEAD = Optional(Value())
@@ -109,10 +120,15 @@ class Index:
     def digests(self) -> tuple[str, ...]:
         return tuple(name for _, _, name in self.chunks)
 
-    def ledger(self, contract: Contract, chunks: Mapping[str, bytes | Chunk]) -> Ledger:
+    def ledger(
+        self,
+        contract: Contract,
+        chunks: Mapping[str, bytes | Chunk],
+        summaries: Mapping[str, Summary] | None = None,
+    ) -> Ledger:
         """The ledger under contract, from its chunks' bytes (each checked against its digest
         by whoever read it), or from chunks a reader kept by digest; no region is decoded
-        until one is read.
+        until one is read, nor for claims over a chunk whose summary was stored.
 
         A chunk is the same for every ledger that names its digest, so a kept one is shared
         as it is, with the regions it decoded and the claims it stated: a ledger read again
@@ -132,10 +148,54 @@ class Index:
                     )
                 stored.append(found)
                 continue
-            chunk = Chunk.stored(found, count, head)
+            chunk = Chunk.stored(found, count, head, (summaries or {}).get(name))
             chunk.memo["digest"] = name  # checked by its reader: not hashed again to store it
             stored.append(chunk)
         return Ledger(contract, RegionMap.of_chunks(stored), self.generation, self.publication_id)
+
+
+def summary_form(chunk: Chunk) -> str:
+    """The stored text of a chunk's Summary, one line of JSON:
+    [SUMMARY, unknown, patched, earliest, latest, deletions], dates in ISO 8601 UTC or null.
+    A chunk decodes its regions for it only when it has no summary yet."""
+    summary = chunk.summary
+    dates = [
+        None if d is None else d.isoformat()
+        for d in (summary.earliest, summary.latest, summary.deletions)
+    ]
+    return json.dumps([SUMMARY, summary.unknown, summary.patched, *dates], separators=(",", ":"))
+
+
+def read_summary(text: str) -> Summary | None:
+    """The Summary summary_form wrote; None for any other text, a summary in another form or
+    a damaged one: its reader computes the summary again from the chunk's regions."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(data, list) or len(data) != 6 or data[0] is True or data[0] != SUMMARY:
+        return None
+    unknown, patched, *dates = data[1:]
+    if not isinstance(unknown, bool) or not isinstance(patched, bool):
+        return None
+    instants: list[datetime | None] = []
+    for date in dates:
+        if date is None:
+            instants.append(None)
+            continue
+        try:
+            instant = datetime.fromisoformat(date) if isinstance(date, str) else None
+        except ValueError:
+            instant = None
+        if instant is None or instant.utcoffset() is None or instant.utcoffset():
+            return None
+        instants.append(instant.replace(tzinfo=UTC))
+    earliest, latest, deletions = instants
+    if (earliest is None) != (latest is None) or (earliest is None) != (deletions is None):
+        return None
+    if earliest is None and (patched or not unknown):  # a chunk of unknown regions only
+        return None
+    return Summary(unknown, patched, earliest, latest, deletions)
 
 
 def _head_form(chunk: Chunk) -> JSON:

@@ -11,10 +11,17 @@ and serves it by every pagination the connector speaks, with the faults a real A
     GET  /offsets?offset=K&limit=N          the same by offset; each request after the first
                                             deletes the first live order and creates a new one:
                                             a collection that changes while it is read
+    GET  /v1/order-changes?...              /feed, each record nested as a shop's API nests it:
+                                            {"seq", "deleted", "order": {"id", "amount",
+                                            "customer": {"id", "country"}}}, a deletion's order
+                                            holding its id only
+    GET  /unfit-object/v1/order-changes     its record seq 2's order.customer is a string
+    GET  /unfit-value/v1/order-changes      its record seq 2's order.id is a string
     GET  /rate-limited/...                  /feed, whose second request is 429 Retry-After: 2
     GET  /failing/...                       /feed, whose second request is a 500
     GET  /malformed/...                     /feed, whose second page is cut mid-JSON
-    GET  /keyless/...                       /feed, one of whose records has no order_id
+    GET  /keyless/...                       /feed, one of whose records has no order_id (nested:
+                                            no order.id)
     GET  /html/...                          a 200 whose body is an HTML page
     POST /append                            {"orders": [...]} appended to the log
     GET  /hits                              each path's requests: [[path, status, instant]]
@@ -53,6 +60,18 @@ def token(seq: int) -> str:
 
 def untoken(text: str) -> int:
     return int(base64.urlsafe_b64decode(text.encode()).decode().removeprefix("after-"))
+
+
+def nest(change: dict[str, Any]) -> dict[str, Any]:
+    """A change as a shop's API nests it: the order, and its customer, as objects."""
+    order: dict[str, Any] = {"id": change["order_id"]}
+    if not change["deleted"]:
+        customer = {
+            "id": 1000 + change["order_id"],
+            "country": ("IT", "FR")[change["order_id"] % 2],
+        }
+        order.update(amount=change["amount"], customer=customer)
+    return {"seq": change["seq"], "deleted": change["deleted"], "order": order}
 
 
 def live() -> list[dict[str, Any]]:
@@ -98,18 +117,27 @@ class Handler(BaseHTTPRequestHandler):
             elif fault == "offsets":
                 self.offsets(query)
             else:
-                self.feed(query, cut=fault == "malformed" and second, keyless=fault == "keyless")
+                self.feed(query, fault, second, nested=path.endswith("/v1/order-changes"))
 
-    def feed(self, query: dict[str, str], *, cut: bool, keyless: bool) -> None:
+    def feed(self, query: dict[str, str], fault: str, second: bool, *, nested: bool) -> None:
         after = untoken(query["cursor"]) if "cursor" in query else int(query.get("after", 0))
         limit = int(query.get("limit", 3))
-        page = [dict(change) for change in LOG if change["seq"] > after][:limit]
-        if keyless and page:
-            del page[-1]["order_id"]
+        changes = [change for change in LOG if change["seq"] > after][:limit]
+        page = [nest(change) if nested else dict(change) for change in changes]
+        if fault == "keyless" and page:
+            if nested:
+                del page[-1]["order"]["id"]
+            else:
+                del page[-1]["order_id"]
+        for record in page:
+            if record["seq"] == 2 and fault == "unfit-object":
+                record["order"]["customer"] = "c-1002"
+            elif record["seq"] == 2 and fault == "unfit-value":
+                record["order"]["id"] = "2"
         body: dict[str, Any] = {"data": page}
         if page and page[-1]["seq"] < LOG[-1]["seq"]:
             body["next_cursor"] = token(page[-1]["seq"])
-        if cut:
+        if fault == "malformed" and second:
             raw = self.encoded(body)
             self.send(200, raw[: len(raw) // 2], "application/json")
         else:

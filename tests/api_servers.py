@@ -16,6 +16,23 @@ import pytest
 
 SERVER = Path(__file__).resolve().parent / "api_server.py"
 COLUMNS = {"seq": "int", "order_id": "int", "amount": "float", "deleted": "bool"}
+NESTED = {
+    "columns": {
+        "seq": "int",
+        "order_id": "int",
+        "amount": "float",
+        "customer_id": "int",
+        "country": "str",
+        "deleted": "bool",
+    },
+    "paths": {
+        "order_id": "order.id",
+        "amount": "order.amount",
+        "customer_id": "order.customer.id",
+        "country": "order.customer.country",
+    },
+}
+"""The columns of the nested change log (/v1/order-changes) and the fields they read."""
 
 
 class Api:

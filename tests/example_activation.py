@@ -20,7 +20,15 @@ def example_tables() -> list[str]:
     """Every table the example DAGs deliver: the pipelines' and the contract folder's."""
     from dogana_provider.contract_files import read_contract_folder
 
-    tables = {"orders", "invoices", "invoice_lines", "events", "shipments", "web_orders"}
+    tables = {
+        "orders",
+        "invoices",
+        "invoice_lines",
+        "events",
+        "shipments",
+        "web_orders",
+        "api_orders",
+    }
     files, errors = read_contract_folder(EXAMPLES / "contracts")
     assert not errors, errors
     for found in files:

@@ -22,8 +22,13 @@ POSTGRES_DDL = ROOT / "examples" / "source_tables.postgresql.sql"
 EXAMPLE_FILES = [
     ROOT / "examples" / "quickstart.py",
     ROOT / "examples" / "quickstart_short.py",
-    # web_orders.py reads a JSON Lines file through its connector: no SQL table holds it.
-    *sorted(p for p in (ROOT / "dags" / "examples").glob("*.py") if p.name != "web_orders.py"),
+    # web_orders.py and api_orders.py read a JSON Lines file and an HTTP API through their
+    # connectors: no SQL table holds them.
+    *sorted(
+        p
+        for p in (ROOT / "dags" / "examples").glob("*.py")
+        if p.name not in ("web_orders.py", "api_orders.py")
+    ),
 ]
 CONTRACTS = ROOT / "dags" / "examples" / "contracts"
 

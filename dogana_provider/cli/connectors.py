@@ -41,17 +41,24 @@ examples:
   # the same file in a bucket the delivery folder reaches, one stream, as JSON
   dogana conformance s3://drops/orders.jsonl --stream orders --json
 
-  # the source behind an Airflow connection (conn_type jsonl; its extra holds the options)
+  # the source behind an Airflow connection of conn_type jsonl, its extra holding the options,
+  # as `airflow connections add orders_drop --conn-json '{"conn_type": "jsonl", "extra":
+  # {"path": "data/orders.jsonl", "key": ["order_id"], "whole_history": true}}'` adds it
   dogana conformance orders_drop
 
-  # a table of a PostgreSQL database, read in one snapshot in key order
+  # a table of a SQLite file, read in one snapshot in key order
+  dogana conformance sqlite:///shop.sqlite --stream orders --option key='{"orders": ["id"]}'
+
+  # the same table in a PostgreSQL database
   dogana conformance postgresql://reader@db/shop --stream orders --option key='{"orders": ["id"]}'
 
-  # a change log an API pages by cursor, its rows' seq the fallback position
-  dogana conformance https://api.example.com/v1/order-changes \
-      --option columns='{"seq": "int", "order_id": "int", "deleted": "bool"}' \
-      --option key='["order_id"]' --option feed=true --option deleted_field=deleted \
-      --option pagination='{"type": "cursor", "cursor_field": "seq"}'
+  # a change log an API pages by cursor, its rows' seq the fallback position, two columns
+  # read from their fields in the nested record
+  dogana conformance https://api.example.com/v1/order-changes \\
+    --option columns='{"seq": "int", "order_id": "int", "customer_id": "int", "deleted": "bool"}' \\
+    --option paths='{"order_id": "order.id", "customer_id": "order.customer.id"}' \\
+    --option key='["order_id"]' --option feed=true --option deleted_field=deleted \\
+    --option pagination='{"type": "cursor", "cursor_field": "seq"}'
 """
 
 URL_CONN_ID = "dogana_cli_source"
@@ -154,9 +161,16 @@ def source_config(source: str) -> dict[str, Any]:
         return {"kind": "http", "conn_id": source}
     if kind in ("sqlite", "postgres", "mysql"):
         return {"kind": "sql", "conn_id": source}
+    hint = ""
+    if kind == "generic":
+        # What `airflow connections add --conn-type jsonl` stores: no provider registers jsonl.
+        hint = (
+            "; `airflow connections add --conn-type jsonl` stores generic, as no provider "
+            """registers jsonl: add it with --conn-json '{"conn_type": "jsonl", "extra": {...}}'"""
+        )
     raise UsageError(
         f"{source!r}: conn_type {kind!r} is not a connector's "
-        "(jsonl, http, sqlite, postgres, mysql)"
+        f"(jsonl, http, sqlite, postgres, mysql){hint}"
     )
 
 

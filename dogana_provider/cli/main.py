@@ -9,6 +9,7 @@ One module per family of commands, each adding its commands to the parser built 
     lineage.py     lineage: what fed a receiver's table, what a source produced
     connectors.py  conformance: a configured source against the connector contract
     schema.py      schema: a table's schema versions
+    cdc.py         cdc status|drop-slot: a log-capture source's replication slots
 
 common.py holds what they share (exit statuses, values, the receiver behind a connection id or a
 URL). `dogana COMMAND --help` tells each command's options and examples.
@@ -23,10 +24,19 @@ import textwrap
 from collections.abc import Sequence
 from typing import NoReturn
 
-from dogana_provider.cli import activation, connectors, holds, lineage, receiver, schema, sender
+from dogana_provider.cli import (
+    activation,
+    cdc,
+    connectors,
+    holds,
+    lineage,
+    receiver,
+    schema,
+    sender,
+)
 from dogana_provider.cli.common import EXIT_STATUS, OK, REFUSED, USAGE, Parser, Refused, UsageError
 
-FAMILIES = (sender, receiver, activation, holds, lineage, connectors, schema)
+FAMILIES = (sender, receiver, activation, holds, lineage, connectors, schema, cdc)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -5,6 +5,8 @@
     jsonl.py         JSON Lines files (local or any fsspec URL) by exact byte offsets
     http.py          HTTP JSON APIs through Airflow's HttpHook, by cursor, page or offset
     sql.py           SQLite, PostgreSQL and MySQL/MariaDB tables, each read in one snapshot
+    pg_logical.py    a PostgreSQL table's changes from its log (logical decoding, pgoutput)
+    pgoutput.py      pgoutput's binary messages, decoded
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -29,12 +31,14 @@ from dogana_provider.connectors.contract import (
 )
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.pg_logical import PgLogicalConnector
 from dogana_provider.connectors.sql import SqlConnector
 
 CONNECTORS: dict[str, type[Connector]] = {
     JsonLinesConnector.kind: JsonLinesConnector,
     HttpJsonConnector.kind: HttpJsonConnector,
     SqlConnector.kind: SqlConnector,
+    PgLogicalConnector.kind: PgLogicalConnector,
 }
 """Each connector by its kind, the "kind" of its configuration."""
 
@@ -60,6 +64,7 @@ __all__ = [
     "HttpJsonConnector",
     "InvalidConfiguration",
     "JsonLinesConnector",
+    "PgLogicalConnector",
     "Proof",
     "Reading",
     "RefusedRead",

@@ -4,12 +4,19 @@
         "conn_id": "shop_api",                 # an http connection: host, auth, headers
         "endpoint": "/v1/order-changes",
         "columns": {"seq": "int", "order_id": "int", "amount": "float", "deleted": "bool"},
+        "paths": {"order_id": "order.id", "amount": "order.amount"},   # nested fields
         "key": ["order_id"],
         "pagination": {"type": "cursor", "cursor_field": "seq"},
         "feed": True,                          # the cursor walks a change log in commit order
         "deleted_field": "deleted",
         "instant_field": "as_of",              # the server's instant in each body
     })
+
+Records are flattened to the declared columns: a column reads the record's field of its own
+name, or the nested field its ``paths`` entry names, a dotted path through objects
+(``"customer_id": "customer.id"`` reads ``{"customer": {"id": 7}}``; dlt would call that column
+``customer__id``). A missing field or a null object on the way is a null; an array on the way,
+or a value of another JSON kind than declared, does not fit.
 
 Pagination, each page's records at ``records`` (default "data") in the body:
 
@@ -36,13 +43,18 @@ Requests are retried with backoff on 429, 5xx and a broken connection (tenacity)
 Retry-After asks; when the attempts run out, the source is unavailable, an operational failure
 that raises (SourceUnavailable), not a refusal. A body that is not JSON (not_json), JSON cut
 short (malformed_json), a record whose value does not fit its declared column
-(record_does_not_fit) or that has no key (record_missing_key) refuses the read, naming the page.
-Each body is parsed by Arrow's JSON reader into the declared columns: no Python object per value.
+(record_does_not_fit, naming the record and the field's path) or that has no key
+(record_missing_key) refuses the read, naming the page. Each body is parsed by Arrow's JSON
+reader into an explicit schema of the declared columns, nested objects as structs, and each
+column taken from it by its path: no Python object per value. Only a refusal parses the page
+again in Python, to name the record that did not fit.
 """
 
 from __future__ import annotations
 
 import io
+import json
+import re
 from collections.abc import Iterator, Mapping
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -101,6 +113,7 @@ class HttpJsonConnector(Connector):
         "endpoint": "the collection's path",
         "stream": "the stream's name (by default the endpoint's last part)",
         "columns": "column -> logical type, in order: each record flattened to them",
+        "paths": "column -> the dotted path of the nested field it reads (customer.id)",
         "key": "the key columns",
         "records": "the body's field holding a page's records (default data)",
         "pagination": "{type: cursor|page|offset, size, and the parameters' names}",
@@ -126,6 +139,14 @@ class HttpJsonConnector(Connector):
         given = dict(self.config.get("pagination") or {"type": "cursor"})
         kind = str(given.get("type", "cursor"))
         return {"size": 100, **DEFAULT_PARAMS.get(kind, {}), **given, "type": kind}
+
+    @property
+    def paths(self) -> dict[str, tuple[str, ...]]:
+        """Each column -> the path of the record's field it reads: its own name by default."""
+        given = dict(self.config.get("paths") or {})
+        return {
+            name: tuple(str(given.get(name, name)).split(".")) for name in self.config["columns"]
+        }
 
     def number(self, option: str, default: float) -> float:
         return float(self.config.get(option, default))
@@ -175,6 +196,7 @@ class HttpJsonConnector(Connector):
                 problems.append(f"pagination: cursor_field {field!r} is not an int or str column")
             if self.config.get("feed") and kind != "cursor":
                 problems.append("feed: a change log is walked by cursor, not by page or offset")
+        problems += _path_problems(self.config.get("paths", {}), columns)
         deleted = self.config.get("deleted_field")
         if deleted is not None and columns.get(deleted) != "bool":
             problems.append(f"deleted_field: {deleted!r} is not a bool column")
@@ -338,6 +360,100 @@ def _position(text: str, pagination: Mapping[str, Any]) -> tuple[str, str] | Non
     return kind, value
 
 
+def _path_problems(paths: Any, columns: Mapping[str, Any]) -> list[str]:
+    """What is wrong with the paths option: each a declared column's, none empty, and no field
+    both a value and an object holding others (order and order.id)."""
+    if not isinstance(paths, Mapping):
+        return ["paths: a mapping from column to the dotted path of a record's field"]
+    problems: list[str] = []
+    for name, path in paths.items():
+        if name not in columns:
+            problems.append(f"paths: {name!r} is not one of the columns")
+        elif not isinstance(path, str) or "" in path.split("."):
+            problems.append(f"paths: {name}: {path!r} is not a dotted path (customer.id)")
+    if problems:
+        return problems
+    every = {name: str(paths.get(name, name)) for name in columns if isinstance(name, str)}
+    reader = {path: name for name, path in every.items()}
+    for name, path in every.items():
+        if list(every.values()).count(path) > 1:
+            problems.append(f"paths: {path} is read by more than one column")
+        parts = path.split(".")
+        for end in range(1, len(parts)):
+            held = reader.get(".".join(parts[:end]))
+            if held is not None:
+                problems.append(
+                    f"paths: {'.'.join(parts[:end])} is both column {held}'s value and the "
+                    f"object holding column {name}'s {path}"
+                )
+    return sorted(set(problems))
+
+
+def _record_type(paths: Mapping[str, tuple[str, ...]], schema: pa.Schema) -> pa.StructType:
+    """A record's Arrow type: each column's field at its path, nested objects as structs."""
+    tree: dict[str, Any] = {}
+    for name, path in paths.items():
+        node = tree
+        for part in path[:-1]:
+            node = node.setdefault(part, {})
+        node[path[-1]] = schema.field(name).type
+
+    def struct(node: dict[str, Any]) -> pa.StructType:
+        return pa.struct([(k, struct(v) if isinstance(v, dict) else v) for k, v in node.items()])
+
+    return struct(tree)
+
+
+JSON_KINDS = {"int": "number", "float": "number", "str": "string", "bool": "boolean"}
+"""The JSON kind of each declared type's values, as Arrow's JSON reader names kinds; dates and
+instants are strings Arrow parses."""
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "object" if isinstance(value, dict) else "array"
+
+
+def _misfit(
+    records: Any, paths: Mapping[str, tuple[str, ...]], types: Mapping[str, str]
+) -> str | None:
+    """The first record whose field at a column's path is not what was declared, said in
+    words; None when none is found (then Arrow's own message must do). Only for a refusal."""
+    if not isinstance(records, list):
+        return None
+    for number, record in enumerate(records, 1):
+        for name, path in paths.items():
+            value = record
+            for depth, part in enumerate(path):
+                if value is None:
+                    break
+                if not isinstance(value, dict):
+                    where = ".".join(path[:depth]) or "the record"
+                    return (
+                        f"record {number}: {where} is {_kind(value)}, not an object holding "
+                        f"{'.'.join(path)} (column {name})"
+                    )
+                value = value.get(part)
+            else:
+                kind = types[name]
+                if value is None or (kind not in JSON_KINDS and _kind(value) == "string"):
+                    continue
+                fits = _kind(value) == JSON_KINDS.get(kind) and not (
+                    kind == "int" and isinstance(value, float) and not value.is_integer()
+                )
+                if not fits:
+                    return (
+                        f"record {number}: {'.'.join(path)} is {_kind(value)} "
+                        f"{json.dumps(value)[:40]}, not the {kind} column {name} declares"
+                    )
+    return None
+
+
 class HttpReading(Reading):
     """One read of an API's collection, page after page, from a position or the start."""
 
@@ -364,7 +480,8 @@ class HttpReading(Reading):
         self.pages = 0
         self._skip = 0  # rows of the first page before the position (page pagination)
         self.schema = stream.schema()
-        records = pa.struct(list(self.schema))
+        self.paths = connector.paths
+        records = _record_type(self.paths, self.schema)
         fields = [(str(connector.config.get("records", "data")), pa.list_(records))]
         fields.append((str(self.pagination.get("next_cursor", "next_cursor")), pa.string()))
         instant = connector.config.get("instant_field")
@@ -494,32 +611,59 @@ class HttpReading(Reading):
                 ),
             )
         except pa.ArrowInvalid as exc:
-            message = str(exc).removeprefix("JSON parse error: ")
-            if "changed from" in message or "Column(" in message:
-                raise RefusedRead(
-                    "record_does_not_fit",
-                    f"{where}: {message}; the declared columns are "
-                    + ", ".join(f"{c.name} {c.type}" for c in self.stream.columns),
-                ) from None
-            raise RefusedRead("malformed_json", f"{where}: {message}") from None
+            raise self._refusal(str(exc).removeprefix("JSON parse error: "), raw, where) from None
         if body.num_rows != 1:
             raise RefusedRead("malformed_json", f"{where}: {body.num_rows} JSON values, not one")
         self.produced_at = self._instant(body, response, where)
         records = body.column(0).combine_chunks()
         if records.null_count:
             raise RefusedRead("malformed_json", f"{where}: no {body.schema[0].name} list")
-        columns = records.flatten().flatten()
-        batch = pa.RecordBatch.from_arrays(columns, schema=self.schema)
+        flat = records.flatten()
+        batch = pa.RecordBatch.from_arrays(
+            [pc.struct_field(flat, list(self.paths[c.name])) for c in self.stream.columns],
+            schema=self.schema,
+        )
         for name in self.stream.key:
             missing = batch.column(name).null_count
             if missing:
                 row = pc.index(pc.is_null(batch.column(name)), True).as_py()
+                path = ".".join(self.paths[name])
+                what = "a key column" if path == name else f"the key column {name}"
                 raise RefusedRead(
-                    "record_missing_key",
-                    f"{where}: record {row + 1} has no {name}, a key column",
+                    "record_missing_key", f"{where}: record {row + 1} has no {path}, {what}"
                 )
         following = body.column(1)[0].as_py()
         return batch, following
+
+    def _refusal(self, message: str, raw: bytes, where: str) -> RefusedRead:
+        """Why Arrow could not read a page into the declared schema: a record that does not fit
+        (named, with its field's path), else JSON that is not the page's."""
+        records = str(self.connector.config.get("records", "data"))
+        pointer = re.search(r"Column\((/[^)]*)\) changed from (\w+) to (\w+)", message)
+        inside = pointer is not None and pointer.group(1).startswith(f"/{records}/[]/")
+        if not inside and "Failed to convert JSON" not in message:
+            return RefusedRead("malformed_json", f"{where}: {message}")
+        try:
+            found = _misfit(
+                json.loads(raw).get(records),
+                self.paths,
+                {c.name: c.type for c in self.stream.columns},
+            )
+        except (ValueError, AttributeError):
+            found = None
+        if found is None and pointer is not None:
+            path = pointer.group(1).removeprefix(f"/{records}/[]/").replace("/", ".")
+            found = f"{path} is {pointer.group(3)}, not {pointer.group(2)}"
+        declared = ", ".join(
+            f"{c.name} {c.type}"
+            if self.paths[c.name] == (c.name,)
+            else f"{c.name} {c.type} at {'.'.join(self.paths[c.name])}"
+            for c in self.stream.columns
+        )
+        return RefusedRead(
+            "record_does_not_fit",
+            f"{where}: {found or message}; the declared columns are {declared}",
+        )
 
     def _instant(self, body: pa.Table, response: Any, where: str) -> datetime:
         field = self.connector.config.get("instant_field")

@@ -200,6 +200,16 @@ class Dialect:
         """The statements that begin a transaction: a writer's, or a reader's of one snapshot."""
         raise NotImplementedError
 
+    def begin(self, connection: Any, *, write: bool) -> None:
+        """Begin a transaction on an idle connection: begin_statements, where the driver has
+        no cheaper way to the same transaction."""
+        cursor = connection.cursor()
+        try:
+            for statement in self.begin_statements(write=write):
+                cursor.execute(statement)
+        finally:
+            cursor.close()
+
     def lock_schema(self, connection: Any, name: str) -> None:
         """Serialize, until the transaction ends, the callers creating or altering tables under
         name; nothing to do where the database already serializes them."""
@@ -238,6 +248,11 @@ class Dialect:
         """Each column of a table or view in its schema (None: the connection's default), in
         declared order, as the catalog declares it: read from the catalog, never from rows.
         An empty list when no such relation exists."""
+        raise NotImplementedError
+
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        """Which of names (tables and indexes of the connection's default schema) exist, in
+        one catalog query."""
         raise NotImplementedError
 
     def has_index(self, connection: Any, table: str, name: str) -> bool:

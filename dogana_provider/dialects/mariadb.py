@@ -152,6 +152,18 @@ class MariadbDialect(Dialect):
         # INSERT IGNORE would also silence truncation and type errors: only the key's.
         return f"ON DUPLICATE KEY UPDATE {key[-1]} = {key[-1]}"
 
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        marks = ", ".join("%s" for _ in names)
+        rows = fetch_all(
+            connection,
+            "SELECT table_name FROM information_schema.tables "
+            f"WHERE table_schema = DATABASE() AND table_name IN ({marks}) "
+            "UNION SELECT index_name FROM information_schema.statistics "
+            f"WHERE table_schema = DATABASE() AND index_name IN ({marks})",
+            (*names, *names),
+        )
+        return {str(name) for (name,) in rows}
+
     def declared_types_query(self, table: str) -> tuple[str, tuple[Any, ...]]:
         sql = (
             "SELECT column_name, CONCAT(column_type, COALESCE(CONCAT(' COLLATE ', "

@@ -62,6 +62,14 @@ _CATALOG = {
     "timestamp with time zone": "datetime",
 }
 
+IDLE = 0
+"""The transaction status of a session outside any transaction (psycopg 2 and 3)."""
+
+
+def _level(write: bool) -> str:
+    """A writer reads committed rows; a reader sees one snapshot."""
+    return "READ COMMITTED" if write else "REPEATABLE READ"
+
 
 def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
@@ -96,8 +104,22 @@ class PostgresDialect(Dialect):
 
     def begin_statements(self, *, write: bool) -> tuple[str, ...]:
         # psycopg opens the transaction at the first statement; fix its isolation first.
-        level = "READ COMMITTED" if write else "REPEATABLE READ"
-        return (f"SET TRANSACTION ISOLATION LEVEL {level}",)
+        return (f"SET TRANSACTION ISOLATION LEVEL {_level(write)}",)
+
+    def begin(self, connection: Any, *, write: bool) -> None:
+        # Both psycopgs open a transaction with a BEGIN of their own, a round trip before the
+        # first statement: told the level, they name it there, and SET TRANSACTION is not sent.
+        level = _level(write)
+        driver = type(connection).__module__.partition(".")[0]
+        idle = getattr(getattr(connection, "info", None), "transaction_status", None) == IDLE
+        if driver == "psycopg" and idle:
+            import psycopg
+
+            connection.isolation_level = psycopg.IsolationLevel[level.replace(" ", "_")]
+        elif driver == "psycopg2" and idle:
+            connection.isolation_level = level  # psycopg2 takes the level's name
+        else:
+            super().begin(connection, write=write)
 
     def lock_schema(self, connection: Any, name: str) -> None:
         # CREATE TABLE IF NOT EXISTS is not safe against itself: two transactions that both see
@@ -157,6 +179,15 @@ class PostgresDialect(Dialect):
             # numeric without a declared precision is typed by its values when read (columns.py)
             found.append(CatalogColumn(str(name), native, logical, nullable == "YES"))
         return found
+
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        rows = fetch_all(
+            connection,
+            "SELECT relname FROM pg_class WHERE relnamespace = current_schema()::regnamespace "
+            "AND relname = ANY(%s)",
+            (list(names),),
+        )
+        return {str(name) for (name,) in rows}
 
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         # CREATE INDEX IF NOT EXISTS locks the table in SHARE mode before it finds the index

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -162,6 +163,16 @@ class SqliteDialect(Dialect):
                 CatalogColumn(str(name), declared.lower(), declared_type(declared), nullable)
             )
         return found
+
+    def existing_names(self, connection: Any, names: Sequence[str]) -> set[str]:
+        marks = ", ".join("?" for _ in names)
+        rows = fetch_all(
+            connection,
+            "SELECT name FROM sqlite_master WHERE type IN ('table', 'index') "
+            f"AND name IN ({marks})",
+            tuple(names),
+        )
+        return {str(name) for (name,) in rows}
 
     def has_index(self, connection: Any, table: str, name: str) -> bool:
         # An index named name_SUFFIX is that index too: a staging table swapped in brings the

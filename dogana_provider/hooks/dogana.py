@@ -129,7 +129,7 @@ def claims_line(claims: Claims) -> str:
     return (
         f"{claims.state}, complete as of {iso(claims.complete_as_of)}, deletions as of "
         f"{iso(claims.deletions_as_of)}, exact as of {iso(claims.exact_as_of)} "
-        f"({plural(len(claims.regions), 'region')})"
+        f"({plural(claims.count, 'region')})"
     )
 
 

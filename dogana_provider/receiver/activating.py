@@ -59,6 +59,11 @@ class Sources:
         """The tables, and the setting switched on if the receiver was built to require it;
         in the transaction that creates the store's own (Receiver.register)."""
         self.store.create(connection)
+        self.configure(connection)
+
+    def configure(self, connection: Any) -> None:
+        """Switch the setting on if the receiver was built to require it and it is off; every
+        registration does, on a store whose tables exist."""
         if self.configured and not self.store.required(connection):
             now = self.steps.clock()
             self.store.set_required(connection, True, CONFIGURED, now)

@@ -29,8 +29,9 @@ from datetime import datetime
 from typing import Any
 
 from dogana_core.contract import check_identifier
-from dogana_provider.dialects import Dialect, declared_types, execute, fetch_one
+from dogana_provider.dialects import Dialect, execute, fetch_one
 from dogana_provider.receiver.activation import SourceRecord, Status
+from dogana_provider.receiver.own_tables import OwnTables, table_exists
 from dogana_provider.receiver.store import stamp
 
 REQUIRE_ACTIVATION = "require_activation"
@@ -68,6 +69,8 @@ class SourceStore:
         self.settings, self.sources, self.log_table = (dialect.quote(n) for n in self.own_names)
         self.p = dialect.placeholder
         self._ready = False
+        self.own_tables: OwnTables | None = None
+        """Set by the receiver's Steps: its tables looked up together (own_tables.py)."""
 
     def create(self, connection: Any) -> None:
         """Create the three tables when missing; the caller holds store.create's schema lock."""
@@ -108,7 +111,9 @@ class SourceStore:
         """Whether the tables exist; a store older than them has none yet (then: off, no
         records). Known once seen, since they are never dropped."""
         if not self._ready:
-            self._ready = bool(declared_types(connection, self.dialect, self.own_names[-1]))
+            self._ready = table_exists(
+                connection, self.dialect, self.own_names[-1], self.own_tables
+            )
         return self._ready
 
     # The setting ----------------------------------------------------------------------------

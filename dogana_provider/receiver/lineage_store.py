@@ -33,8 +33,9 @@ from typing import Any
 
 from dogana_core.contract import check_identifier
 from dogana_core.gate import Receipt
-from dogana_provider.dialects import Dialect, create_index, declared_types, execute
+from dogana_provider.dialects import Dialect, create_index, execute
 from dogana_provider.lineage.origin import LONGEST, Origin
+from dogana_provider.receiver.own_tables import OwnTables, table_exists
 from dogana_provider.receiver.store import stamp
 
 LIMIT = 20
@@ -129,6 +130,8 @@ class LineageStore:
         self.table = dialect.quote(self.name)
         self.p = dialect.placeholder
         self._ready = False
+        self.own_tables: OwnTables | None = None
+        """Set by the receiver's Steps: its tables looked up together (own_tables.py)."""
 
     def create(self, connection: Any) -> None:
         """Create the table and its two indexes when missing; safe to repeat at once."""
@@ -157,7 +160,9 @@ class LineageStore:
     def ensure(self, connection: Any) -> None:
         """Create the table unless it exists, where a publication writes; once seen, it is not
         looked up again."""
-        if not self._ready and not declared_types(connection, self.dialect, self.name):
+        if not self._ready and not table_exists(
+            connection, self.dialect, self.name, self.own_tables
+        ):
             self.create(connection)
         self._ready = True
 
@@ -261,7 +266,7 @@ class LineageStore:
     def _exists(self, connection: Any) -> bool:
         """Whether the table exists: a store made before lineage has answered nothing yet."""
         if not self._ready:
-            self._ready = bool(declared_types(connection, self.dialect, self.name))
+            self._ready = table_exists(connection, self.dialect, self.name, self.own_tables)
         return self._ready
 
 

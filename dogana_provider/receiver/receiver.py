@@ -234,24 +234,38 @@ class Receiver:
         declared ones in the same commit (empty: none declared); None leaves them as they are,
         so a task that does not declare them never drops a block another declared.
         """
+        # Every registration (every plan task) runs this: the receiver's tables, once made,
+        # are found by one catalog query in the registration's own transaction; only a store
+        # missing any of them is created first, in a transaction of its own (DDL commits at
+        # once on MariaDB).
+        with transaction(self.connect, self.dialect) as connection:
+            if self.steps.created(connection):
+                self.sources.configure(connection)
+                return self._register(connection, contract, expectations)
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
             self.sources.create(connection)
             self.steps.lineage.create(connection)
         with transaction(self.connect, self.dialect) as connection:
-            self._refuse_collision(connection, contract.table)
+            return self._register(connection, contract, expectations)
+
+    def _register(
+        self, connection: Any, contract: Contract, expectations: Expectations | None
+    ) -> Ledger:
+        """register's writes, in the caller's transaction, on a store that exists."""
+        self._refuse_collision(connection, contract.table)
+        state = self.store.state(connection, contract.table, lock=True)
+        if state is None:
+            # A row lock needs a row: insert it unless a concurrent registration just did,
+            # then lock whichever was committed and evolve it like any registered table.
+            self.store.insert_table(connection, Ledger.new(contract))
             state = self.store.state(connection, contract.table, lock=True)
-            if state is None:
-                # A row lock needs a row: insert it unless a concurrent registration just did,
-                # then lock whichever was committed and evolve it like any registered table.
-                self.store.insert_table(connection, Ledger.new(contract))
-                state = self.store.state(connection, contract.table, lock=True)
-                assert state is not None, "the row was inserted or committed by another"
-            ledger = state.ledger.with_contract(contract)
-            self.store.update_table(connection, ledger)
-            if expectations is not None:
-                self.store.set_expectations(connection, contract.table, expectations)
-            return ledger
+            assert state is not None, "the row was inserted or committed by another"
+        ledger = state.ledger.with_contract(contract)
+        self.store.update_table(connection, ledger)
+        if expectations is not None:
+            self.store.set_expectations(connection, contract.table, expectations)
+        return ledger
 
     def declare(self, table: str, expectations: Expectations) -> None:
         """Replace a registered table's quality expectations (empty: none declared)."""

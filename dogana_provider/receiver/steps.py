@@ -34,6 +34,7 @@ from dogana_provider.receiver.actions import (
 from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, SourceState, Status
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.lineage_store import Edge, LineageStore
+from dogana_provider.receiver.own_tables import OwnTables
 from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.schema import conformance
@@ -82,6 +83,24 @@ class Steps:
             *self.lineage.own_names,
             *self.schema_versions.own_names,
         )
+
+    @property
+    def created_names(self) -> tuple[str, ...]:
+        """The tables and indexes a registration creates when missing (Receiver.register)."""
+        return (*self.store.own_names, *self.sources.own_names, *self.lineage.own_names)
+
+    def created(self, connection: Any) -> bool:
+        """Whether every table and index a registration creates exists (own_tables.py)."""
+        return self.own_tables.exist(connection, self.created_names)
+
+    @cached_property
+    def own_tables(self) -> OwnTables:
+        """Every own table and index, looked up together by the stores (own_tables.py)."""
+        return OwnTables(self.dialect, self.own_names)
+
+    def __post_init__(self) -> None:
+        for store in (self.store, self.sources, self.lineage, self.schema_versions):
+            store.own_tables = self.own_tables
 
     def state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table)

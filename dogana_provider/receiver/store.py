@@ -12,6 +12,13 @@ that several stores (or test runs) can share one database:
                         their bytes (stored.py). A publication writes the chunks its apply made
                         and deletes those it replaced, under the table's lock, so a long
                         history costs a publication what its delivery touched, not every region.
+    {prefix}_summaries  each chunk's summary (stored.py's summary_form) under the chunk's
+                        digest, written and deleted with the chunks in the publication's own
+                        transaction: a new process states a table's claims from them without
+                        decoding a region. A cache of the chunks, never a source: a chunk
+                        without one (a store made before them, until its next publication
+                        writes them) has its summary computed from its regions. A table of its
+                        own, so that older stores keep working: created with the others.
     {prefix}_receipts   every receipt, accepted and rejected, numbered per table in the order
                         they were recorded; accepted ones also carry their publication order.
                         A replay is an answer, not a decision, and is never stored.
@@ -68,8 +75,16 @@ from dogana_core.errors import InconsistentPublication, InvalidContract
 from dogana_core.gate import TOGETHER, Check, Outcome, Receipt
 from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
-from dogana_core.region import Chunk, RegionMap
-from dogana_core.stored import Index, checked, named, stored_form
+from dogana_core.region import Chunk, RegionMap, Summary
+from dogana_core.stored import (
+    SUMMARY,
+    Index,
+    checked,
+    named,
+    read_summary,
+    stored_form,
+    summary_form,
+)
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.dialects import (
     Dialect,
@@ -81,6 +96,7 @@ from dogana_provider.dialects import (
     run_or_fail,
 )
 from dogana_provider.receiver.handover import staged_from_dict, staged_to_dict
+from dogana_provider.receiver.own_tables import OwnTables, table_exists
 from dogana_provider.staging import Staged
 
 # The states of a staging table ({prefix}_staging.recorded).
@@ -96,11 +112,13 @@ _OWN = (
     "staging",
     "expectations",
     "chunks",
+    "summaries",
     "holds",
     "released",
 )
 """The store's tables and replay index, by their names after the prefix."""
 
+SUMMARY_START = f"[{SUMMARY},"  # how each stored summary of the current form begins
 FETCH = 500  # receipts read per round trip when folding; never the whole history at once
 FEW = 64  # chunks fetched by name, at most; a state read missing more reads the table's all
 
@@ -209,10 +227,14 @@ class Store:
         self.receipts = dialect.quote(f"{prefix}_receipts")
         self.staging = dialect.quote(f"{prefix}_staging")
         self.chunks = dialect.quote(f"{prefix}_chunks")
+        self.summaries = dialect.quote(f"{prefix}_summaries")
         self.expectations_table = dialect.quote(f"{prefix}_expectations")
         self.holds = dialect.quote(f"{prefix}_holds")
         self.released = dialect.quote(f"{prefix}_released")
         self._holds_exist = False
+        self._summaries_exist = False
+        self.own_tables: OwnTables | None = None
+        """Set by the receiver's Steps: its tables looked up together (own_tables.py)."""
         self.p = dialect.placeholder
         self.own_names = tuple(f"{prefix}_{name}" for name in _OWN)
         """The names this store's tables and index take in the database."""
@@ -250,6 +272,11 @@ class Store:
             "table_name VARCHAR(64) NOT NULL, "
             "digest VARCHAR(64) NOT NULL, "
             f"regions {document} NOT NULL, "
+            "PRIMARY KEY (table_name, digest))",
+            f"CREATE TABLE IF NOT EXISTS {self.summaries} ("
+            "table_name VARCHAR(64) NOT NULL, "
+            "digest VARCHAR(64) NOT NULL, "
+            "summary VARCHAR(255) NOT NULL, "
             "PRIMARY KEY (table_name, digest))",
             f"CREATE TABLE IF NOT EXISTS {self.expectations_table} ("
             "table_name VARCHAR(64) NOT NULL PRIMARY KEY, "
@@ -372,6 +399,8 @@ class Store:
             (table,),
         )
         store_tables = [self.receipts, self.chunks, self.expectations_table]
+        if self._has_summaries(connection):
+            store_tables.append(self.summaries)
         if self._has_holds(connection):
             store_tables.append(self.holds)
         if declared_types(connection, self.dialect, f"{self.prefix}_released"):
@@ -434,8 +463,43 @@ class Store:
                 f"DELETE FROM {self.chunks} WHERE table_name = {self.p} AND digest = {self.p}",
                 (table, name),
             )
-        KEPT.keep(named(ledger).items())
+        kept = named(ledger)
+        self._summarize(connection, table, kept)
+        KEPT.keep(kept.items())
         return index
+
+    def _summarize(self, connection: Any, table: str, chunks: dict[str, Chunk]) -> None:
+        """Make the stored summaries those of chunks: write the missing ones and those in
+        another form, delete those of chunks gone. A publication writes the summaries of the
+        chunks its apply made; the first after a store had none writes every chunk's, decoding
+        each chunk that has none yet, once."""
+        if not self._has_summaries(connection):
+            return
+        cursor = connection.cursor()
+        try:
+            cursor.execute(
+                f"SELECT digest, summary FROM {self.summaries} WHERE table_name = {self.p}",
+                (table,),
+            )
+            found = {str(name): str(text) for name, text in cursor.fetchall()}
+        finally:
+            cursor.close()
+        # Read in full only when a state read needs it; here its form is enough.
+        wrong = {name for name, text in found.items() if not text.startswith(SUMMARY_START)}
+        for name in sorted((found.keys() - chunks.keys()) | wrong):
+            execute(
+                connection,
+                f"DELETE FROM {self.summaries} WHERE table_name = {self.p} AND digest = {self.p}",
+                (table, name),
+            )
+        for name in sorted(chunks.keys() - (found.keys() - wrong)):
+            execute(
+                connection,
+                f"INSERT INTO {self.summaries} (table_name, digest, summary) "
+                f"VALUES ({self.p}, {self.p}, {self.p}) "
+                f"{self.dialect.unless_exists('table_name', 'digest')}",
+                (table, name, summary_form(chunks[name])),
+            )
 
     def _digests(self, connection: Any, table: str) -> list[str]:
         cursor = connection.cursor()
@@ -457,27 +521,46 @@ class Store:
             return Ledger.from_json(text)
         index = _index(text) if kept else Index.read(text)
         chunks: dict[str, bytes | Chunk] = dict(KEPT.get(index.digests)) if kept else {}
+        summaries: dict[str, Summary] = {}
         missing = [name for name in index.digests if name not in chunks]
         if missing:
-            for name, regions in self._read_chunks(connection, table, missing):
+            for name, regions, stored_summary in self._read_chunks(connection, table, missing):
                 if name in missing:
                     chunks[name] = checked(name, regions.encode("utf-8"))
-        ledger = index.ledger(_contract(contract), chunks)
+                    summary = None if stored_summary is None else read_summary(stored_summary)
+                    if summary is not None:
+                        summaries[name] = summary
+        ledger = index.ledger(_contract(contract), chunks, summaries)
         if missing:
             read = named(ledger)
             KEPT.keep((name, read[name]) for name in missing)
         return ledger
 
-    def _read_chunks(self, connection: Any, table: str, names: list[str]) -> list[tuple[str, str]]:
-        sql = f"SELECT digest, regions FROM {self.chunks} WHERE table_name = {self.p}"
+    def _read_chunks(
+        self, connection: Any, table: str, names: list[str]
+    ) -> list[tuple[str, str, str | None]]:
+        """The chunks' digests and bytes, each with its stored summary (None: none stored)."""
+        if self._has_summaries(connection):
+            sql = (
+                f"SELECT c.digest, c.regions, s.summary FROM {self.chunks} c "
+                f"LEFT JOIN {self.summaries} s "
+                "ON s.table_name = c.table_name AND s.digest = c.digest "
+                f"WHERE c.table_name = {self.p}"
+            )
+        else:
+            sql = f"SELECT c.digest, c.regions, NULL FROM {self.chunks} c "
+            sql += f"WHERE c.table_name = {self.p}"
         params: tuple[Any, ...] = (table,)
         if len(names) <= FEW:
-            sql += f" AND digest IN ({', '.join(self.p for _ in names)})"
+            sql += f" AND c.digest IN ({', '.join(self.p for _ in names)})"
             params += tuple(names)
         cursor = connection.cursor()
         try:
             cursor.execute(sql, params)
-            return [(str(name), str(regions)) for name, regions in cursor.fetchall()]
+            return [
+                (str(name), str(regions), None if text is None else str(text))
+                for name, regions, text in cursor.fetchall()
+            ]
         finally:
             cursor.close()
 
@@ -648,7 +731,7 @@ class Store:
 
         A handful of rows (one per decision in flight), so read whole.
         """
-        if not declared_types(connection, self.dialect, f"{self.prefix}_staging"):
+        if not table_exists(connection, self.dialect, f"{self.prefix}_staging", self.own_tables):
             return []
         cursor = connection.cursor()
         try:
@@ -824,16 +907,25 @@ class Store:
     def has_released(self, connection: Any) -> bool:
         """Whether the released rows' table exists: a store made before it has none until the
         next registration or hold creates it, and then nothing was released."""
-        return bool(declared_types(connection, self.dialect, f"{self.prefix}_released"))
+        return table_exists(connection, self.dialect, f"{self.prefix}_released", self.own_tables)
 
     def _has_holds(self, connection: Any) -> bool:
         """Whether the holds table exists: a store made before holds has none until the next
         registration (create) or hold. Once seen, it is not looked up again."""
         if not self._holds_exist:
-            self._holds_exist = bool(
-                declared_types(connection, self.dialect, f"{self.prefix}_holds")
+            self._holds_exist = table_exists(
+                connection, self.dialect, f"{self.prefix}_holds", self.own_tables
             )
         return self._holds_exist
+
+    def _has_summaries(self, connection: Any) -> bool:
+        """Whether the chunks' summaries table exists: a store made before it has none until
+        the next registration (create). Once seen, it is not looked up again."""
+        if not self._summaries_exist:
+            self._summaries_exist = table_exists(
+                connection, self.dialect, f"{self.prefix}_summaries", self.own_tables
+            )
+        return self._summaries_exist
 
     def _holds(self, connection: Any, where: str, params: tuple[Any, ...]) -> list[Hold]:
         cursor = connection.cursor()

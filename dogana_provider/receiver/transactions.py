@@ -109,9 +109,4 @@ def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> It
 
 
 def _begin(connection: Any, dialect: Dialect, *, write: bool) -> None:
-    cursor = connection.cursor()
-    try:
-        for statement in dialect.begin_statements(write=write):
-            cursor.execute(statement)
-    finally:
-        cursor.close()
+    dialect.begin(connection, write=write)

@@ -87,6 +87,8 @@ class SchemaVersions:
         self.table = dialect.quote(self.name)
         self.p = dialect.placeholder
         self._exists = False
+        self.own_tables: Any = None
+        """Set by the receiver's Steps: its tables looked up together (receiver/own_tables.py)."""
 
     def create(self, connection: Any) -> None:
         """Create the table when missing; safe to repeat and to run at once (lock_schema)."""
@@ -112,7 +114,10 @@ class SchemaVersions:
     def exists(self, connection: Any) -> bool:
         """Whether the table is there: a store that never met a policy has none."""
         if not self._exists:
-            self._exists = bool(declared_types(connection, self.dialect, self.name))
+            if self.own_tables is not None:  # the receiver's tables, looked up together
+                self._exists = self.own_tables.exist(connection, (self.name,))
+            else:
+                self._exists = bool(declared_types(connection, self.dialect, self.name))
         return self._exists
 
     # Writing --------------------------------------------------------------------------------

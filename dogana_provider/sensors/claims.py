@@ -99,7 +99,10 @@ class ClaimsSensor(BaseSensorOperator):
             self.log.info("%s; awaiting %s", exc, awaited.describe())
             return PokeReturnValue(is_done=False)
         self.log.info("%s", awaited.line(claims))
-        return PokeReturnValue(is_done=awaited.met(claims), xcom_value=pushed(awaited, claims))
+        if not awaited.met(claims):
+            # Nothing is pushed until the wait is met: the regions are not listed before.
+            return PokeReturnValue(is_done=False)
+        return PokeReturnValue(is_done=True, xcom_value=pushed(awaited, claims))
 
     def execute(self, context: Any) -> Any:
         if not self.deferrable:

@@ -144,7 +144,7 @@ def postgres_read(
         log.info("read through the read's own cursor: %d rows, fewer than a batch", few.num_rows)
         yield BulkRead(columns.schema, iter([few]))
         return
-    conninfo = _conninfo(snapshot.connection)
+    conninfo = libpq_conninfo(snapshot.connection)
     exported = snapshot.scalar("SELECT pg_export_snapshot()", {})
     connection = dbapi.connect(conninfo)
     try:
@@ -208,7 +208,7 @@ def _literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 
-def _conninfo(connection: Any) -> str:
+def libpq_conninfo(connection: Any) -> str:
     """The libpq connection string of a psycopg (3 or 2) connection, its password included."""
     info = getattr(connection, "info", None)
     if info is None:

@@ -23,28 +23,45 @@ import contextlib
 import json
 import os
 import sys
+from collections.abc import Iterator
 from typing import Any
 
 
 def main() -> None:
-    import adbc_driver_sqlite.dbapi as dbapi
+    # The driver manager's own module, not its DB-API one: that one imports pyarrow.dataset and
+    # pyarrow.compute, most of this process's start, which the read waits for.
+    import adbc_driver_manager as manager
+    import adbc_driver_sqlite
     import pyarrow as pa
+    import pyarrow.ipc
 
     out = sys.stdout.buffer
+    database: Any = None
     connection: Any = None
 
     def reply(**fields: Any) -> None:
         out.write(json.dumps(fields).encode() + b"\n")
         out.flush()
 
-    def one(sql: str) -> Any:
-        cursor = connection.cursor()
+    @contextlib.contextmanager
+    def statement(sql: str, **options: str) -> Iterator[Any]:
+        prepared = manager.AdbcStatement(connection)
         try:
-            cursor.execute(sql)
-            row = cursor.fetchone()
-            return None if row is None else row[0]
+            if options:
+                prepared.set_options(**options)
+            prepared.set_sql_query(sql)
+            yield prepared
         finally:
-            cursor.close()
+            prepared.close()
+
+    def rows(prepared: Any) -> Any:
+        stream, _ = prepared.execute_query()
+        return pa.RecordBatchReader._import_from_c(stream.address)
+
+    def one(sql: str) -> Any:
+        with statement(sql) as prepared:
+            table = rows(prepared).read_all()
+        return table.column(0)[0].as_py() if table.num_rows else None
 
     for line in sys.stdin:
         command = json.loads(line)
@@ -53,7 +70,9 @@ def main() -> None:
             break
         try:
             if op == "open":
-                connection = dbapi.connect(command["path"], autocommit=True)
+                # ADBC's connections commit each statement themselves (autocommit) by default.
+                database = adbc_driver_sqlite.connect(command["path"])
+                connection = manager.AdbcConnection(database)
                 one("PRAGMA query_only = ON")
                 one(f"PRAGMA busy_timeout = {int(command['busy_timeout'])}")
                 reply(ok=None)
@@ -62,20 +81,25 @@ def main() -> None:
                 one("SELECT count(*) FROM sqlite_master")
                 reply(ok=None)
             elif op == "read":
-                cursor = connection.cursor()
-                try:
-                    option = {"adbc.sqlite.query.batch_rows": str(int(command["batch_rows"]))}
-                    cursor.adbc_statement.set_options(**option)
+                option = {"adbc.sqlite.query.batch_rows": str(int(command["batch_rows"]))}
+                with statement(command["sql"], **option) as prepared:
+                    prepared.prepare()
                     # Named parameters (:since) in the order SQLite numbers them.
-                    names = cursor.adbc_prepare(command["sql"]).names
-                    values = tuple(command["params"][str(name)[1:]] for name in names)
-                    cursor.execute(command["sql"], parameters=values or None)
-                    rows = cursor.fetch_record_batch()
+                    wanted = pa.schema(prepared.get_parameter_schema())
+                    values = [command["params"][str(name)[1:]] for name in wanted.names]
+                    if values:
+                        prepared.bind(
+                            pa.record_batch(
+                                [[value] for value in values],
+                                names=[str(i) for i in range(len(values))],
+                            )
+                        )
+                    batches = rows(prepared)
                     reply(ok="stream")
                     stopped = None
-                    writer = pa.ipc.new_stream(out, rows.schema)
+                    writer = pa.ipc.new_stream(out, batches.schema)
                     try:
-                        for batch in rows:
+                        for batch in batches:
                             writer.write_batch(batch)
                             out.flush()
                     except Exception as exc:  # the driver's typing, refused by a later value
@@ -86,8 +110,6 @@ def main() -> None:
                         reply(ok=None)
                     else:
                         reply(error=stopped)
-                finally:
-                    cursor.close()
             else:
                 reply(error=f"unknown op {op!r}")
         except Exception as exc:
@@ -96,6 +118,7 @@ def main() -> None:
         with contextlib.suppress(Exception):  # no transaction was open
             one("ROLLBACK")
         connection.close()
+        database.close()
 
 
 if __name__ == "__main__":

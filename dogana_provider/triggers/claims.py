@@ -193,11 +193,12 @@ class ClaimsTrigger(BaseTrigger):
             else:
                 claims, line = found, awaited.line(found)
             self.log.info("%s", line)
-            wire = None if claims is None else claims.to_dict()
+            # The wire dict lists every region: made for the event only, never for a poll.
             if claims is not None and awaited.met(claims):
-                yield TriggerEvent({"status": "met", "claims": wire, "line": line})
+                yield TriggerEvent({"status": "met", "claims": claims.to_dict(), "line": line})
                 return
             if deadline is not None and now >= deadline:
+                wire = None if claims is None else claims.to_dict()
                 yield TriggerEvent({"status": "timeout", "claims": wire, "line": line})
                 return
             wait = self.poll_interval

@@ -26,5 +26,6 @@ def test_pipeline_bench_runs_every_variant_and_verifies_the_rows(
         assert "dogana execute() by step: plan" in table, table
         assert "dogana changes delivery of" in table, table
         assert "floor's changes, " in table, table
+        assert "a 10-row changes delivery: " in table and " statements on " in table, table
     assert "DIFFERENT" not in printed and "FAILED" not in printed, printed
     assert "targets:" in printed, printed

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from api_servers import Api, api_server
+from api_servers import NESTED, Api, api_server
 
 from dogana_core import Contract, Ledger, Shape
 from dogana_core.planner import next_extraction
@@ -111,6 +111,80 @@ def test_a_page_that_is_not_what_was_declared_refuses_the_read_naming_it(
         rows(HttpJsonConnector(api.config(endpoint, **options)).read("orders"))
     assert refused.value.rule == rule
     assert says in str(refused.value)
+
+
+def test_nested_fields_are_read_into_the_flat_columns_their_paths_name(api: Api) -> None:
+    connector = HttpJsonConnector(api.config("/v1/order-changes", **NESTED))
+    api.append({"order_id": 3, "deleted": True})
+    reading = connector.read("orders")
+    assert reading.schema.names == list(NESTED["columns"])  # flat: no struct reaches the file
+    found = rows(reading)
+    assert [(r["order_id"], r["customer_id"], r["country"]) for r in found[:2]] == [
+        (1, 1001, "FR"),
+        (2, 1002, "IT"),
+    ]
+    # A deletion's order holds its id only: the fields under it are nulls, not a refusal.
+    assert found[-1] == {
+        "seq": 8,
+        "order_id": 3,
+        "amount": None,
+        "customer_id": None,
+        "country": None,
+        "deleted": True,
+    }
+    assert conformance(connector).failed == ()
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "says"),
+    [
+        (
+            "/unfit-object/v1/order-changes",
+            "record 2: order.customer is string, not an object holding order.customer.id "
+            "(column customer_id)",
+        ),
+        (
+            "/unfit-value/v1/order-changes",
+            'record 2: order.id is string "2", not the int column order_id declares',
+        ),
+    ],
+)
+def test_record_does_not_fit_names_the_nested_field_and_its_record(
+    api: Api, endpoint: str, says: str
+) -> None:
+    with pytest.raises(RefusedRead) as refused:
+        rows(HttpJsonConnector(api.config(endpoint, **NESTED)).read("orders"))
+    assert refused.value.rule == "record_does_not_fit"
+    assert f"{api.url}{endpoint} page 1" in str(refused.value)
+    assert says in str(refused.value)
+    assert "order_id int at order.id" in str(refused.value)  # the declaration it broke
+
+
+def test_record_missing_key_names_the_nested_field_of_the_key(api: Api) -> None:
+    with pytest.raises(RefusedRead) as refused:
+        rows(HttpJsonConnector(api.config("/keyless/v1/order-changes", **NESTED)).read("orders"))
+    assert refused.value.rule == "record_missing_key"
+    assert "record 3 has no order.id, the key column order_id" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("paths", "problem"),
+    [
+        ({"total": "order.amount"}, "paths: 'total' is not one of the columns"),
+        ({"order_id": "order..id"}, "paths: order_id: 'order..id' is not a dotted path"),
+        ({"order_id": "seq"}, "paths: seq is read by more than one column"),
+        (
+            {"order_id": "amount.id"},
+            "paths: amount is both column amount's value and the object holding column "
+            "order_id's amount.id",
+        ),
+    ],
+)
+def test_paths_that_name_no_field_of_one_record_are_refused_by_validate(
+    api: Api, paths: dict, problem: str
+) -> None:
+    problems = HttpJsonConnector(api.config(paths=paths)).validate()
+    assert any(found.startswith(problem) for found in problems), problems
 
 
 def test_a_paged_collection_changing_during_the_read_proves_no_snapshot(

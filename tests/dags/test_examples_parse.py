@@ -33,6 +33,7 @@ DAG_IDS = {
     "dogana_freshness",
     "dogana_activate_source",
     "dogana_web_orders",
+    "dogana_api_orders",
 }
 
 

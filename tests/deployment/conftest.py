@@ -7,8 +7,8 @@ DAGs from tests/deployment/dags/. The examples' source is a SQLite file (source_
 a connection in the environment, and their receiver a PostgreSQL schema of the session's own, a
 connection in the metadata database (`airflow connections add`); the test DAGs read their own
 SQLite source. The web orders example reads a JSON Lines file (DOGANA_WEB_ORDERS_JSONL), and
-dags/api_orders.py the test API (tests/api_server.py), a process on 127.0.0.1 for the session,
-through an http connection in the metadata database.
+the API orders example the test API (tests/api_server.py), a process on 127.0.0.1 for the
+session, through the example's http connection shop_api in the metadata database.
 A test that needs an empty receiver creates one (a fresh schema or database) and a connection
 to it through the REST API.
 """
@@ -40,8 +40,8 @@ from dogana_provider.receiver import Receiver
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "dags" / "examples"
 TEST_DAGS = Path(__file__).resolve().parent / "dags"
-API_CONN_ID = "dogana_test_api"
-"""The http connection to the test API (dags/api_orders.py reads it)."""
+API_CONN_ID = "shop_api"
+"""The http connection to the test API: the one dags/examples/api_orders.py reads."""
 USERS = {"grace.hopper": "user", "svc_reports": "user"}
 """The deployment's logins beside its administrator's: a person's, and an automation's as a
 script calling the REST API has one (test_gates.py triggers the activation DAG as each)."""
@@ -104,10 +104,9 @@ def examples_receiver(postgres_url: str) -> Iterator[str]:
     receiver = Receiver(
         lambda: psycopg2.connect(postgres_url, options=f"-csearch_path={schema}"), POSTGRES
     )
-    # parcels, deposits and api_orders: test DAGs' tables (dags/parcels.py, dags/gated.py,
-    # dags/api_orders.py) in this receiver too; accounts (dags/gated.py) stays pending until
-    # test_gates.py activates it.
-    require_and_activate(receiver, [*example_tables(), "parcels", "deposits", "api_orders"])
+    # parcels and deposits: test DAGs' tables (dags/parcels.py, dags/gated.py) in this receiver
+    # too; accounts (dags/gated.py) stays pending until test_gates.py activates it.
+    require_and_activate(receiver, [*example_tables(), "parcels", "deposits"])
     try:
         yield schema
     finally:

@@ -3,9 +3,10 @@
     dogana_web_orders        dags/examples/web_orders.py, unpaused: its scheduled run reads the
                              web shop's change log (source_tables.py, DOGANA_WEB_ORDERS_JSONL)
                              whole, as the table (export)
-    dogana_test_api_orders   dags/api_orders.py, triggered: its run walks the test API's change
-                             log by cursor from its start, through the http connection kept in
-                             the metadata database (conftest.py)
+    dogana_api_orders        dags/examples/api_orders.py, unpaused: its scheduled run walks the
+                             test API's nested change log (/v1/order-changes) by cursor from
+                             its start, through the http connection shop_api kept in the
+                             metadata database (conftest.py)
 
 Each run's receiver holds the source's rows, and its receipt dates the table by what the read
 proved: for the file, the worker's instant just before the read took the file's size (during
@@ -36,7 +37,7 @@ from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
 
 WEB_ORDERS = "dogana_web_orders"
-API_ORDERS = "dogana_test_api_orders"
+API_ORDERS = "dogana_api_orders"
 
 
 @dataclass(frozen=True)
@@ -68,9 +69,10 @@ def web_orders_run(client: Client, servers: Servers) -> Ran:
 
 @story
 def api_orders_run(client: Client, servers: Servers) -> Ran:
+    # As the web orders example: its schedule creates the run once unpaused.
     client.wait_parsed([API_ORDERS])
     client.unpause(API_ORDERS)
-    return finished(client, client.trigger(API_ORDERS), "api_orders")
+    return finished(client, client.wait_for_run(API_ORDERS, run_type="scheduled"), "api_orders")
 
 
 @pytest.fixture(scope="module")
@@ -162,9 +164,10 @@ def test_an_api_change_log_is_published_as_the_orders_the_server_holds(
     api_orders: Ran, receiver: Receiver, api: Api
 ) -> None:
     live = get(api, "/pages?page=1&per_page=100")["data"]
-    expected = sorted((order["order_id"], order["amount"]) for order in live)
-    assert [n for n, _ in expected] == [1, 2, 3, 4, 6, 7]  # 2 updated, 5 deleted
-    assert rows(receiver, "api_orders", ("order_id", "amount")) == expected
+    expected = sorted((o["order_id"], o["amount"], 1000 + o["order_id"]) for o in live)
+    assert [n for n, _, _ in expected] == [1, 2, 3, 4, 6, 7]  # 2 updated, 5 deleted
+    # Each column read from its field in the nested record (the example's paths).
+    assert rows(receiver, "api_orders", ("order_id", "amount", "customer_id")) == expected
 
 
 def test_an_api_receipt_dates_the_table_at_the_servers_instant_in_its_last_page(
@@ -174,12 +177,16 @@ def test_an_api_receipt_dates_the_table_at_the_servers_instant_in_its_last_page(
     assert manifest is not None and manifest.shape == "export"
     assert manifest.generation == "after:9"  # the log's last change, seq 9
     # The server stamps "as_of" while answering a page and notes the hit just after: the
-    # instant lies between the hit before the last page and the last page's own.
-    feed = [
-        datetime.fromisoformat(hit[2]) for hit in get(api, "/hits") if hit[0].startswith("/feed")
+    # instant lies within the extract task, just before the hit of a page it read.
+    began = datetime.fromisoformat(api_orders.extract["start_date"])
+    ended = datetime.fromisoformat(api_orders.extract["end_date"])
+    pages = [
+        datetime.fromisoformat(hit[2])
+        for hit in get(api, "/hits")
+        if hit[0].startswith("/v1/order-changes")
     ]
-    assert len(feed) >= 2
-    assert feed[-2] <= manifest.produced_at <= feed[-1]
+    assert began <= manifest.produced_at
+    assert any(manifest.produced_at <= hit <= ended for hit in pages), pages
     receipt = receipt_of(receiver, "api_orders", manifest)
     assert receipt.outcome == "accepted"
     assert dated_by(receipt) == {manifest.produced_at}

@@ -40,8 +40,9 @@ FRESHNESS = "dogana_freshness"
 CONSUMER = "dogana_test_invoices_consumer"
 TABLES = {**PIPELINES, WEEKLY: ["orders"]}
 EVERY_DAG = [*PIPELINES, WEEKLY, FRESHNESS]
-# web_orders.py: the JSON Lines example, run in test_connector_pipelines.py.
-CONNECTED = ["dogana_web_orders"]
+# web_orders.py and api_orders.py: the JSON Lines and HTTP examples, run in
+# test_connector_pipelines.py.
+CONNECTED = ["dogana_web_orders", "dogana_api_orders"]
 # warehouse.py: one DAG per contract file, parsed here; its tables are not in this source.
 WAREHOUSE = [
     f"warehouse_{path.name.split('.', 1)[0]}"

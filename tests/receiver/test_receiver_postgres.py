@@ -272,3 +272,25 @@ def test_a_connection_that_waited_longer_than_it_stays_fresh_is_closed_not_lent(
         assert connection is not counted.opened[0]
     assert counted.opened[0].closed
     counted.opened[1].close()
+
+
+@pytest.mark.parametrize("driver", ["psycopg", "psycopg2"])
+def test_a_postgres_transaction_begins_at_its_isolation_level_in_its_own_begin(
+    postgres_url: str, driver: str
+) -> None:
+    """A writer reads committed rows and a reader one snapshot; both psycopgs name the level
+    in the BEGIN they send before the first statement, so begin sends nothing itself."""
+    import psycopg
+
+    connect = psycopg.connect if driver == "psycopg" else psycopg2.connect
+    connection = connect(postgres_url)
+    try:
+        for write, level in ((True, "read committed"), (False, "repeatable read")):
+            POSTGRES.begin(connection, write=write)
+            assert connection.info.transaction_status == 0, "a statement was sent"
+            cursor = connection.cursor()
+            cursor.execute("SHOW transaction_isolation")
+            assert cursor.fetchone()[0] == level
+            connection.rollback()
+    finally:
+        connection.close()

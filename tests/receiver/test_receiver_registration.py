@@ -206,3 +206,60 @@ def test_one_new_table_decided_at_once_by_many_creates_its_published_table_once(
     source.put(1, 1, "one", at(1))
     outcomes = at_once(empty, decide, [source.full(at(2))] * CALLERS, mode)
     assert outcomes == [str(Outcome.ACCEPTED)] * CALLERS
+
+
+def test_a_registration_on_a_store_with_every_table_creates_nothing(tmp_path: Path) -> None:
+    from dogana_provider.dialects import SQLITE
+    from dogana_provider.receiver import Receiver
+
+    path = tmp_path / "receiver.sqlite"
+    Receiver(lambda: sqlite3.connect(path), SQLITE).register(orders_contract("orders"))
+    statements: list[str] = []
+
+    def traced() -> sqlite3.Connection:
+        connection = sqlite3.connect(path)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    Receiver(traced, SQLITE).register(orders_contract("lines"))
+    assert statements, "the trace saw the registration"
+    assert not [s for s in statements if s.lstrip().upper().startswith("CREATE")]
+
+
+def test_a_store_missing_one_of_its_tables_gets_it_at_the_next_registration(
+    empty: Empty,
+) -> None:
+    from dogana_provider.receiver.transactions import transaction
+
+    receiver = empty.receiver()
+    receiver.register(orders_contract("orders"))
+    missing = receiver.steps.store.own_names[-1]
+    with transaction(receiver.connect, receiver.dialect) as connection:
+        connection.cursor().execute(f"DROP TABLE {receiver.dialect.quote(missing)}")
+    again = empty.receiver()
+    again.register(orders_contract("orders"))
+    with transaction(again.connect, again.dialect, write=False) as connection:
+        names = again.steps.created_names
+        assert set(names) <= again.dialect.existing_names(connection, names)
+
+
+def test_a_receiver_looks_its_own_tables_up_together_not_one_by_one(tmp_path: Path) -> None:
+    from dogana_provider.dialects import SQLITE
+    from dogana_provider.receiver import Receiver
+
+    path = tmp_path / "receiver.sqlite"
+    source = Source("orders", tmp_path)
+    Receiver(lambda: sqlite3.connect(path), SQLITE, clock=lambda: NOW).register(source.contract)
+    statements: list[str] = []
+
+    def traced() -> sqlite3.Connection:
+        connection = sqlite3.connect(path)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    receiver = Receiver(traced, SQLITE, clock=lambda: NOW)
+    source.put(1, 1, "one", at(1))
+    assert receiver.receive(*source.full(at(2))).outcome is Outcome.ACCEPTED
+    own = receiver.steps.own_names
+    alone = [s for s in statements if "table_info" in s and any(f"'{n}'" in s for n in own)]
+    assert alone == []

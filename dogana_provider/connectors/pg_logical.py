@@ -1,0 +1,859 @@
+"""A PostgreSQL table's changes from the database's own log: logical decoding with pgoutput.
+
+    PgLogicalConnector({
+        "conn_id": "shop_db",           # a postgres connection; the server runs wal_level=logical
+        "table": "public.orders",       # one table per slot (see below)
+        "slot": "dogana_orders",        # this pipeline's replication slot
+    })
+
+The slot and a publication for the table (named like the slot unless "publication" says
+otherwise) belong to the pipeline. A read from no position (the contract's complete shape) is
+the table's first delivery, or a reset: it drops the pipeline's slot if there is one, creates it
+with CREATE_REPLICATION_SLOT ... LOGICAL pgoutput EXPORT_SNAPSHOT on a replication connection,
+and reads the whole table in a REPEATABLE READ transaction that imports that snapshot (SET
+TRANSACTION SNAPSHOT). The snapshot is the database exactly at the slot's consistent point, and
+the slot decodes exactly the transactions committing after it, so the position the read issues
+is that LSN and the log continues from it with no gap and no double.
+
+A read from a position P (a sequence shape with tombstones) reads the transactions the slot
+decodes with P <= commit LSN < L, L the WAL insert position read just after the source's clock
+(T, the read's produced_at), once the WAL is flushed to L. Every transaction visible at T wrote
+its commit record before T, below L, so the read holds every change up to T; any change after L
+becomes visible after T. Its position is L (an integer, the ledger's sequence position). Not the
+last commit's timestamp: that instant is earlier than the planner's boundary (until) whenever
+the table was quiet, and the log proves more: nothing committed between it and T.
+
+Why the SQL functions, pg_logical_slot_peek_binary_changes, and not the streaming replication
+protocol: a peek never moves the slot. Nothing a read does, finished, refused or killed, can
+release a change; the slot's confirmed position moves only by pg_replication_slot_advance,
+called at the start of the next read up to its since, the position the receiver's ledger holds
+as published (the planner's request carries it). The order is the peer's: sink, then ledger,
+then checkpoint. A rejected or killed delivery leaves the ledger at P, and the next read reads
+the same changes again. A caller resuming from a position that no receiver published (the
+conformance suite, a person at a terminal) moves the slot there all the same: resume only from
+a ledger's position. The cost: each peek decodes from the slot's restart point, and the
+server materialises the changes up to L before the first row arrives (in work_mem, then temp
+files); the rows stream to the worker through a server-side cursor.
+
+A position behind the slot's confirmed one (slot_behind: the changes between are gone from
+it), a dropped or invalidated slot (slot_dropped, slot_lost), a TRUNCATE (truncate_in_log), a
+column added, removed or retyped (relation_changed: a Relation message whose columns differ
+from the table's catalog now, or the catalog from the declared "columns", which is how a change
+between two reads is seen) and an update whose unchanged TOAST value the log does not carry
+(unchanged_toast) each refuse the read by name. Nothing published changes; the message says
+what to run: a full read, which resets the chain.
+
+Rows: an insert or update is the new row, a delete a tombstone (the key from the log, every
+other column null, the deleted column true), an update that moves the key a tombstone for the
+old key, then the new row. Values come as text from the decoding session, run in UTC with ISO
+dates, and are parsed by the stream's column types (decimal scale, microseconds with zone,
+NULL apart from '', bigints past 2**53). The extract folds each key to its last row.
+
+One table per slot: the slot's confirmed position is one for all its tables, and advancing it
+for one table's published position would release another's unpublished changes. Tables read
+together need one read of the log for the group (not yet built).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from typing import Any, ClassVar
+
+import pyarrow as pa
+
+from dogana_core.shape import Shape
+from dogana_core.values import Position, Scalar
+from dogana_provider.connectors import pgoutput
+from dogana_provider.connectors.contract import (
+    Connector,
+    ConnectorError,
+    Health,
+    Proof,
+    Reading,
+    RefusedRead,
+    Stream,
+    StreamColumn,
+    check_bounded,
+    check_limit,
+)
+from dogana_provider.connectors.pgoutput import lsn_of, lsn_text
+
+SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
+SNAPSHOT_NAME = re.compile(r"[0-9A-F]+(-[0-9A-F]+)+")
+CLOCK = "the database's clock, read just before the log's end position"
+SNAPSHOT_CLOCK = "the database's clock after the slot's snapshot, or before its first later commit"
+FLUSH_WAIT = timedelta(seconds=30)
+
+
+class PgLogicalConnector(Connector):
+    """A PostgreSQL table read from its log through a logical replication slot (module text)."""
+
+    kind = "pg_logical"
+    options: ClassVar[Mapping[str, str]] = {
+        "conn_id": "the Airflow postgres connection of the source (wal_level=logical)",
+        "table": "the table, schema-qualified with a dot where needed",
+        "slot": "this pipeline's replication slot: lower-case letters, digits and _",
+        "publication": "the publication the slot reads (default: named like the slot)",
+        "columns": "column -> logical type, in order: the columns the pipeline delivers; a log "
+        "or a table whose columns differ is refused (relation_changed)",
+        "deleted_column": "the bool column a delete becomes (default deleted)",
+        "fetch_rows": "rows fetched from the server at a time (default 10000)",
+    }
+    required = ("conn_id", "table", "slot")
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        self.hook: Any = None
+        self.dialect: Any = None
+
+    # Configuration ----------------------------------------------------------------------------
+
+    @property
+    def table(self) -> str:
+        return str(self.config.get("table", ""))
+
+    @property
+    def slot(self) -> str:
+        return str(self.config.get("slot", ""))
+
+    @property
+    def publication(self) -> str:
+        return str(self.config.get("publication", self.slot))
+
+    @property
+    def deleted_column(self) -> str:
+        return str(self.config.get("deleted_column", "deleted"))
+
+    @property
+    def fetch_rows(self) -> int:
+        return int(self.config.get("fetch_rows", 10_000))
+
+    def check(self) -> tuple[str, ...]:
+        problems: list[str] = []
+        for option in ("conn_id", "table", "deleted_column"):
+            value = self.config.get(option)
+            if option in self.config and (not isinstance(value, str) or not value):
+                problems.append(f"{option}: {value!r} is not a name")
+        for option in ("slot", "publication"):
+            value = self.config.get(option)
+            if option in self.config and (
+                not isinstance(value, str) or not SLOT_NAME.fullmatch(value)
+            ):
+                problems.append(
+                    f"{option}: {value!r} is not a slot's name (lower-case letters, digits and _, "
+                    "at most 63)"
+                )
+        columns = self.config.get("columns")
+        if columns is not None and (
+            not isinstance(columns, Mapping)
+            or not columns
+            or not all(isinstance(n, str) and isinstance(t, str) for n, t in columns.items())
+        ):
+            problems.append("columns: a mapping from column to logical type, not empty")
+        size = self.config.get("fetch_rows", 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            problems.append(f"fetch_rows: {size!r} is not a positive number of rows")
+        return tuple(problems)
+
+    def open(self) -> None:
+        from dogana_provider.dialects import POSTGRES, dialect_for
+        from dogana_provider.hooks.sql import sql_hook
+
+        self.hook = sql_hook(str(self.config["conn_id"]), "source")
+        self.dialect = dialect_for(self.hook)
+        if self.dialect is not POSTGRES:
+            raise ConnectorError(
+                f"connection {self.config['conn_id']!r} is {self.dialect}, not postgres: logical "
+                "decoding is PostgreSQL's"
+            )
+
+    def close(self) -> None:
+        self.hook = None
+
+    def quoted(self) -> str:
+        return ".".join(self.dialect.quote(part) for part in self.table.split("."))
+
+    def session(self) -> Any:
+        """A connection to the source, autocommit, in UTC with ISO dates: the text the log's
+        values are printed in."""
+        connection = self.hook.get_conn()
+        connection.autocommit = True
+        for statement in (
+            "SET TIME ZONE 'UTC'",
+            "SET DateStyle = 'ISO, MDY'",
+            "SET extra_float_digits = 3",
+            "SET bytea_output = 'hex'",
+        ):
+            connection.execute(statement)
+        return connection
+
+    # The catalog and the slot -------------------------------------------------------------------
+
+    def catalog(self, connection: Any) -> tuple[int, tuple[tuple[str, int, int], ...]]:
+        """The table's oid and its columns now: (name, type oid, typmod), in order."""
+        row = connection.execute("SELECT to_regclass(%s)::oid", (self.quoted(),)).fetchone()
+        if row is None or row[0] is None:
+            raise ConnectorError(f"{self.table}: no such table")
+        columns = connection.execute(
+            "SELECT attname, atttypid::int, atttypmod FROM pg_attribute WHERE attrelid = %s "
+            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
+            (row[0],),
+        ).fetchall()
+        return int(row[0]), tuple((str(n), int(t), int(m)) for n, t, m in columns)
+
+    def primary_key(self, connection: Any) -> tuple[str, ...]:
+        rows = connection.execute(
+            "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
+            "AND a.attnum = ANY (i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary "
+            "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            (self.quoted(),),
+        ).fetchall()
+        return tuple(str(name) for (name,) in rows)
+
+    def slot_state(self, connection: Any) -> dict[str, Any] | None:
+        """The slot's row as slots() gives it, or None when there is no such slot."""
+        found = slots(connection, self.slot)
+        return found[0] if found else None
+
+    def status(self) -> dict[str, Any]:
+        """The slot as `dogana cdc status` shows it; {"slot": name, "exists": False} without it."""
+        self.connect()
+        connection = self.session()
+        try:
+            state = self.slot_state(connection)
+        finally:
+            connection.close()
+        return {"slot": self.slot, "exists": False} if state is None else state
+
+    def drop_slot(self) -> bool:
+        """Drop the pipeline's slot, releasing the WAL it holds; False when there was none."""
+        self.connect()
+        connection = self.session()
+        try:
+            return drop_slot(connection, self.slot)
+        finally:
+            connection.close()
+
+    def ensure_publication(self, connection: Any) -> None:
+        found = connection.execute(
+            "SELECT 1 FROM pg_publication WHERE pubname = %s", (self.publication,)
+        ).fetchone()
+        name = self.dialect.quote(self.publication)
+        if found is None:
+            connection.execute(f"CREATE PUBLICATION {name} FOR TABLE {self.quoted()}")
+            return
+        member = connection.execute(
+            "SELECT 1 FROM pg_publication_rel WHERE prpubid = (SELECT oid FROM pg_publication "
+            "WHERE pubname = %s) AND prrelid = to_regclass(%s)",
+            (self.publication, self.quoted()),
+        ).fetchone()
+        if member is None:
+            connection.execute(f"ALTER PUBLICATION {name} ADD TABLE {self.quoted()}")
+
+    # Operations -------------------------------------------------------------------------------
+
+    def discover(self) -> tuple[Stream, ...]:
+        from dogana_provider.sources.discover import discover_columns
+
+        self.connect()
+        connection = self.session()
+        try:
+            columns = [
+                StreamColumn(c.name, c.type)
+                for c in discover_columns(connection, self.dialect, self.table)
+            ]
+            key = self.primary_key(connection)
+        finally:
+            connection.close()
+        if self.deleted_column in {c.name for c in columns}:
+            raise ConnectorError(
+                f"{self.table}: {self.deleted_column!r} is a column of the table; name another "
+                "deleted_column"
+            )
+        columns.append(StreamColumn(self.deleted_column, "bool"))
+        return (Stream(self.table, tuple(columns), key, self.deleted_column),)
+
+    def health(self) -> Health:
+        problems = self.validate()
+        if problems:
+            return Health(False, "; ".join(problems))
+        try:
+            self.connect()
+            connection = self.session()
+            try:
+                level = connection.execute("SHOW wal_level").fetchone()[0]
+                state = self.slot_state(connection)
+            finally:
+                connection.close()
+        except Exception as exc:  # health reports whatever stops the source; it never raises
+            return Health(False, f"{type(exc).__name__}: {exc}")
+        if level != "logical":
+            return Health(False, f"wal_level is {level}: logical decoding needs wal_level=logical")
+        if state is None:
+            return Health(True, f"no slot {self.slot} yet: the first read creates it")
+        if state["wal_status"] == "lost":
+            return Health(False, f"slot {self.slot} lost the WAL it needed: run a full read")
+        return Health(
+            True,
+            f"slot {self.slot} confirmed {state['confirmed_lsn']}, "
+            f"{state['lag_bytes']} bytes behind, holding {state['wal_retained_bytes']} bytes "
+            "of WAL",
+        )
+
+    def read(
+        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
+    ) -> Reading:
+        self.connect()
+        check_limit(limit)
+        found = self.stream(stream)
+        if since is None:
+            return SnapshotReading(self, found, limit=limit)
+        return LogReading(self, found, _position(since), limit=limit, end=None)
+
+    def backfill(
+        self, stream: str, low: Position, high: Position, *, limit: int | None = None
+    ) -> Reading:
+        check_bounded(low, high)
+        self.connect()
+        check_limit(limit)
+        found = self.stream(stream)
+        first, last = _position(low), _position(high)
+        if last < first:
+            raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
+        return LogReading(self, found, first, limit=limit, end=last)
+
+
+def slots(
+    connection: Any, slot: str | None = None, *, lag_in_seconds: bool = False
+) -> list[dict[str, Any]]:
+    """The database's logical slots (or the one named): each one's plugin, confirmed LSN, the
+    WAL's head, how many bytes of WAL it has not confirmed (lag_bytes) and how many it holds
+    back from removal (wal_retained_bytes, from its restart point), how long ago its oldest
+    unconfirmed change committed (lag_seconds, when asked, where it can tell), wal_status and
+    whether a session is using it."""
+    cursor = connection.execute(
+        "SELECT slot_name AS slot, plugin, database, confirmed_flush_lsn::text AS confirmed_lsn, "
+        "pg_current_wal_insert_lsn()::text AS head_lsn, "
+        "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), confirmed_flush_lsn)::bigint AS lag_bytes, "
+        "pg_wal_lsn_diff(pg_current_wal_insert_lsn(), restart_lsn)::bigint AS wal_retained_bytes, "
+        "wal_status, active FROM pg_replication_slots WHERE slot_type = 'logical' "
+        "AND (%(slot)s::text IS NULL OR slot_name = %(slot)s) ORDER BY slot_name",
+        {"slot": slot},
+    )
+    names = [column.name for column in cursor.description]
+    found = [{"exists": True, **dict(zip(names, row, strict=True))} for row in cursor.fetchall()]
+    if lag_in_seconds:  # a decode of the slot's first change: for people, not for each read
+        for state in found:
+            state["lag_seconds"] = lag_seconds(connection, state)
+    return found
+
+
+def lag_seconds(connection: Any, state: Mapping[str, Any]) -> float | None:
+    """How long ago the oldest change the slot has not confirmed committed (0.0 when none), for
+    a pgoutput slot whose publication is named like it (as this connector makes them); None
+    for any other slot, or one a session is reading."""
+    if state["plugin"] != "pgoutput" or state["active"]:
+        return None
+    publication = connection.execute(
+        "SELECT 1 FROM pg_publication WHERE pubname = %s", (state["slot"],)
+    ).fetchone()
+    if publication is None:
+        return None
+    rows = connection.execute(
+        "SELECT data, clock_timestamp() FROM pg_logical_slot_peek_binary_changes(%s, NULL, 1, "
+        "'proto_version', '1', 'publication_names', %s)",
+        (state["slot"], state["slot"]),
+    ).fetchall()
+    for data, now in rows:
+        message = pgoutput.decode(data)
+        if isinstance(message, pgoutput.Begin):
+            return max(0.0, (now - message.committed_at).total_seconds())
+    return 0.0
+
+
+def drop_slot(connection: Any, slot: str) -> bool:
+    """Drop a slot, releasing the WAL it holds; False when there was none."""
+    dropped = connection.execute(
+        "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
+        (slot,),
+    ).fetchall()
+    return bool(dropped)
+
+
+def _undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
+    """How the table's columns now differ from the declared ones (the "columns" option), or
+    None when they do not, or none are declared."""
+    declared = connector.config.get("columns")
+    if declared is None:
+        return None
+    now = [(c.name, c.type) for c in stream.columns[:-1]]  # the deleted column is the last
+    return _difference(connector.table, "declared", list(declared.items()), now)
+
+
+def _difference(
+    table: str, first: str, before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]
+) -> str | None:
+    """Columns (name, then what types it) before and after, their differences named."""
+    if before == after:
+        return None
+    old, new = {c[0]: c[1:] for c in before}, {c[0]: c[1:] for c in after}
+    differences = [f"{n} added" for n in new if n not in old]
+    differences += [f"{n} removed" for n in old if n not in new]
+    differences += [f"{n} retyped" for n in new if n in old and old[n] != new[n]]
+    return (
+        f"{table}'s columns {first} ({', '.join(old)}) are not its columns now "
+        f"({', '.join(new)}): {', '.join(differences) or 'their order changed'}"
+    )
+
+
+def _full_read(table: str) -> str:
+    """What a refusal tells the person to run."""
+    return (
+        f"a full read resets the chain: run one delivery of {table}'s complete shape "
+        "(PlanDeliveryOperator's shape=, or the DAG triggered with that shape)"
+    )
+
+
+def _position(value: Scalar | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConnectorError(f"{value!r} is not a log position (an LSN as an integer)")
+    return value
+
+
+# Values ----------------------------------------------------------------------------------------
+
+
+def _datetime(text: str) -> datetime:
+    if text in ("infinity", "-infinity"):
+        raise ValueError(f"{text} is no instant a delivery can hold")
+    value = datetime.fromisoformat(text)
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def _bool(text: str) -> bool:
+    return text == "t"
+
+
+PARSERS: dict[str, Callable[[str], Any]] = {
+    "int": int,
+    "float": float,
+    "str": str,
+    "bool": _bool,
+    "date": date.fromisoformat,
+    "datetime": _datetime,
+}
+
+
+def parser(logical: str) -> Callable[[str], Any]:
+    """How a column's text from the log becomes the value the snapshot path delivers."""
+    if logical.startswith("decimal("):
+        return Decimal
+    try:
+        return PARSERS[logical]
+    except KeyError:
+        raise ConnectorError(f"a column of type {logical!r} has no dogana type") from None
+
+
+class _Rows:
+    """Rows collected column by column, and written out as record batches of the stream."""
+
+    def __init__(self, stream: Stream) -> None:
+        self.stream = stream
+        self.schema = stream.schema()
+        self.names = [c.name for c in stream.columns]
+        # The deleted column is the last, and no value of the log's tuples.
+        self.parsers = [parser(c.type) for c in stream.columns[:-1]]
+        self.columns: list[list[Any]] = [[] for _ in self.names]
+
+    def __len__(self) -> int:
+        return len(self.columns[0])
+
+    def add(self, values: tuple[pgoutput.Value, ...], deleted: bool) -> None:
+        for index, value in enumerate(values):
+            assert not isinstance(value, pgoutput.Unchanged)
+            self.columns[index].append(None if value is None else self.parsers[index](value))
+        self.columns[-1].append(deleted)
+
+    def batch(self) -> pa.RecordBatch:
+        arrays = [
+            pa.array(values, type=field.type)
+            for values, field in zip(self.columns, self.schema, strict=True)
+        ]
+        self.columns = [[] for _ in self.names]
+        return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+# Reads -----------------------------------------------------------------------------------------
+
+
+class SnapshotReading(Reading):
+    """The whole table at a new slot's consistent point; its position is that LSN."""
+
+    def __init__(self, connector: PgLogicalConnector, stream: Stream, *, limit: int | None):
+        self.connector = connector
+        self.stream = stream
+        self.limit = limit
+        self.rows = 0
+        self.consistent: int | None = None
+        self.produced_at: datetime | None = None
+        self.finished = False
+        self.stopped_by_limit = False
+
+    def checkpoint(self) -> Position:
+        if self.consistent is None:
+            raise ConnectorError("the read has not started: no slot, no position yet")
+        return self.consistent
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        import psycopg2  # type: ignore[import-untyped]
+        from psycopg2.extras import LogicalReplicationConnection  # type: ignore[import-untyped]
+
+        from dogana_provider.sources.bulk import libpq_conninfo
+        from dogana_provider.sources.columns import Columns
+
+        connector = self.connector
+        difference = _undeclared(connector, self.stream)
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed", f"{difference}: declare the columns as they are now"
+            )
+        connection = connector.session()
+        try:
+            drop_slot(connection, connector.slot)
+            connector.ensure_publication(connection)
+            replication = psycopg2.connect(
+                libpq_conninfo(connection), connection_factory=LogicalReplicationConnection
+            )
+            try:
+                cursor = replication.cursor()
+                cursor.execute(
+                    f"CREATE_REPLICATION_SLOT {connector.dialect.quote(connector.slot)} "
+                    "LOGICAL pgoutput EXPORT_SNAPSHOT"
+                )
+                _, consistent, snapshot_name, _ = cursor.fetchone()
+                connection.autocommit = False
+                connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                if not SNAPSHOT_NAME.fullmatch(snapshot_name):
+                    raise ConnectorError(f"{snapshot_name!r} is not an exported snapshot's name")
+                # A utility statement binds no parameter; the name is checked above.
+                connection.execute(f"SET TRANSACTION SNAPSHOT '{snapshot_name}'")
+            finally:
+                # The imported snapshot is the transaction's now; the exporter may go.
+                replication.close()
+            self.consistent = lsn_of(consistent)
+            self.produced_at = self._instant(self.consistent)
+            names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
+            typed = {c.name: c.type for c in self.stream.columns}
+            table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
+            select = ", ".join(connector.dialect.quote(n) for n in names)
+            reader = connector.dialect.streaming_cursor(connection)
+            reader.execute(f"SELECT {select} FROM {connector.quoted()}")
+            columns = None
+            while True:
+                rows = reader.fetchmany(connector.fetch_rows)
+                if self.limit is not None and self.rows + len(rows) > self.limit:
+                    rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
+                if columns is None:
+                    columns = Columns(connector.dialect, reader.description, rows, typed, {})
+                if rows:
+                    batch = columns.batch(rows).cast(table_schema)
+                    deleted = pa.repeat(pa.scalar(False), batch.num_rows)
+                    batch = pa.RecordBatch.from_arrays(
+                        [*batch.columns, deleted], schema=self.stream.schema()
+                    )
+                    self.rows += batch.num_rows
+                    yield batch
+                if self.stopped_by_limit or len(rows) < connector.fetch_rows:
+                    break
+            reader.close()
+            connection.rollback()
+        finally:
+            connection.close()
+        self.finished = True
+
+    def _instant(self, consistent: int) -> datetime:
+        """The instant the snapshot shows: the clock just after the slot was made, or, when a
+        transaction committed after the consistent point before that, just before its commit
+        stamp. Read on a second session, since the first holds the imported snapshot."""
+        connector = self.connector
+        probe = connector.session()
+        try:
+            now, head = probe.execute(
+                "SELECT clock_timestamp(), pg_current_wal_insert_lsn()::text"
+            ).fetchone()
+            _wait_for_flush(probe, head)
+            first = _first_commit(probe, connector, consistent, lsn_of(head))
+        finally:
+            probe.close()
+        instant = now.astimezone(UTC)
+        if first is not None:
+            instant = min(instant, first - timedelta(microseconds=1))
+        return instant
+
+    def proof(self) -> Proof:
+        if self.produced_at is None or not self.finished:
+            raise ConnectorError("the read is not finished: read its batches first")
+        if self.stopped_by_limit:
+            shape, why = None, "stopped by its limit before the last row"
+        else:
+            shape = Shape.complete()
+            why = (
+                f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
+            )
+        return Proof(shape, self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+
+
+def _wait_for_flush(connection: Any, lsn: str) -> None:
+    """Until the WAL is flushed to lsn: logical decoding reads only flushed WAL."""
+    deadline = time.monotonic() + FLUSH_WAIT.total_seconds()
+    while not connection.execute(
+        "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)
+    ).fetchone()[0]:
+        if time.monotonic() > deadline:
+            raise ConnectorError(f"the WAL was not flushed to {lsn} within {FLUSH_WAIT}")
+        time.sleep(0.01)
+
+
+def _first_commit(
+    connection: Any, connector: PgLogicalConnector, start: int, end: int
+) -> datetime | None:
+    """The commit stamp of the slot's first transaction committing in [start, end), or None."""
+    rows = connection.execute(
+        "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, 1, "
+        "'proto_version', '1', 'publication_names', %s)",
+        (connector.slot, lsn_text(end), connector.publication),
+    ).fetchall()
+    for (data,) in rows:
+        message = pgoutput.decode(data)
+        if isinstance(message, pgoutput.Begin) and start <= message.final_lsn < end:
+            return message.committed_at
+    return None
+
+
+class LogReading(Reading):
+    """The changes the slot decodes from a position to the log's end (or to a backfill's)."""
+
+    def __init__(
+        self,
+        connector: PgLogicalConnector,
+        stream: Stream,
+        since: int,
+        *,
+        limit: int | None,
+        end: int | None,
+    ) -> None:
+        self.connector = connector
+        self.stream = stream
+        self.since = since
+        self.limit = limit
+        self.end = end
+        self.at = since
+        self.rows = 0
+        self.produced_at: datetime | None = None
+        self.finished = False
+        self.stopped_by_limit = False
+        self.last_commit: datetime | None = None
+
+    def checkpoint(self) -> Position:
+        return self.at
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        connector = self.connector
+        connection = connector.session()
+        try:
+            self._prepare(connection)
+            relid, declared = connector.catalog(connection)
+            self._as_declared()
+            yield from self._changes(connection, relid, declared)
+        finally:
+            connection.close()
+        self.finished = True
+
+    def _prepare(self, connection: Any) -> None:
+        """The slot checked, moved up to the published position (since), and the read's end
+        and instant fixed: the clock, then the WAL's end, once flushed."""
+        connector, since = self.connector, self.since
+        encoding = connection.execute("SHOW server_encoding").fetchone()[0]
+        if encoding != "UTF8":
+            # pgoutput prints values in the server's encoding, and the log is bytes.
+            raise ConnectorError(
+                f"the source's server_encoding is {encoding}: the log is read as UTF8 only"
+            )
+        state = connector.slot_state(connection)
+        run = f"{_full_read(connector.table)}, which creates slot {connector.slot} again"
+        if state is None:
+            raise RefusedRead(
+                "slot_dropped",
+                f"replication slot {connector.slot} is gone, and with it the changes after "
+                f"{lsn_text(since)}; {run}",
+            )
+        if state["wal_status"] == "lost":
+            raise RefusedRead(
+                "slot_lost",
+                f"replication slot {connector.slot} lost the WAL after {lsn_text(since)} "
+                f"(max_slot_wal_keep_size); {run}",
+            )
+        confirmed = lsn_of(state["confirmed_lsn"])
+        if since < confirmed:
+            raise RefusedRead(
+                "slot_behind",
+                f"the position {lsn_text(since)} is before slot {connector.slot}'s confirmed "
+                f"{lsn_text(confirmed)}: the changes between are gone from it; {run}",
+            )
+        if self.end is None and since > confirmed:
+            # since is the position the receiver's ledger holds as published.
+            connection.execute(
+                "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
+                (connector.slot, lsn_text(since)),
+            )
+        if self.end is None:
+            now, head = connection.execute(
+                "SELECT clock_timestamp(), pg_current_wal_insert_lsn()::text"
+            ).fetchone()
+            self.produced_at = now.astimezone(UTC)
+            self.end = lsn_of(head)
+        else:
+            self.produced_at = None
+        _wait_for_flush(connection, lsn_text(self.end))
+
+    def _changes(
+        self, connection: Any, relid: int, declared: tuple[tuple[str, int, int], ...]
+    ) -> Iterator[pa.RecordBatch]:
+        connector, end = self.connector, self.end
+        assert end is not None
+        names = [name for name, _, _ in declared]
+        key = [names.index(k) for k in self.stream.key]
+        rows = _Rows(self.stream)
+        take = False
+        connection.autocommit = False
+        cursor = connection.cursor(name="dogana_log")
+        cursor.itersize = connector.fetch_rows
+        cursor.execute(
+            "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
+            "'proto_version', '1', 'publication_names', %s)",
+            (connector.slot, lsn_text(end), connector.publication),
+        )
+        for (data,) in cursor:
+            message = pgoutput.decode(data)
+            if isinstance(message, pgoutput.Begin):
+                if message.final_lsn >= end:
+                    break
+                take = message.final_lsn >= self.since
+                continue
+            if isinstance(message, pgoutput.Relation):
+                # Sent once per relation and session, maybe in a transaction before since.
+                if message.relation_id == relid:
+                    self._same_columns(message, declared)
+                continue
+            if not take:
+                continue
+            if isinstance(message, pgoutput.Commit):
+                self.at, self.last_commit = message.end_lsn, message.committed_at
+                if len(rows) >= connector.fetch_rows:
+                    yield rows.batch()
+                continue
+            if isinstance(message, pgoutput.Truncate):
+                if relid in message.relation_ids:
+                    raise RefusedRead(
+                        "truncate_in_log",
+                        f"{connector.table} was truncated in the transaction before "
+                        f"{lsn_text(self.at)}: a truncate deletes rows the log does not name; "
+                        f"{_full_read(connector.table)}",
+                    )
+                continue
+            if isinstance(message, pgoutput.Other) or message.relation_id != relid:
+                continue
+            for values, deleted in self._rows_of(message, key):
+                if self.limit is not None and self.rows >= self.limit:
+                    self.stopped_by_limit = True
+                    break
+                rows.add(values, deleted)
+                self.rows += 1
+            if self.stopped_by_limit:
+                break
+        cursor.close()
+        connection.rollback()
+        if not self.stopped_by_limit:
+            self.at = max(self.at, end)
+        if len(rows):
+            yield rows.batch()
+
+    def _as_declared(self) -> None:
+        difference = _undeclared(self.connector, self.stream)
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}, under "
+                "the new columns (declare them)",
+            )
+
+    def _same_columns(
+        self, relation: pgoutput.Relation, declared: tuple[tuple[str, int, int], ...]
+    ) -> None:
+        logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
+        difference = _difference(self.connector.table, "in the log", logged, list(declared))
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}",
+            )
+
+    def _rows_of(
+        self, message: pgoutput.Message, key: list[int]
+    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
+        width = len(self.stream.columns) - 1
+        if isinstance(message, pgoutput.Insert):
+            yield message.new, False
+        elif isinstance(message, pgoutput.Update):
+            new = message.new
+            if any(isinstance(v, pgoutput.Unchanged) for v in new):
+                if message.old is None or message.old_is_key:
+                    raise RefusedRead(
+                        "unchanged_toast",
+                        f"{self.connector.table}: an update left a large value unchanged and "
+                        "the log does not carry it; run ALTER TABLE "
+                        f"{self.connector.quoted()} REPLICA IDENTITY FULL, then a full read",
+                    )
+                new = tuple(
+                    o if isinstance(v, pgoutput.Unchanged) else v
+                    for v, o in zip(new, message.old, strict=True)
+                )
+            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
+                yield _key_only(message.old, key, width), True
+            yield new, False
+        elif isinstance(message, pgoutput.Delete):
+            yield _key_only(message.old, key, width), True
+
+    def proof(self) -> Proof:
+        if not self.finished:
+            raise ConnectorError("the read is not finished: read its batches first")
+        if self.stopped_by_limit or self.produced_at is None:
+            why = (
+                "stopped by its limit before the log's end"
+                if self.stopped_by_limit
+                else "a backfill between two positions"
+            )
+            instant = self.last_commit or datetime.now(UTC)
+            return Proof(None, instant, CLOCK, self.since, self.at, why)
+        return Proof(
+            Shape.changes(checkpoint="sequence", tombstones=True),
+            self.produced_at,
+            CLOCK,
+            self.since,
+            self.at,
+            f"every change slot {self.connector.slot} decoded from {lsn_text(self.since)} to "
+            f"{lsn_text(self.at)}, deletions included",
+        )
+
+
+def _key_only(
+    old: tuple[pgoutput.Value, ...], key: list[int], width: int
+) -> tuple[pgoutput.Value, ...]:
+    kept = set(key)
+    return tuple(old[i] if i in kept else None for i in range(width))

@@ -1,0 +1,41 @@
+"""Which of the receiver's own tables exist, read from the catalog once for them all.
+
+A receiver's stores ask whether one of their tables exists before they read it: a store made by
+an earlier version has none of the tables added since, until a registration creates them. Asked
+one table at a time, that is a catalog query per table in each step of a delivery. Asked through
+OwnTables, the first question reads the catalog for every own table and index at once
+(Dialect.existing_names); a table found is known for good, since the receiver never drops its
+own, and one not found is looked up again at the next question, as another process may have
+created it meanwhile.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from dogana_provider.dialects import Dialect, declared_types
+
+
+class OwnTables:
+    """The receiver's own tables and indexes (Steps.own_names), and those found to exist."""
+
+    def __init__(self, dialect: Dialect, names: Iterable[str]) -> None:
+        self.dialect = dialect
+        self.names = tuple(names)
+        self.found: set[str] = set()
+
+    def exist(self, connection: Any, names: Iterable[str]) -> bool:
+        """Whether every one of names exists; the catalog is read only while one is not known."""
+        wanted = set(names)
+        if not wanted <= self.found:
+            self.found |= self.dialect.existing_names(connection, self.names)
+        return wanted <= self.found
+
+
+def table_exists(connection: Any, dialect: Dialect, name: str, own: OwnTables | None) -> bool:
+    """Whether the receiver's table name exists: through own, where a receiver's steps gave the
+    store one, else by the table's columns in the catalog."""
+    if own is not None and name in own.names:
+        return own.exist(connection, (name,))
+    return bool(declared_types(connection, dialect, name))

@@ -1,0 +1,43 @@
+"""The source table of a log delivery and its slot, made and dropped for each test.
+
+Every slot a test makes is dropped after it: a leaked slot holds the server's WAL forever.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import pytest
+from cdc_pipeline import DDL, PgTable, drop_slot
+
+
+@pytest.fixture
+def source(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgTable]:
+    import psycopg
+
+    uid = uuid.uuid4().hex[:8]
+    table, conn_id, slot = f"cdc_{uid}", f"source_{uid}", f"dogana_cdc_{uid}"
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}",
+        json.dumps(
+            {
+                "conn_type": "postgres",
+                "host": "127.0.0.1",
+                "port": 5432,
+                "login": "postgres",
+                "schema": "test",
+            }
+        ),
+    )
+    db = psycopg.connect(postgres_url, autocommit=True)
+    db.execute("SET TIME ZONE 'UTC'")
+    db.execute(f'CREATE TABLE "{table}" ({DDL})')
+    try:
+        yield PgTable(db, table, conn_id, slot)
+    finally:
+        drop_slot(db, slot)
+        db.execute(f'DROP PUBLICATION IF EXISTS "{slot}"')
+        db.execute(f'DROP TABLE IF EXISTS "{table}"')
+        db.close()

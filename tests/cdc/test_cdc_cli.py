@@ -1,0 +1,43 @@
+"""`dogana cdc status` shows a pipeline's slot, how far behind and how much WAL it holds;
+`dogana cdc drop-slot` releases it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from cdc_pipeline import PgTable
+
+from dogana_provider.cli.main import main
+from dogana_provider.connectors import PgLogicalConnector
+
+pytestmark = pytest.mark.postgres
+
+
+def test_status_shows_the_slots_lag_and_retained_wal_and_drop_slot_releases_it(
+    source: PgTable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = source.config()
+    config.pop("kind")
+    reader = PgLogicalConnector(config)
+    with reader:
+        list(reader.read(source.table))
+    source.execute(
+        f"INSERT INTO \"{source.table}\" SELECT i, i, now(), 'x', true "
+        "FROM generate_series(1, 100) AS i"
+    )
+    capsys.readouterr()
+    assert main(["cdc", "status", source.conn_id, "--slot", source.slot, "--json"]) == 0
+    [slot] = json.loads(capsys.readouterr().out)
+    assert slot["slot"] == source.slot and slot["plugin"] == "pgoutput"
+    assert slot["lag_bytes"] > 0, "the changes are not confirmed until published"
+    assert slot["wal_retained_bytes"] >= slot["lag_bytes"]
+    assert slot["lag_seconds"] > 0, "the oldest unconfirmed change committed before now"
+
+    assert main(["cdc", "status", source.conn_id]) == 0
+    assert source.slot in capsys.readouterr().out
+
+    assert main(["cdc", "drop-slot", source.conn_id, "--slot", source.slot]) == 0
+    assert source.confirmed() is None
+    assert main(["cdc", "drop-slot", source.conn_id, "--slot", source.slot]) == 1
+    assert "no slot" in capsys.readouterr().err

@@ -1,0 +1,129 @@
+"""What a log read refuses, by name, telling the person to run a full read; what is published
+stays as it was."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from airflow_runs import states, xcom
+from cdc_pipeline import COLUMNS, PgTable, drop_slot, write_pipeline
+
+from dogana_core.manifest import Manifest
+from dogana_provider.connectors import PgLogicalConnector, RefusedRead
+from dogana_provider.connectors.pgoutput import lsn_text
+
+pytestmark = pytest.mark.postgres
+
+FULL_READ = "a full read resets the chain"
+
+
+def connector(source: PgTable, **options: Any) -> PgLogicalConnector:
+    config = source.config(columns=COLUMNS, **options)
+    config.pop("kind")
+    return PgLogicalConnector(config)
+
+
+def started(source: PgTable) -> tuple[PgLogicalConnector, int]:
+    """The slot made by a first full read; the position it issued."""
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    reader = connector(source)
+    reading = reader.read(source.table)
+    list(reading)
+    position = reading.proof().position
+    assert isinstance(position, int)
+    return reader, position
+
+
+def refused(reader: PgLogicalConnector, table: str, since: int) -> RefusedRead:
+    with pytest.raises(RefusedRead) as raised:
+        list(reader.read(table, since=since))
+    assert FULL_READ in str(raised.value)
+    return raised.value
+
+
+def test_a_dropped_slot_refuses_the_read_as_slot_dropped(source: PgTable) -> None:
+    reader, position = started(source)
+    drop_slot(source.db, source.slot)
+    assert refused(reader, source.table, position).rule == "slot_dropped"
+
+
+def test_a_position_the_slot_has_passed_refuses_the_read_as_slot_behind(source: PgTable) -> None:
+    reader, position = started(source)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (2, 2, now(), 'two', true)")
+    reading = reader.read(source.table, since=position)
+    list(reading)
+    later = reading.proof().position
+    assert isinstance(later, int)
+    list(reader.read(source.table, since=later))  # the slot is confirmed at later
+    error = refused(reader, source.table, position)
+    assert error.rule == "slot_behind" and lsn_text(position) in str(error)
+
+
+def test_a_truncate_in_the_log_refuses_the_read_as_truncate_in_log(source: PgTable) -> None:
+    reader, position = started(source)
+    source.execute(f'TRUNCATE "{source.table}"')
+    assert refused(reader, source.table, position).rule == "truncate_in_log"
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ("ADD COLUMN extra integer DEFAULT 5", "extra added"),
+        ("DROP COLUMN flag", "flag removed"),
+        ("ALTER COLUMN amount TYPE numeric(14,4)", "amount retyped"),
+    ],
+)
+def test_a_column_added_removed_or_retyped_refuses_the_read_as_relation_changed(
+    source: PgTable, change: str, named: str
+) -> None:
+    reader, position = started(source)
+    source.execute(f'UPDATE "{source.table}" SET name = %s WHERE id = 1', ("before",))
+    source.execute(f'ALTER TABLE "{source.table}" {change}')
+    error = refused(reader, source.table, position)
+    assert error.rule == "relation_changed" and named in str(error)
+
+
+def test_a_change_logged_under_other_columns_refuses_the_read_without_declared_columns(
+    source: PgTable,
+) -> None:
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    reader = connector(source)
+    del reader.config["columns"]
+    reading = reader.read(source.table)
+    list(reading)
+    position = reading.proof().position
+    assert isinstance(position, int)
+    source.execute(f'UPDATE "{source.table}" SET name = %s WHERE id = 1', ("before",))
+    source.execute(f'ALTER TABLE "{source.table}" ADD COLUMN extra integer')
+    error = refused(reader, source.table, position)
+    assert error.rule == "relation_changed" and "in the log" in str(error)
+
+
+@pytest.mark.airflow
+def test_a_refused_log_read_keeps_what_is_published(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
+) -> None:
+    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    first = pipeline.run()
+    assert states(first)["publish"] == "success"
+    before, ledger = pipeline.published(), pipeline.ledger()
+    source.execute(f'DELETE FROM "{source.table}" WHERE id = 1')
+    drop_slot(source.db, source.slot)
+    run = pipeline.run()
+    assert states(run)["extract"] == "failed" and states(run)["publish"] != "success"
+    assert pipeline.published() == before and pipeline.ledger() == ledger
+    assert Manifest.from_dict(xcom(first, "extract")["manifest"]).generation == ledger.generation
+
+
+def test_a_full_read_under_other_declared_columns_is_refused_before_a_slot_is_made(
+    source: PgTable,
+) -> None:
+    reader = connector(source)
+    reader.config["columns"] = {**COLUMNS, "extra": "int"}
+    with pytest.raises(RefusedRead) as raised:
+        list(reader.read(source.table))
+    assert raised.value.rule == "relation_changed" and "extra removed" in str(raised.value)
+    assert source.confirmed() is None, "no slot made"
