@@ -7,6 +7,7 @@ acceptance raises a date exactly as far as the delivery's declarations prove, ne
 from __future__ import annotations
 
 from datetime import date, datetime
+from typing import Any
 
 import pytest
 from ledger_fixtures import (
@@ -22,7 +23,7 @@ from ledger_fixtures import (
     make,
 )
 
-from dogana_core import Contract, Manifest, RejectedDelivery, Shape
+from dogana_core import Contract, InvalidContract, Manifest, RejectedDelivery, Shape
 from dogana_core.ledger import Ledger, Region
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 
@@ -545,3 +546,41 @@ def test_each_refusal_names_its_rule_and_what_broke_it(rule: str) -> None:
     with pytest.raises(RejectedDelivery) as refused:
         ledger().apply(manifest())
     assert str(refused.value) == message
+
+
+# Action and ApplyPlan refuse by field, and hold what they are given as their own types ---------
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: Action("wipe"), "Action.operation: 'wipe' is not an action kind"),
+        (lambda: Action("upsert", key="id"), "Action.key: 'id' must be a tuple of column names"),
+        (
+            lambda: Action("upsert", key=("id", "")),
+            "Action.key: ('id', '') must be a tuple of column names",
+        ),
+        (
+            lambda: Action("append", key=("id",)),
+            "Action.key: append inserts without matching; it names no key",
+        ),
+        (
+            lambda: Action("upsert", (date(2026, 1, 1), date(2026, 1, 2)), key=("id",)),
+            "Action.window: named by replace_window, and only by it",
+        ),
+        (lambda: ApplyPlan([]), "ApplyPlan.actions: a plan holds at least one Action"),
+    ],
+)
+def test_an_action_or_plan_is_refused_naming_the_field(build: Any, message: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        build()
+    assert str(refused.value) == message
+
+
+def test_an_action_and_a_plan_hold_an_action_kind_and_tuples() -> None:
+    action = Action("replace_window", [date(2026, 1, 1), date(2026, 1, 2)], key=["id"])  # type: ignore[arg-type]
+    assert action.operation is ActionKind.REPLACE_WINDOW
+    assert action.window == (date(2026, 1, 1), date(2026, 1, 2))
+    assert type(action.window) is tuple and action.key == ("id",)
+    plan = ApplyPlan([action])  # type: ignore[arg-type]
+    assert type(plan.actions) is tuple and plan.actions == (action,)
