@@ -77,6 +77,20 @@ def test_a_group_names_each_table_once_whatever_its_letter_case() -> None:
         Group([])
 
 
+@pytest.mark.parametrize(
+    ("contracts", "message"),
+    [
+        (INVOICES, "Group.contracts: expected the contracts of the tables"),
+        (5, "Group.contracts: expected the contracts of the tables"),
+        ([], "Group.contracts: a group names at least one table"),
+    ],
+)
+def test_a_group_is_built_from_the_contracts_of_its_tables(contracts: Any, message: str) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        Group(contracts)
+    assert str(refused.value) == message
+
+
 def test_a_group_finds_its_tables_in_any_letter_case() -> None:
     group = Group([INVOICES, LINES])
     assert group.contract("Invoices") is INVOICES
@@ -190,6 +204,48 @@ def test_group_arguments_need_one_ledger_per_table() -> None:
     with pytest.raises(InvalidContract) as refused:
         group.claims([ledgers["invoices"], "lines"], at(1), limit=NO_LIMIT)  # type: ignore[list-item]
     assert str(refused.value) == "Group ledgers: expected Ledger values, got str"
+
+
+def test_group_claims_arguments_are_refused_naming_the_argument() -> None:
+    group = Group([INVOICES, LINES])
+    ledgers = ledgers_at(at(0), INVOICES, LINES)
+    both = (day(1), day(2))
+    refusals = [
+        (
+            {"now": datetime(2026, 1, 1)},
+            "Group.claims now: naive datetime 2026-01-01T00:00:00 carries no UTC offset",
+        ),
+        ({"ledgers": {5: 1}}, "Group ledgers: keys are table names, got 5"),
+        (
+            {"ledgers": {"invoices": ledgers["invoices"]}},
+            "Group ledgers: one ledger per table; missing ['lines']",
+        ),
+        (
+            {"ledgers": [ledgers["invoices"]]},
+            "Group ledgers: one ledger per table; missing ['lines']",
+        ),
+        (
+            {"ledgers": {"invoices": "x", "lines": "y"}},
+            "Group ledgers['invoices']: expected a Ledger, got str",
+        ),
+        ({"windows": [1]}, "Group windows: expected a mapping from table name"),
+        (
+            {"windows": {"invoices": both}},
+            "Group windows['invoices']: table 'invoices' has no window column; ask for the whole "
+            "table",
+        ),
+        (
+            {"windows": {"invoices": both, "Invoices": both}},
+            "Group windows: table 'invoices' is named twice (letter case aside)",
+        ),
+    ]
+    for changes, message in refusals:
+        arguments: dict[str, Any] = {"ledgers": ledgers, "now": at(1), **changes}
+        with pytest.raises(InvalidContract) as refused:
+            group.claims(
+                arguments.pop("ledgers"), arguments.pop("now"), limit=NO_LIMIT, **arguments
+            )
+        assert str(refused.value) == message
 
 
 # Group.apply -------------------------------------------------------------------------------------
