@@ -344,3 +344,14 @@ def test_manifest_datetimes_are_normalized_before_equality() -> None:
         since=datetime(2026, 10, 17, 14, 0, tzinfo=plus_two),
     )
     assert local == manifest("changes", since=datetime(2026, 10, 17, 12, 0, tzinfo=UTC))
+
+
+def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        fits(LOG, "full", generation="g5")
+    assert str(refused.value) == (
+        "Manifest.generation: this table's positions are integers, got 'g5'"
+    )
+    with pytest.raises(InvalidContract) as refused:
+        fits(ORDERS, "full", generation=5)
+    assert str(refused.value) == "Manifest.generation: this table's positions are strings, got 5"
