@@ -71,8 +71,13 @@ def follow(ledgers: dict[str, Ledger], receipts: tuple[Receipt, ...]) -> dict[st
 
 def test_a_group_names_each_table_once_whatever_its_letter_case() -> None:
     shouting = Contract("INVOICES", ("id",), {"full": Shape()}, types={"id": "int"})
-    with pytest.raises(InvalidContract, match="named twice"):
+    with pytest.raises(InvalidContract) as refused:
         Group([INVOICES, shouting])
+    assert str(refused.value) == (
+        "Group.contracts: table 'INVOICES' is named twice (as 'invoices'); a group names each "
+        "table once whatever its letter case"
+    )
+    assert Group([INVOICES, LINES]).contracts == (INVOICES, LINES)
     with pytest.raises(InvalidContract, match="at least one table"):
         Group([])
 
@@ -83,6 +88,7 @@ def test_a_group_names_each_table_once_whatever_its_letter_case() -> None:
         (INVOICES, "Group.contracts: expected the contracts of the tables"),
         (5, "Group.contracts: expected the contracts of the tables"),
         ([], "Group.contracts: a group names at least one table"),
+        ([INVOICES, "lines"], "Group.contracts: expected Contract values, got str"),
     ],
 )
 def test_a_group_is_built_from_the_contracts_of_its_tables(contracts: Any, message: str) -> None:

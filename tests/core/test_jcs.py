@@ -200,3 +200,17 @@ def test_integers_are_canonical_only_when_binary64_holds_them(value: int) -> Non
     else:
         with pytest.raises(SerializationError):
             canonicalize(value)
+
+
+def test_an_integer_binary64_cannot_hold_is_refused_naming_its_path() -> None:
+    with pytest.raises(SerializationError) as caught:
+        canonicalize({"a": 2**53 + 1})
+    assert str(caught.value) == (
+        "$.a: integer 9007199254740993 is not exact in binary64; send it as a string"
+    )
+    with pytest.raises(SerializationError) as caught:
+        canonicalize({"a": 10**400})
+    assert (caught.value.path, caught.value.message) == (
+        "$.a",
+        f"integer {10**400} overflows binary64",
+    )

@@ -38,6 +38,7 @@ from dogana_core.wire import (
     Choice,
     DateTag,
     Nested,
+    Number,
     Object,
     Optional,
     Text,
@@ -895,3 +896,21 @@ def test_a_serialization_error_names_its_path_and_keeps_its_message() -> None:
         "expected an integer",
     )
     assert str(SerializationError("", "not JSON")) == "not JSON"
+
+
+def test_a_number_field_is_refused_naming_its_path_and_what_it_got() -> None:
+    with pytest.raises(SerializationError) as caught:
+        Number().decode("1", "Shape.cost")
+    assert str(caught.value) == "Shape.cost: expected a number, got string '1'"
+    with pytest.raises(SerializationError) as caught:
+        Number().decode(float("inf"), "Shape.cost")
+    assert (caught.value.path, caught.value.message) == ("Shape.cost", "inf is not a finite number")
+
+
+def test_a_mapping_field_is_refused_naming_its_path_and_what_it_got() -> None:
+    with pytest.raises(SerializationError) as caught:
+        Object(Text()).decode([1], "Contract.types")
+    assert str(caught.value) == "Contract.types: expected an object, got array [1]"
+    with pytest.raises(SerializationError) as caught:
+        Object(Text()).decode({1: "int"}, "Contract.types")
+    assert caught.value.path == "Contract.types"
