@@ -304,3 +304,12 @@ def test_lookback_is_allowed_only_on_timestamp_shapes() -> None:
     with pytest.raises(InvalidContract, match="timestamp"):
         Shape(lookback=timedelta(minutes=5))
     assert Shape.changes(window=True, lookback=timedelta(minutes=5)).lookback
+
+
+def test_a_complete_read_proves_deletions_by_absence_and_says_so() -> None:
+    for deletions in (Deletions.NONE, Deletions.TOMBSTONE):
+        with pytest.raises(InvalidContract) as refused:
+            Shape(checkpoint=Checkpoint.NONE, deletions=deletions)
+        assert str(refused.value) == (
+            "Shape: a complete read (checkpoint none) proves deletions by absence"
+        )
