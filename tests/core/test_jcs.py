@@ -214,3 +214,10 @@ def test_an_integer_binary64_cannot_hold_is_refused_naming_its_path() -> None:
         "$.a",
         f"integer {10**400} overflows binary64",
     )
+
+
+def test_a_number_that_is_not_finite_is_refused_naming_its_path() -> None:
+    for value, text in ((math.nan, "nan"), (-math.inf, "-inf")):
+        with pytest.raises(SerializationError) as caught:
+            canonicalize({"a": [value]})
+        assert str(caught.value) == f"$.a[0]: {text} is not a JSON number"
