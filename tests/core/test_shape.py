@@ -313,3 +313,33 @@ def test_a_complete_read_proves_deletions_by_absence_and_says_so() -> None:
         assert str(refused.value) == (
             "Shape: a complete read (checkpoint none) proves deletions by absence"
         )
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        (
+            {"checkpoint": Checkpoint.TIMESTAMP, "deletions": Deletions.ABSENCE},
+            "Shape: a changed-only read (timestamp checkpoint) has deletions none or tombstone",
+        ),
+        (
+            {
+                "coverage": Coverage.WINDOW,
+                "checkpoint": Checkpoint.GENERATION,
+                "deletions": Deletions.NONE,
+            },
+            "Shape: generations are positions in the whole table; no window shape uses them",
+        ),
+        (
+            {"cost": 2**53 + 1},
+            "Shape.cost: a 54-bit integer is not exact in binary64, so it could have no identity; "
+            "send it as a string",
+        ),
+    ],
+)
+def test_a_shape_breaking_a_rule_is_refused_with_the_exact_rule(
+    fields: dict[str, object], message: str
+) -> None:
+    with pytest.raises(InvalidContract) as refused:
+        Shape(**fields)  # type: ignore[arg-type]
+    assert str(refused.value) == message
