@@ -353,3 +353,17 @@ def test_the_provider_keeps_at_most_five_modules_at_its_top() -> None:
     """Everything else lives in a room (a folder of one part of the design)."""
     top = sorted(p.name for p in (ROOT / "dogana_provider").glob("*.py"))
     assert len(top) <= 5, top
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """pytest imports test folders without packages by their file's name alone: a second
+    module of the same name fails the whole run's collection."""
+    by_name: dict[str, list[str]] = {}
+    for path in (ROOT / "tests").rglob("*.py"):
+        by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {
+        name: paths
+        for name, paths in by_name.items()
+        if len(paths) > 1 and name not in {"__init__.py", "conftest.py"}
+    }
+    assert not shared, shared
