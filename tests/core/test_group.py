@@ -725,8 +725,14 @@ def test_plan_together_raises_planning_error_when_a_table_cannot_become_exact() 
             no_tombstones.manifest("days", at(1), window=(day(1), day(9)))
         ),
     }
-    with pytest.raises(PlanningError, match="table orders"):
+    with pytest.raises(PlanningError) as refused:
         plan_together(group, ledgers, at(5))
+    assert str(refused.value) == (
+        "plan_together: table orders: no shape of table 'orders' establishes (p, p) at a "
+        "boundary p no earlier than 2026-10-18T05:00:00+00:00 over the whole table: changes: a "
+        "changed-only read needs every region it covers known; one is unknown; days: a "
+        "requirement on the whole table needs a whole-table shape"
+    )
 
 
 def test_plan_together_requests_fulfilled_in_one_snapshot_make_the_group_exact() -> None:

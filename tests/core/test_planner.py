@@ -220,6 +220,47 @@ def test_a_feed_is_excluded_over_an_unknown_region() -> None:
     assert request is not None and request.shape == "days"
 
 
+def test_a_window_feed_needs_only_the_regions_of_its_window_known() -> None:
+    """Transitions 3 asks for the regions a read covers: a window feed over a known window is
+    admitted although the rest of the table, below and above it, is unknown."""
+    contract = orders(
+        changes=Shape.changes(cost=1),
+        recent=Shape.changes(window=True, cost=2),
+        days=Shape.complete(window=True, cost=3),
+    )
+    ledger = Ledger.new(contract).apply(contract.manifest("days", at(0), window=(day(2), day(9))))
+    request = plan_delivery(ledger, Requirement("orders", at(24), window=(day(2), day(9))))
+    assert request is not None
+    assert (request.shape, request.window, request.since) == ("recent", (day(2), day(9)), at(0))
+    assert claims(deliver(ledger, request), (day(2), day(9))) == (at(24), at(0))
+
+
+def test_no_shape_for_a_window_with_deletions_names_each_candidate_and_the_window() -> None:
+    """The whole-table feed covers unknown regions; the window feed covers only known ones but
+    has no tombstones, so it cannot raise the deletions date the requirement names."""
+    with_days = orders(
+        changes=Shape.changes(cost=1),
+        recent=Shape.changes(window=True, cost=2),
+        days=Shape.complete(window=True, cost=3),
+    )
+    feeds_only = orders(changes=Shape.changes(cost=1), recent=Shape.changes(window=True, cost=2))
+    ledger = (
+        Ledger.new(with_days)
+        .apply(with_days.manifest("days", at(0), window=(day(1), day(9))))
+        .with_contract(feeds_only)
+    )
+    requirement = Requirement("orders", at(24), deletions_as_of=at(24), window=(day(1), day(9)))
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, requirement)
+    assert str(refused.value) == (
+        "no shape of table 'orders' establishes complete as of 2026-10-19T00:00:00+00:00 with "
+        "deletions as of 2026-10-19T00:00:00+00:00 over window [datetime.date(2026, 10, 1), "
+        "datetime.date(2026, 10, 9)]: changes: a changed-only read needs every region it covers "
+        "known; one is unknown; recent: its deletions are none, so it cannot raise a deletions "
+        "date"
+    )
+
+
 def test_a_feed_is_excluded_where_the_required_deletions_date_is_out_of_its_reach() -> None:
     """A generation feed starts from the held position and repairs deletions only where both
     dates are equal: once patched by a feed without tombstones, only a full repairs them."""
@@ -291,6 +332,23 @@ def test_timestamp_tombstones_start_no_later_than_the_deletions_date_they_must_r
     # Without a deletions requirement the cheapest read starts at the complete date.
     request = plan_delivery(ledger, Requirement("orders", at(24)))
     assert request is not None and (request.shape, request.since) == ("changes", at(12))
+
+
+def test_timestamp_tombstones_start_at_the_complete_date_where_no_deletions_date_falls_short() -> (
+    None
+):
+    """Deletions as of 0 are required and held: no deletions date needs repair, so the tombstone
+    read starts at the complete date (12), not at the deletions date it already meets."""
+    contract = orders(
+        full=Shape.complete(cost=10),
+        changes=Shape.changes(cost=5),
+        tombstones=Shape.changes(tombstones=True, cost=1),
+    )
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", at(12), since=at(0)))
+    assert claims(ledger) == (at(12), at(0))
+    request = plan_delivery(ledger, Requirement("orders", at(24), deletions_as_of=at(0)))
+    assert request is not None and (request.shape, request.since) == ("tombstones", at(12))
+    assert claims(deliver(ledger, request)) == (at(24), at(0))
 
 
 def test_a_window_shape_meets_a_requirement_on_a_bounded_window() -> None:
@@ -421,6 +479,30 @@ def test_a_rolling_window_is_extended_back_to_meet_the_last_complete_evidence() 
     ).complete_as_of == at(0)
 
 
+def test_a_rolling_window_is_extended_back_over_the_unknown_region_holding_its_start() -> None:
+    """Evidence ends on October 10 and a later window (November 1 to 5) lies inside the rolling
+    window: the window starting October 22 inside the unknown gap reaches back to October 11."""
+    ledger = (
+        Ledger.new(ORDERS)
+        .apply(ORDERS.manifest("days", at(0), window=(day(1), day(10))))
+        .apply(ORDERS.manifest("days", at(1), window=(date(2026, 11, 1), date(2026, 11, 5))))
+    )
+    request = next_extraction(ledger, "days", datetime(2026, 11, 20, 2, tzinfo=UTC))
+    assert request.window == (day(11), date(2026, 11, 20))
+
+
+def test_a_rolling_window_starting_on_a_known_region_is_extended_over_the_gap_below_it() -> None:
+    """The window starts exactly where known evidence (October 22 on) starts; the unknown gap
+    just below it (October 11 to 21) still reaches back to the evidence ending October 10."""
+    ledger = (
+        Ledger.new(ORDERS)
+        .apply(ORDERS.manifest("days", at(0), window=(day(1), day(10))))
+        .apply(ORDERS.manifest("days", at(1), window=(day(22), date(2026, 11, 30))))
+    )
+    request = next_extraction(ledger, "days", datetime(2026, 11, 20, 2, tzinfo=UTC))
+    assert request.window == (day(11), date(2026, 11, 20))
+
+
 def test_a_rolling_window_is_not_extended_where_nothing_below_was_proven() -> None:
     request = next_extraction(Ledger.new(ORDERS), "days", datetime(2026, 10, 19, tzinfo=UTC))
     assert request.window == (date(2026, 9, 20), day(19))
@@ -436,8 +518,11 @@ def test_a_rolling_window_is_not_extended_when_the_evidence_already_meets_it() -
 
 def test_a_window_shape_without_window_size_needs_a_window() -> None:
     contract = orders(part=Shape.complete(window=True))
-    with pytest.raises(PlanningError, match="window_size"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(Ledger.new(contract), "part", at(1))
+    assert str(refused.value) == (
+        "shape 'part' declares no window_size, so it has no rolling window; name the window"
+    )
     request = next_extraction(Ledger.new(contract), "part", at(1), window=(day(1), day(1)))
     assert request.window == (day(1), day(1))
 
@@ -499,8 +584,21 @@ def test_an_append_needs_every_covered_region_to_share_one_complete_as_of() -> N
     )
     ledger = Ledger.new(contract).apply(contract.manifest("full", at(0)))
     ledger = ledger.apply(contract.manifest("day", at(5), window=(day(1), day(1))))
-    with pytest.raises(PlanningError, match="single since"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(ledger, "append", at(6))
+    assert str(refused.value) == (
+        "Transitions 3 (every later append has since equal to complete_as_of in every region it "
+        "covers): the regions are complete as of different instants, so no single since fits "
+        "them all; deliver a complete whole-table read first"
+    )
+    # After a first read of one window alone, the rest of the table is still unknown.
+    windowed = Ledger.new(contract).apply(contract.manifest("day", at(5), window=(day(1), day(1))))
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(windowed, "append", at(6))
+    assert str(refused.value) == (
+        "Transitions 3 (every region a changed-only delivery covers is known): an append after "
+        "the first needs every region known; deliver a complete whole-table read"
+    )
 
 
 def test_a_generation_request_starts_from_the_held_generation() -> None:
@@ -510,8 +608,24 @@ def test_a_generation_request_starts_from_the_held_generation() -> None:
 
 
 def test_a_generation_request_without_a_held_generation_is_refused() -> None:
-    with pytest.raises(PlanningError, match="Transitions 5"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(full_at(feed(), at(0)), "feed", at(6))
+    assert str(refused.value) == (
+        "Transitions 5 (generation changes have since equal to the held generation): the ledger "
+        "holds no position; a complete whole-table delivery issuing a generation comes first"
+    )
+
+
+def test_a_generation_request_after_a_sequence_log_needs_a_complete_read_issuing_one() -> None:
+    """Contract evolution from a log to a generation feed keeps the integer position, which no
+    generation chains from (Transitions 5)."""
+    ledger = full_at(log("customers"), at(0), position=41).with_contract(feed())
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(ledger, "feed", at(6))
+    assert str(refused.value) == (
+        "Transitions 5 (generation changes have since equal to the held generation): the ledger "
+        "holds the integer 41; a complete whole-table delivery issuing a generation comes first"
+    )
 
 
 def test_a_sequence_request_starts_from_the_held_position() -> None:
@@ -523,8 +637,20 @@ def test_a_sequence_request_starts_from_the_held_position() -> None:
 
 
 def test_a_sequence_request_without_an_integer_position_is_refused() -> None:
-    with pytest.raises(PlanningError, match="Transitions 6"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(full_at(log(), at(0)), "log", at(6))
+    assert str(refused.value) == (
+        "Transitions 6 (a missing or opaque position needs a complete delivery issuing one): the "
+        "ledger holds no position"
+    )
+    # Contract evolution from a generation feed leaves an opaque string position (Transitions 6).
+    opaque = full_at(feed("lines"), at(0), position="g1").with_contract(log())
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(opaque, "log", at(6))
+    assert str(refused.value) == (
+        "Transitions 6 (a missing or opaque position needs a complete delivery issuing one): the "
+        "ledger holds the string position 'g1'"
+    )
 
 
 def test_next_extraction_refuses_a_boundary_not_after_the_evidence() -> None:
@@ -536,8 +662,24 @@ def test_next_extraction_refuses_a_boundary_not_after_the_evidence() -> None:
 
 
 def test_next_extraction_refuses_changes_over_unknown_regions() -> None:
-    with pytest.raises(PlanningError, match="Transitions 3"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(Ledger.new(ORDERS), "changes", at(5))
+    assert str(refused.value) == (
+        "Transitions 3 (every region a changed-only delivery covers is known): a region it would "
+        "cover is unknown; deliver a complete read of it first"
+    )
+
+
+def test_next_extraction_refuses_a_naive_until_or_a_reversed_window_naming_the_argument() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        next_extraction(Ledger.new(ORDERS), "days", NAIVE)
+    assert str(refused.value) == f"next_extraction until: {NAIVE_TEXT}"
+    with pytest.raises(InvalidContract) as refused:
+        next_extraction(Ledger.new(ORDERS), "days", at(1), window=(day(9), day(1)))
+    assert str(refused.value) == (
+        "next_extraction window: low datetime.date(2026, 10, 9) is after high "
+        "datetime.date(2026, 10, 1)"
+    )
 
 
 def test_next_extraction_names_a_shape_of_the_contract() -> None:
