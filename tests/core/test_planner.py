@@ -28,7 +28,7 @@ from planning_fixtures import (
 from dogana_core import Contract, InvalidContract, PlanningError, SerializationError, Shape
 from dogana_core.ledger import Ledger
 from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
-from dogana_core.values import DATETIME_MIN
+from dogana_core.values import DATETIME_MAX, DATETIME_MIN
 
 
 def full_at(contract: Contract, t: datetime, position: object = None) -> Ledger:
@@ -290,6 +290,37 @@ def test_a_feed_is_excluded_where_the_required_deletions_date_is_out_of_its_reac
     assert claims(deliver(fresh, request)) == (at(24), at(24))
 
 
+def test_no_feed_reaching_a_patched_deletions_date_names_why_each_cannot() -> None:
+    """Without a full to fall back on, the refusal names each feed's reason: quick has no
+    tombstones, and the generation feed repairs deletions only where both dates are equal."""
+    shapes = {
+        "quick": Shape.changes(checkpoint="generation", cost=1),
+        "feed": Shape.changes(checkpoint="generation", tombstones=True, cost=2),
+    }
+    types = {"id": "int", "deleted": "bool"}
+    with_full = Contract(
+        "customers",
+        ("id",),
+        {"full": Shape.complete(cost=10), **shapes},
+        deleted_column="deleted",
+        types=types,
+    )
+    feeds_only = Contract("customers", ("id",), shapes, deleted_column="deleted", types=types)
+    ledger = (
+        full_at(with_full, at(0), position="g1")
+        .apply(with_full.manifest("quick", at(12), since="g1", generation="g2"))
+        .with_contract(feeds_only)
+    )
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, Requirement("customers", at(24), deletions_as_of=at(12)))
+    assert str(refused.value) == (
+        "no shape of table 'customers' establishes complete as of 2026-10-19T00:00:00+00:00 with "
+        "deletions as of 2026-10-18T12:00:00+00:00 over the whole table: quick: its deletions "
+        "are none, so it cannot raise a deletions date; feed: a generation feed starts from the "
+        "held position and repairs deletions only where both dates are equal"
+    )
+
+
 def test_a_sequence_feed_is_excluded_where_deletions_are_patched() -> None:
     contract = Contract(
         "lines",
@@ -314,6 +345,16 @@ def test_changes_without_tombstones_never_raise_a_deletions_date() -> None:
     ledger = full_at(contract, at(0))
     request = plan_delivery(ledger, Requirement("orders", at(24), deletions_as_of=at(24)))
     assert request is not None and request.shape == "full"
+
+
+def test_changes_without_tombstones_are_planned_where_the_deletions_date_already_suffices() -> None:
+    """Deletions as of 0 are required and held (the region is (12, 0)): the cheap feed without
+    tombstones leaves them there and raises the complete date, which is all that is missing."""
+    contract = orders(full=Shape.complete(cost=10), changes=Shape.changes(cost=1))
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", at(12), since=at(0)))
+    request = plan_delivery(ledger, Requirement("orders", at(24), deletions_as_of=at(0)))
+    assert request is not None and (request.shape, request.since) == ("changes", at(12))
+    assert claims(deliver(ledger, request)) == (at(24), at(0))
 
 
 def test_timestamp_tombstones_start_no_later_than_the_deletions_date_they_must_repair() -> None:
@@ -426,16 +467,43 @@ def test_the_boundary_follows_a_requirement_when_the_evidence_equals_it() -> Non
     assert request is not None and request.until == at(7) + MICROSECOND
 
 
+def test_no_read_follows_evidence_complete_as_of_the_last_representable_instant() -> None:
+    """Transitions 2 needs t > complete_as_of, and no instant follows the last one."""
+    contract = orders(full=Shape.complete(cost=10), changes=Shape.changes(cost=1))
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", DATETIME_MAX, since=at(0)))
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, Requirement("orders", at(1), deletions_as_of=at(1)))
+    last = (
+        "Transitions 2 (every affected known region has t > complete_as_of): a region is complete "
+        "as of the last representable instant; no later read exists"
+    )
+    assert str(refused.value) == (
+        "no shape of table 'orders' establishes complete as of 2026-10-18T01:00:00+00:00 with "
+        f"deletions as of 2026-10-18T01:00:00+00:00 over the whole table: changes: {last}; "
+        f"full: {last}"
+    )
+
+
 def test_a_requirement_for_another_table_is_refused() -> None:
     with pytest.raises(InvalidContract, match="ledger's table"):
         plan_delivery(Ledger.new(ORDERS), Requirement("events", at(1)))
 
 
 def test_a_window_requirement_on_a_table_without_a_window_column_is_refused() -> None:
-    with pytest.raises(InvalidContract, match="no window column"):
+    with pytest.raises(InvalidContract) as refused:
         plan_delivery(Ledger.new(EVENTS), Requirement("events", at(1), window=(at(0), at(1))))
-    with pytest.raises(InvalidContract, match="expected date"):
+    assert str(refused.value) == (
+        "Requirement.window: table 'events' has no window column; ask for the whole table"
+    )
+    with pytest.raises(InvalidContract) as refused:
         plan_delivery(Ledger.new(ORDERS), Requirement("orders", at(1), window=(1, 2)))
+    assert str(refused.value) == "Requirement.window[0] (order_date): expected date, got int 1"
+
+
+def test_plan_delivery_refuses_what_is_not_a_requirement_naming_its_type() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        plan_delivery(Ledger.new(ORDERS), "orders")  # type: ignore[arg-type]
+    assert str(refused.value) == "plan_delivery: expected a Requirement, got str"
 
 
 def test_a_complete_whole_table_read_issues_the_position_feeds_start_from() -> None:
