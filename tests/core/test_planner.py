@@ -816,6 +816,10 @@ BACKWARDS = "low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10
             "integer, got 1.5",
         ),
         (
+            lambda: ExtractionRequest("orders", "full", at(1), issue_position=1),
+            "ExtractionRequest.issue_position: true or false",
+        ),
+        (
             lambda: ExtractionRequest("orders", "full", at(1)).manifest(ORDERS, NAIVE),
             f"produced_at: {NAIVE_TEXT}",
         ),
