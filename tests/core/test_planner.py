@@ -785,6 +785,22 @@ BACKWARDS = "low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10
             lambda: Requirement("orders", at(1), window=(day(2), day(1))),
             f"Requirement.window: {BACKWARDS}",
         ),
+        (
+            lambda: Requirement("orders", at(1), window=(day(1),)),
+            "Requirement.window: a window is a pair [low, high]",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(1.5, 2.5)),
+            "Requirement.window: float is not an ordered type",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(NAIVE, at(1))),
+            f"Requirement.window[0]: {NAIVE_TEXT}",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(at(1), NAIVE)),
+            f"Requirement.window[1]: {NAIVE_TEXT}",
+        ),
         (lambda: ExtractionRequest("", "full", at(1)), "ExtractionRequest.table: names the table"),
         (
             lambda: ExtractionRequest(5, "full", at(1)),
