@@ -148,8 +148,9 @@ def test_integers_are_exact_binary64_values() -> None:
 
 
 def test_bool_is_not_an_ordered_domain() -> None:
-    with pytest.raises(InvalidContract):
+    with pytest.raises(InvalidContract) as refused:
         successor(True)
+    assert str(refused.value) == "bool is not an ordered domain"
 
 
 # Dates and datetimes: successor and the ends of the domains --------------------------------------
