@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterator
@@ -251,6 +252,9 @@ class Steps:
             delivery=delivery,
         ).execute(context(run))
 
+    def deliver(self, run: int) -> Any:
+        return self.publish(run, self.gate(run, self.extract(run, self.plan(run))))
+
     def publish(self, run: int, decision: Any) -> Any:
         from dogana_provider.operators.publish import PublishOperator
 
@@ -260,6 +264,17 @@ class Steps:
             receiver_conn_id=self.receiver_id,
             decision=decision,
         ).execute(context(run))
+
+
+def pipeline(log: LogSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Steps:
+    """The four steps on a SQLite receiver of the test's own."""
+    receiver_id = f"receiver_kills_{log.table[-8:]}"
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
+    )
+    contract = tmp_path / "contract.json"
+    contract.write_text(log_contract(log.table).to_json(), encoding="utf-8")
+    return Steps(contract, log.connector, receiver_id, tmp_path / "deliveries")
 
 
 def killed_after(delay: float, step: Callable[[], Any], result: Path) -> bool:
@@ -322,24 +337,18 @@ def test_kill_9_of_extract_and_publish_at_random_points_loses_nothing_and_dates_
     request: pytest.FixtureRequest,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    writer: Callable[..., Path],
 ) -> None:
     from dogana_provider.hooks.dogana import DoganaHook
 
     log: LogSource = request.getfixturevalue(database)
+    writer = request.getfixturevalue("writer")  # after the source: stopped before it is dropped
     seed = int(os.environ.get("DOGANA_KILL_SEED", random.randrange(10**6)))
     print(f"{database}: {ROUNDS} rounds, DOGANA_KILL_SEED={seed}")
     rng = random.Random(seed)
     # A killed extract's scratch files stay where the test cleans up.
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    receiver_id = f"receiver_kills_{log.table[-8:]}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
-    )
-    contract = tmp_path / "contract.json"
-    contract.write_text(log_contract(log.table).to_json(), encoding="utf-8")
-    steps = Steps(contract, log.connector, receiver_id, tmp_path / "deliveries")
-    receiver = DoganaHook(receiver_id).receiver
+    steps = pipeline(log, tmp_path, monkeypatch)
+    receiver = DoganaHook(steps.receiver_id).receiver
     history_path = writer(log, seed)
 
     published: list[tuple[Receipt, frozenset[tuple[Any, ...]]]] = []
@@ -368,13 +377,11 @@ def test_kill_9_of_extract_and_publish_at_random_points_loses_nothing_and_dates_
         tally[outcome] = tally.get(outcome, 0) + 1
         print(f"round {run}: {victim} killed after {delay:.3f}s: {outcome}")
         # The pipeline's next run, under the same writes: it publishes what the kill left.
-        clean = ROUNDS + run
-        steps.publish(clean, steps.gate(clean, steps.extract(clean, steps.plan(clean))))
+        steps.deliver(ROUNDS + run)
         observe()
 
     writer.finish()  # type: ignore[attr-defined]
-    last = 2 * ROUNDS
-    steps.publish(last, steps.gate(last, steps.extract(last, steps.plan(last))))
+    steps.deliver(2 * ROUNDS)
     observe()
     history = History.read(history_path)
     assert published[-1][1] == as_state(log.rows()) == history.states[-1], "row for row"
@@ -392,3 +399,34 @@ def test_kill_9_of_extract_and_publish_at_random_points_loses_nothing_and_dates_
                         f"committed by {history.hi[n + 1]} is not in what it published"
                     )
     assert not log.leftovers(), "a slot of this pipeline is held or left behind"
+
+
+def test_a_read_waits_for_the_slot_a_killed_reads_server_process_still_holds(
+    source: PgTable, pg_log: LogSource, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import psycopg2
+    from psycopg2.extras import LogicalReplicationConnection
+
+    from dogana_provider.hooks.dogana import DoganaHook
+
+    steps = pipeline(pg_log, tmp_path, monkeypatch)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    steps.deliver(0)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (2, 2, now(), 'two', true)")
+    # A session streaming from the slot holds it as a killed read's process does, for a while.
+    holder = psycopg2.connect(source.db.info.dsn, connection_factory=LogicalReplicationConnection)
+    holder.cursor().start_replication(
+        slot_name=source.slot,
+        decode=False,
+        options={"proto_version": "1", "publication_names": source.slot},
+    )
+    assert pg_log.leftovers(), "the slot is held"
+    released = threading.Timer(1.0, holder.close)
+    released.start()
+    try:
+        steps.deliver(1)
+    finally:
+        released.join()
+    receiver = DoganaHook(steps.receiver_id).receiver
+    with receiver.read(source.table) as snapshot:
+        assert sorted(row[snapshot.columns.index("id")] for row in snapshot.rows) == [1, 2]
