@@ -3,9 +3,10 @@ logged with the source clock's bounds on its commit, until a stop file appears.
 
     python log_writer.py SPEC_JSON LOG STOP
 
-SPEC_JSON: {"driver": "psycopg" | "pymysql", "connect": {...keyword arguments...},
+SPEC_JSON: {"driver": "psycopg" | "MySQLdb", "connect": {...keyword arguments...},
 "table": name (quoted as the database quotes it), "clock": the SQL of the server's clock now,
-"keys": how many keys the rows take, "seed": int}. Plain SQL through the driver, no Airflow: the
+"naive_utc": whether the driver takes instants as naive UTC, "keys": how many keys the rows
+take, "seed": int}. Plain SQL through the driver, no Airflow: the
 tests start it once and it runs beside every delivery they kill.
 
 Each line of LOG is one committed transaction: {"n", "lo", "hi", "rows": {key: row or null}},
@@ -50,6 +51,7 @@ def main() -> None:
     driver = importlib.import_module(spec["driver"])
     db = driver.connect(**spec["connect"])
     table, clock, keys = spec["table"], spec["clock"], spec["keys"]
+    naive = spec.get("naive_utc", False)  # a driver that takes instants as naive UTC
     rng = random.Random(spec["seed"])
     cursor = db.cursor()
 
@@ -59,16 +61,18 @@ def main() -> None:
         return instant(clock_now)
 
     def upsert(key: int, values: list[Any], present: bool) -> None:
-        amount, at, name, flag = values
+        amount, text, name, flag = values
+        at = datetime.fromisoformat(text)
+        at = at.replace(tzinfo=None) if naive else at
         if present:
             cursor.execute(
                 f"UPDATE {table} SET amount = %s, at = %s, name = %s, flag = %s WHERE id = %s",
-                (amount, datetime.fromisoformat(at), name, flag, key),
+                (amount, at, name, flag, key),
             )
         else:
             cursor.execute(
                 f"INSERT INTO {table} (id, amount, at, name, flag) VALUES (%s, %s, %s, %s, %s)",
-                (key, amount, datetime.fromisoformat(at), name, flag),
+                (key, amount, at, name, flag),
             )
 
     live: dict[int, list[Any]] = {}

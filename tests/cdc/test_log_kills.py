@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -88,8 +89,52 @@ def pg_log(source: PgTable, postgres_url: str) -> LogSource:
     )
 
 
+@pytest.fixture
+def mariadb_log(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[LogSource]:
+    """The same table on MariaDB, read from its row-based binlog by the mariadb_binlog
+    connector; skipped while no such connector is registered."""
+    import MySQLdb
+
+    from dogana_provider.connectors import CONNECTORS
+
+    if "mariadb_binlog" not in CONNECTORS:
+        pytest.skip("the mariadb_binlog connector is not merged yet")
+    uid = uuid.uuid4().hex[:8]
+    table, conn_id = f"cdc_{uid}", f"source_{uid}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", mariadb_url)
+    connect = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
+    db = MySQLdb.connect(**connect, autocommit=True, init_command="SET time_zone = '+00:00'")
+    db.cursor().execute(
+        f"CREATE TABLE `{table}` (id bigint PRIMARY KEY, amount decimal(12,2), "
+        "at datetime(6), name text, flag boolean)"
+    )
+
+    def rows() -> dict[int, tuple[Any, ...]]:
+        cursor = db.cursor()
+        cursor.execute(f"SELECT id, amount, at, name, flag FROM `{table}`")
+        return {row[0]: tuple(row[1:]) for row in cursor.fetchall()}
+
+    try:
+        yield LogSource(
+            table,
+            {"kind": "mariadb_binlog", "conn_id": conn_id, "table": table, "columns": COLUMNS},
+            {
+                "driver": "MySQLdb",
+                "connect": {**connect, "init_command": "SET time_zone = '+00:00'"},
+                "table": f"`{table}`",
+                "clock": "SYSDATE(6)",
+                "naive_utc": True,
+            },
+            rows,
+            list,  # the binlog holds no slot: a position is the pipeline's alone
+        )
+    finally:
+        db.cursor().execute(f"DROP TABLE IF EXISTS `{table}`")
+        db.close()
+
+
 # One line a database: its LogSource fixture.
-SOURCES = ["pg_log"]
+SOURCES = ["pg_log", "mariadb_log"]
 
 
 # The writer's record -------------------------------------------------------------------------
@@ -380,7 +425,7 @@ def test_kill_9_of_extract_and_publish_at_random_points_loses_nothing_and_dates_
         steps.deliver(ROUNDS + run)
         observe()
 
-    writer.finish()  # type: ignore[attr-defined]
+    writer.finish()
     steps.deliver(2 * ROUNDS)
     observe()
     history = History.read(history_path)
