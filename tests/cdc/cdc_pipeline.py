@@ -156,9 +156,7 @@ def write_pipeline(
     return Pipeline(module, receiver_id, source.table)
 
 
-MARIADB_DDL = (
-    "id BIGINT PRIMARY KEY, amount DECIMAL(12,2), at DATETIME(6), name TEXT, flag BOOLEAN"
-)
+MARIADB_DDL = "id BIGINT PRIMARY KEY, amount DECIMAL(12,2), at DATETIME(6), name TEXT, flag BOOLEAN"
 
 
 @dataclass
