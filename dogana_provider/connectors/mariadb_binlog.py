@@ -50,6 +50,7 @@ their scale, TINYINT as bool where the "columns" option declares bool, unsigned 
 
 from __future__ import annotations
 
+import logging
 import re
 import secrets
 from collections.abc import Iterator, Mapping
@@ -225,6 +226,80 @@ def lag(state: Mapping[str, Any], position: int) -> dict[str, Any]:
     }
 
 
+def connection_settings(hook: Any, conn_id: str) -> dict[str, Any]:
+    """The connection's host, port and credentials, for the binlog client's own sessions;
+    never logged (the client's logging is off)."""
+    connection = hook.get_connection(conn_id)
+    return {
+        "host": connection.host or "127.0.0.1",
+        "port": int(connection.port or 3306),
+        "user": connection.login or "",
+        "passwd": connection.password or "",
+    }
+
+
+def binlog_reader(settings: dict[str, Any], server_id: int | None, **options: Any) -> Any:
+    """mysql-replication's reader, non-blocking (it stops at the binlog's end), under a replica
+    id of its own. Its warning that binlog_row_metadata is not FULL is kept out of every task's
+    log: health says it once, and the connector takes what FULL would add from the catalog."""
+    from pymysqlreplication import BinLogStreamReader  # type: ignore[import-untyped]
+
+    logging.getLogger("pymysqlreplication").setLevel(logging.ERROR)
+    return BinLogStreamReader(
+        connection_settings=settings,
+        server_id=server_id or SERVER_IDS[0] + 1_000 + secrets.randbelow(2**31),
+        resume_stream=True,
+        blocking=False,
+        enable_logging=False,
+        **options,
+    )
+
+
+def first_change_after(
+    settings: dict[str, Any], position: BinlogPosition, like: str
+) -> datetime | None:
+    """When the first transaction after a position committed (any table's: the binlog is the
+    server's), to the second the binlog stamps it; None when nothing follows it."""
+    from pymysqlreplication.event import QueryEvent, XidEvent  # type: ignore[import-untyped]
+
+    reader = binlog_reader(
+        settings,
+        None,
+        log_file=position.file(like),
+        log_pos=position.offset,
+        only_events=[XidEvent, QueryEvent],
+    )
+    try:
+        for event in reader:
+            return datetime.fromtimestamp(event.timestamp, UTC)
+    finally:
+        reader.close()
+    return None
+
+
+def binlog_status(hook: Any, conn_id: str, position: int | None = None) -> dict[str, Any]:
+    """The server's binlog (binlog_state) and, for a recorded position, how far behind it is:
+    bytes and files (lag), and seconds since the first transaction after it committed."""
+    connection = hook.get_conn()
+    try:
+        _autocommit(connection)
+        state = binlog_state(connection)
+    finally:
+        connection.close()
+    if position is None or state["head"] is None:
+        return state
+    state.update(lag(state, position))
+    if state["purged"]:
+        state["lag_seconds"] = None
+        return state
+    held = BinlogPosition.of_int(position)
+    first = first_change_after(connection_settings(hook, conn_id), held, state["head_file"])
+    state["lag_seconds"] = (
+        0.0 if first is None else max(0.0, (state["clock"] - first).total_seconds())
+    )
+    return state
+
+
 # The connector --------------------------------------------------------------------------------
 
 
@@ -323,21 +398,7 @@ class MariadbBinlogConnector(Connector):
         return connection
 
     def settings(self) -> dict[str, Any]:
-        """The connection's host, port and credentials, for the binlog client's own sessions;
-        never logged (the client's logging is off)."""
-        connection = self.hook.get_connection(str(self.config["conn_id"]))
-        return {
-            "host": connection.host or "127.0.0.1",
-            "port": int(connection.port or 3306),
-            "user": connection.login or "",
-            "passwd": connection.password or "",
-        }
-
-    def server_id(self) -> int:
-        configured = self.config.get("server_id")
-        if configured is not None:
-            return int(configured)
-        return SERVER_IDS[0] + 1_000 + secrets.randbelow(2**31)
+        return connection_settings(self.hook, str(self.config["conn_id"]))
 
     # The catalog ------------------------------------------------------------------------------
 
@@ -387,14 +448,7 @@ class MariadbBinlogConnector(Connector):
         """The server's binlog as `dogana cdc status` shows it, and how far a recorded position
         is behind it."""
         self.connect()
-        connection = self.session()
-        try:
-            state = binlog_state(connection)
-        finally:
-            connection.close()
-        if position is not None and state["head"] is not None:
-            state.update(lag(state, position))
-        return state
+        return binlog_status(self.hook, str(self.config["conn_id"]), position)
 
     # Operations -------------------------------------------------------------------------------
 
@@ -439,10 +493,13 @@ class MariadbBinlogConnector(Connector):
         problem = unfit(state)
         if problem is not None:
             return Health(False, problem)
+        metadata = state.get("binlog_row_metadata")
         return Health(
             True,
             f"binlog at {position_text(state['head'])} in {state['head_file']}, "
-            f"{len(state['files'])} files kept for {state['binlog_expire_logs_seconds']} s",
+            f"{len(state['files'])} files kept for {state['binlog_expire_logs_seconds']} s; "
+            f"binlog_row_metadata={metadata}"
+            + ("" if metadata == "FULL" else " (column names and signedness from the catalog)"),
         )
 
     def read(
@@ -700,7 +757,6 @@ class LogReading(Reading):
     def _changes(
         self, state: Mapping[str, Any], catalog: list[tuple[str, tuple[Any, ...], bool]]
     ) -> Iterator[pa.RecordBatch]:
-        from pymysqlreplication import BinLogStreamReader  # type: ignore[import-untyped]
         from pymysqlreplication.event import (  # type: ignore[import-untyped]
             MariadbGtidEvent,
             QueryEvent,
@@ -722,13 +778,11 @@ class LogReading(Reading):
         key = [names.index(k) for k in self.stream.key]
         rows = _Rows(self.stream)
         pending: list[tuple[tuple[Any, ...], bool]] = []
-        reader = BinLogStreamReader(
-            connection_settings=connector.settings(),
-            server_id=connector.server_id(),
-            resume_stream=True,
+        reader = binlog_reader(
+            connector.settings(),
+            connector.config.get("server_id"),
             log_file=self.since.file(state["head_file"]),
             log_pos=self.since.offset,
-            blocking=False,
             only_events=[
                 MariadbGtidEvent,
                 QueryEvent,
@@ -742,7 +796,6 @@ class LogReading(Reading):
             only_schemas=[schema],
             only_tables=[table],
             use_column_name_cache=True,
-            enable_logging=False,
         )
         try:
             for event in reader:
