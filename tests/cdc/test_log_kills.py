@@ -13,7 +13,7 @@ be exactly the source's state after some transaction k (no half transaction, no 
 its receipt's complete_as_of and deletions_as_of must not pass the commit of k + 1: the
 published rows were still the source's rows at the receipt's date, or later. Then a clean
 delivery publishes the final state row for row, and no slot of the pipeline is left active or
-left behind.
+left behind (PostgreSQL's; MariaDB's binlog holds none). One LogSource fixture per database.
 
     DOGANA_KILL_ROUNDS=100 DOGANA_KILL_SEED=7 pytest tests/cdc/test_log_kills.py
 
@@ -32,7 +32,6 @@ import tempfile
 import threading
 import time
 import traceback
-import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -43,7 +42,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from cdc_pipeline import COLUMNS, PgTable, log_contract
+from cdc_pipeline import COLUMNS, MariaTable, PgTable, log_contract
 from delivery_dags import sqlite_connection
 
 from dogana_core.receipt import Outcome, Receipt
@@ -90,47 +89,32 @@ def pg_log(source: PgTable, postgres_url: str) -> LogSource:
 
 
 @pytest.fixture
-def mariadb_log(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[LogSource]:
-    """The same table on MariaDB, read from its row-based binlog by the mariadb_binlog
-    connector; skipped while no such connector is registered."""
-    import MySQLdb
-
-    from dogana_provider.connectors import CONNECTORS
-
-    if "mariadb_binlog" not in CONNECTORS:
-        pytest.skip("the mariadb_binlog connector is not merged yet")
-    uid = uuid.uuid4().hex[:8]
-    table, conn_id = f"cdc_{uid}", f"source_{uid}"
-    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", mariadb_url)
-    connect = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
-    db = MySQLdb.connect(**connect, autocommit=True, init_command="SET time_zone = '+00:00'")
-    db.cursor().execute(
-        f"CREATE TABLE `{table}` (id bigint PRIMARY KEY, amount decimal(12,2), "
-        "at datetime(6), name text, flag boolean)"
-    )
-
-    def rows() -> dict[int, tuple[Any, ...]]:
-        cursor = db.cursor()
-        cursor.execute(f"SELECT id, amount, at, name, flag FROM `{table}`")
-        return {row[0]: tuple(row[1:]) for row in cursor.fetchall()}
-
-    try:
-        yield LogSource(
-            table,
-            {"kind": "mariadb_binlog", "conn_id": conn_id, "table": table, "columns": COLUMNS},
-            {
-                "driver": "MySQLdb",
-                "connect": {**connect, "init_command": "SET time_zone = '+00:00'"},
-                "table": f"`{table}`",
-                "clock": "SYSDATE(6)",
-                "naive_utc": True,
+def mariadb_log(binlog_source: MariaTable) -> LogSource:
+    return LogSource(
+        binlog_source.table,
+        {
+            "kind": "mariadb_binlog",
+            "conn_id": binlog_source.conn_id,
+            "table": binlog_source.table,
+            "columns": COLUMNS,
+            "fetch_rows": 5,
+        },
+        {
+            "driver": "MySQLdb",
+            "connect": {
+                "host": "127.0.0.1",
+                "port": 3306,
+                "user": "root",
+                "database": "test",
+                "init_command": "SET time_zone = '+00:00'",
             },
-            rows,
-            list,  # the binlog holds no slot: a position is the pipeline's alone
-        )
-    finally:
-        db.cursor().execute(f"DROP TABLE IF EXISTS `{table}`")
-        db.close()
+            "table": f"`{binlog_source.table}`",
+            "clock": "SYSDATE(6)",
+            "naive_utc": True,
+        },
+        binlog_source.rows,
+        list,  # the binlog holds no slot: a position is the pipeline's alone
+    )
 
 
 # One line a database: its LogSource fixture.
