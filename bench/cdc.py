@@ -1,4 +1,4 @@
-"""Changed rows delivered from PostgreSQL's log beside a cursor-column changes delivery and the
+"""Changed rows delivered from the database's log beside a cursor-column changes delivery and the
 database's own application of the same changes, over tables of growing size, in one run.
 
     log         ExtractOperator with the pg_logical connector: the changes the slot decoded
@@ -19,8 +19,10 @@ printed. The log and cursor deliveries read the same committed changes and are r
 (REPEAT times, the best kept: a peek does not move the slot); the apply happens once.
 Not a timed test: it prints times and ratios measured in this one run.
 
+On MariaDB (measure_mariadb) the log is the row binlog read by the mariadb_binlog connector.
+
     PYTHONPATH=. .venv/bin/python bench/cdc.py                           # 1,000,000 and 10,000,000
-    PYTHONPATH=. .venv/bin/python bench/cdc.py --sizes 100000 1000000
+    PYTHONPATH=. .venv/bin/python bench/cdc.py --sizes 100000 1000000 --databases postgresql
 """
 
 from __future__ import annotations
@@ -41,7 +43,9 @@ from typing import Any
 import psycopg
 
 URL = "host=127.0.0.1 port=5432 user=postgres dbname=test"
+MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
 SOURCE = "bench_cdc_source"
+MARIADB_SOURCE = "bench_cdc_mariadb"
 REPEAT = 3
 
 
@@ -87,12 +91,10 @@ def contracts(table: str, home: Path) -> tuple[str, str]:
 def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
     from dogana_core.planner import ExtractionRequest
     from dogana_provider.connectors.pgoutput import lsn_of
-    from dogana_provider.operators.extract import ExtractOperator
 
     uid = uuid.uuid4().hex[:8]
     table, slot = f"bench_cdc_{uid}", f"bench_cdc_{uid}"
     log_contract, cursor_contract = contracts(table, home)
-    run = {"dag": SimpleNamespace(dag_id="bench_cdc"), "run_id": f"bench_{uid}"}
     db = psycopg.connect(URL, autocommit=True)
     try:
         db.execute(
@@ -134,25 +136,15 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         ).fetchone()
         (updates,) = db.execute("SELECT count(*) FROM changed WHERE NOT gone").fetchone()
 
-        def extract(contract: str, request: Any, **source: Any) -> Any:
-            folder = Path(tempfile.mkdtemp(dir=home))
-            return ExtractOperator(
-                task_id="extract",
-                contract=contract,
-                request=request,
-                output_folder=folder.as_uri(),
-                **source,
-            ).execute(run)
-
         now = datetime.now(UTC)
         log_request = ExtractionRequest(
             table, "log", now, since=lsn_of(position), issue_position=True
         )
         connector = {"kind": "pg_logical", "conn_id": SOURCE, "table": table, "slot": slot}
-        log, by_log = best(lambda: extract(log_contract, log_request, connector=connector))
+        log, by_log = best(lambda: _extract(home, log_contract, log_request, connector=connector))
         cursor_request = ExtractionRequest(table, "changes", now, since=since)
         cursor, by_cursor = best(
-            lambda: extract(cursor_contract, cursor_request, source_conn_id=SOURCE)
+            lambda: _extract(home, cursor_contract, cursor_request, source_conn_id=SOURCE)
         )
         manifests = by_log["manifest"], by_cursor["manifest"]
         assert (manifests[0]["rows"] + manifests[0]["tombstones"]) == changes, manifests[0]
@@ -169,12 +161,106 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         db.close()
 
 
+def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
+    """The same three on MariaDB: the binlog (mariadb_binlog) from the position before the
+    changes, the cursor column through the SQL source, the server's own UPDATE and DELETE
+    joined to the staged keys. Its pages are flushed first (innodb_max_dirty_pages_pct 0) as
+    PostgreSQL's CHECKPOINT does; the binlog carries row images, not pages."""
+    import MySQLdb
+
+    from dogana_core.planner import ExtractionRequest
+    from dogana_provider.connectors.mariadb_binlog import BinlogPosition
+
+    uid = uuid.uuid4().hex[:8]
+    table = f"bench_cdc_{uid}"
+    log_contract, cursor_contract = contracts(table, home)
+    db = MySQLdb.connect(**MARIADB, autocommit=True, init_command="SET time_zone = '+00:00'")
+    cursor = db.cursor()
+    try:
+        cursor.execute(
+            f"CREATE TABLE {table} (id bigint PRIMARY KEY, amount decimal(12,2), name text, "
+            "updated_at datetime(6) NOT NULL, KEY (updated_at))"
+        )
+        cursor.execute(
+            f"INSERT INTO {table} SELECT seq, seq %% 1000, concat('row ', seq), "
+            "UTC_TIMESTAMP(6) - INTERVAL 1 DAY FROM seq_1_to_%s",
+            (rows,),
+        )
+        keys = random.Random(rows).sample(range(1, rows + 1), changes)
+        cursor.execute("CREATE TEMPORARY TABLE changed (id bigint PRIMARY KEY, gone bool)")
+        cursor.executemany(
+            "INSERT INTO changed VALUES (%s, %s)", [(k, i % 10 == 0) for i, k in enumerate(keys)]
+        )
+        cursor.execute("SHOW MASTER STATUS")
+        file, offset, *_ = cursor.fetchone()
+        position = BinlogPosition.of_file(file, int(offset)).as_int()
+        cursor.execute("SELECT UTC_TIMESTAMP(6)")
+        since = cursor.fetchone()[0].replace(tzinfo=UTC)
+
+        start = time.perf_counter()
+        cursor.execute("START TRANSACTION")
+        cursor.execute(
+            f"UPDATE {table} AS t JOIN changed AS c ON t.id = c.id AND NOT c.gone "
+            "SET t.amount = t.amount + 1, t.updated_at = UTC_TIMESTAMP(6)"
+        )
+        cursor.execute(f"DELETE t FROM {table} AS t JOIN changed AS c ON t.id = c.id AND c.gone")
+        cursor.execute("COMMIT")
+        apply = time.perf_counter() - start
+        cursor.execute("SHOW MASTER STATUS")
+        file, offset, *_ = cursor.fetchone()
+        logged = BinlogPosition.of_file(file, int(offset))
+        start_at = BinlogPosition.of_int(position)
+        wal = logged.offset - start_at.offset if logged.number == start_at.number else float("nan")
+        cursor.execute("SELECT count(*) FROM changed WHERE NOT gone")
+        (updates,) = cursor.fetchone()
+
+        now = datetime.now(UTC)
+        log_request = ExtractionRequest(table, "log", now, since=position, issue_position=True)
+        connector = {"kind": "mariadb_binlog", "conn_id": MARIADB_SOURCE, "table": table}
+        log, by_log = best(lambda: _extract(home, log_contract, log_request, connector=connector))
+        cursor_request = ExtractionRequest(table, "changes", now, since=since)
+        cursor_time, by_cursor = best(
+            lambda: _extract(home, cursor_contract, cursor_request, source_conn_id=MARIADB_SOURCE)
+        )
+        manifests = by_log["manifest"], by_cursor["manifest"]
+        assert (manifests[0]["rows"] + manifests[0]["tombstones"]) == changes, manifests[0]
+        assert manifests[1]["rows"] == updates, manifests[1]
+        return {
+            "rows": rows,
+            "log": log,
+            "cursor": cursor_time,
+            "apply": apply,
+            "wal": float(wal),
+        }
+    finally:
+        cursor.execute(f"DROP TABLE IF EXISTS {table}")
+        db.close()
+
+
+def _extract(home: Path, contract: str, request: Any, **source: Any) -> Any:
+    """ExtractOperator.execute, as a task runs it, into a folder of its own."""
+    from dogana_provider.operators.extract import ExtractOperator
+
+    folder = Path(tempfile.mkdtemp(dir=home))
+    return ExtractOperator(
+        task_id="extract",
+        contract=contract,
+        request=request,
+        output_folder=folder.as_uri(),
+        **source,
+    ).execute({"dag": SimpleNamespace(dag_id="bench_cdc"), "run_id": f"bench_{folder.name}"})
+
+
+MEASURES = {"postgresql": measure, "mariadb": measure_mariadb}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000], help="table rows"
     )
     parser.add_argument("--changes", type=int, default=10_000)
+    parser.add_argument("--databases", default="postgresql,mariadb", help=", ".join(MEASURES))
     args = parser.parse_args()
     os.environ[f"AIRFLOW_CONN_{SOURCE.upper()}"] = json.dumps(
         {
@@ -185,31 +271,39 @@ def main() -> None:
             "schema": "test",
         }
     )
-    with tempfile.TemporaryDirectory(prefix="bench-cdc-") as home:
-        results = [measure(rows, args.changes, Path(home)) for rows in args.sizes]
+    os.environ[f"AIRFLOW_CONN_{MARIADB_SOURCE.upper()}"] = json.dumps(
+        {"conn_type": "mysql", "host": "127.0.0.1", "port": 3306, "login": "root", "schema": "test"}
+    )
     print(
         f"{args.changes:,} changed rows (9 updates to 1 delete), seconds "
         f"(log and cursor: best of {REPEAT}):"
     )
     print(
-        f"{'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} {'log/apply':>10} {'WAL MiB':>8}"
+        f"{'database':>10} {'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} "
+        f"{'log/apply':>10} {'log MiB':>8}"
     )
-    for r in results:
-        print(
-            f"{r['rows']:>12,} {r['log']:>8.3f} {r['cursor']:>8.3f} {r['apply']:>8.3f} "
-            f"{r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f}"
+    lines = []
+    for database in args.databases.split(","):
+        with tempfile.TemporaryDirectory(prefix="bench-cdc-") as home:
+            results = [MEASURES[database](rows, args.changes, Path(home)) for rows in args.sizes]
+        for r in results:
+            print(
+                f"{database:>10} {r['rows']:>12,} {r['log']:>8.3f} {r['cursor']:>8.3f} "
+                f"{r['apply']:>8.3f} {r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f}",
+                flush=True,
+            )
+        first, last = results[0], results[-1]
+        lines.append(
+            f"{database}: log delivery at {last['rows']:,} rows over at {first['rows']:,}: "
+            f"{last['log'] / first['log']:.2f}x (target: within 1.25x); cursor delivery: "
+            f"{last['cursor'] / first['cursor']:.2f}x"
         )
-    first, last = results[0], results[-1]
-    print(
-        f"log delivery at {last['rows']:,} rows over at {first['rows']:,}: "
-        f"{last['log'] / first['log']:.2f}x (target: within 1.25x); "
-        f"cursor delivery: {last['cursor'] / first['cursor']:.2f}x"
-    )
-    print(
-        "log delivery over the database's own application: "
-        + ", ".join(f"{r['log'] / r['apply']:.2f}x at {r['rows']:,}" for r in results)
-        + " (target: within 1.5x)"
-    )
+        lines.append(
+            f"{database}: log delivery over the database's own application: "
+            + ", ".join(f"{r['log'] / r['apply']:.2f}x at {r['rows']:,}" for r in results)
+            + " (target: within 1.5x)"
+        )
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":
