@@ -56,6 +56,7 @@ together need one read of the log for the group (not yet built).
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -87,6 +88,7 @@ SNAPSHOT_NAME = re.compile(r"[0-9A-F]+(-[0-9A-F]+)+")
 CLOCK = "the database's clock, read just before the log's end position"
 SNAPSHOT_CLOCK = "the database's clock after the slot's snapshot, or before its first later commit"
 FLUSH_WAIT = timedelta(seconds=30)
+KEY, START, INSIDE = "key:", "start", "inside:"
 
 
 class PgLogicalConnector(Connector):
@@ -310,8 +312,13 @@ class PgLogicalConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
-        if since is None:
-            return SnapshotReading(self, found, limit=limit)
+        if since is None and limit is None:
+            return SnapshotReading(self, found)
+        if isinstance(since, str) and since.startswith(INSIDE):
+            commit, read = _inside(since)
+            return LogReading(self, found, commit, limit=limit, end=None, skip=read)
+        if since is None or isinstance(since, str):
+            return KeyedReading(self, found, _keys(since), None, limit=limit)
         return LogReading(self, found, _position(since), limit=limit, end=None)
 
     def backfill(
@@ -321,6 +328,8 @@ class PgLogicalConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
+        if isinstance(low, str) and isinstance(high, str):
+            return KeyedReading(self, found, _keys(low), _keys(high), limit=limit)
         first, last = _position(low), _position(high)
         if last < first:
             raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
@@ -424,6 +433,33 @@ def _position(value: Scalar | None) -> int:
     return value
 
 
+def _inside(value: str) -> tuple[int, int]:
+    """A position inside a transaction ("inside:", its commit LSN, ":", the rows read)."""
+    commit, _, read = value[len(INSIDE) :].partition(":")
+    if not (commit.isdigit() and read.isdigit() and int(read) > 0):
+        raise ConnectorError(f"{value!r} is not a position inside a transaction")
+    return int(commit), int(read)
+
+
+def _keys(value: Scalar | None) -> list[Any] | None:
+    """A key position ("key:" and the last key read, as JSON) as its values; None from the
+    start ("start", or no position)."""
+    if value is None or value == START:
+        return None
+    if isinstance(value, str) and value.startswith(KEY):
+        try:
+            keys = json.loads(value[len(KEY) :])
+        except ValueError:
+            keys = None
+        if isinstance(keys, list) and keys:
+            return keys
+    raise ConnectorError(f"{value!r} is not a position: a log position or {KEY}[the last key]")
+
+
+def _key_position(keys: list[Any] | None) -> str:
+    return START if keys is None else KEY + json.dumps(keys, default=str)
+
+
 # Values ----------------------------------------------------------------------------------------
 
 
@@ -490,22 +526,89 @@ class _Rows:
 # Reads -----------------------------------------------------------------------------------------
 
 
-class SnapshotReading(Reading):
-    """The whole table at a new slot's consistent point; its position is that LSN."""
+class _TableReading(Reading):
+    """Rows of the table itself (not its log) in key order, from after one key up to another."""
 
-    def __init__(self, connector: PgLogicalConnector, stream: Stream, *, limit: int | None):
+    def __init__(
+        self,
+        connector: PgLogicalConnector,
+        stream: Stream,
+        after: list[Any] | None,
+        upto: list[Any] | None,
+        *,
+        limit: int | None,
+    ) -> None:
         self.connector = connector
         self.stream = stream
+        self.after = after
+        self.upto = upto
         self.limit = limit
         self.rows = 0
-        self.consistent: int | None = None
+        self.last = after
         self.produced_at: datetime | None = None
         self.finished = False
         self.stopped_by_limit = False
 
+    def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
+        """The rows the open transaction sees, each batch cast to the stream's schema."""
+        from dogana_provider.sources.columns import Columns
+
+        connector, quote = self.connector, self.connector.dialect.quote
+        names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
+        typed = {c.name: c.type for c in self.stream.columns}
+        table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
+        key = list(self.stream.key)
+        row = ", ".join(quote(k) for k in key)
+        sql = f"SELECT {', '.join(quote(n) for n in names)} FROM {connector.quoted()}"
+        where, params = [], []
+        for values, compare in ((self.after, ">"), (self.upto, "<=")):
+            if values is not None:
+                if len(values) != len(key):
+                    raise ConnectorError(f"{values!r} is not a key of {key}")
+                where.append(f"({row}) {compare} ({', '.join(['%s'] * len(values))})")
+                params += values
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if key:
+            sql += f" ORDER BY {row}"
+        reader = connector.dialect.streaming_cursor(connection)
+        reader.execute(sql, params)
+        columns = None
+        while True:
+            rows = reader.fetchmany(connector.fetch_rows)
+            if self.limit is not None and self.rows + len(rows) > self.limit:
+                rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
+            if columns is None:
+                columns = Columns(connector.dialect, reader.description, rows, typed, {})
+            if rows:
+                batch = columns.batch(rows).cast(table_schema)
+                deleted = pa.repeat(pa.scalar(False), batch.num_rows)
+                batch = pa.RecordBatch.from_arrays(
+                    [*batch.columns, deleted], schema=self.stream.schema()
+                )
+                self.rows += batch.num_rows
+                if key:
+                    last = batch.slice(batch.num_rows - 1)
+                    self.last = [last.column(k)[0].as_py() for k in key]
+                yield batch
+            if self.stopped_by_limit or len(rows) < connector.fetch_rows:
+                break
+        reader.close()
+
+
+class SnapshotReading(_TableReading):
+    """The whole table at a new slot's consistent point; its position is that LSN."""
+
+    def __init__(self, connector: PgLogicalConnector, stream: Stream) -> None:
+        super().__init__(connector, stream, None, None, limit=None)
+        self.consistent: int | None = None
+
     def checkpoint(self) -> Position:
         if self.consistent is None:
             raise ConnectorError("the read has not started: no slot, no position yet")
+        if not self.finished:
+            # Inside the snapshot, where the next rows are is a key, not yet a log position.
+            return _key_position(self.last)
         return self.consistent
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -513,7 +616,6 @@ class SnapshotReading(Reading):
         from psycopg2.extras import LogicalReplicationConnection  # type: ignore[import-untyped]
 
         from dogana_provider.sources.bulk import libpq_conninfo
-        from dogana_provider.sources.columns import Columns
 
         connector = self.connector
         difference = _undeclared(connector, self.stream)
@@ -546,30 +648,7 @@ class SnapshotReading(Reading):
                 replication.close()
             self.consistent = lsn_of(consistent)
             self.produced_at = self._instant(self.consistent)
-            names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
-            typed = {c.name: c.type for c in self.stream.columns}
-            table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
-            select = ", ".join(connector.dialect.quote(n) for n in names)
-            reader = connector.dialect.streaming_cursor(connection)
-            reader.execute(f"SELECT {select} FROM {connector.quoted()}")
-            columns = None
-            while True:
-                rows = reader.fetchmany(connector.fetch_rows)
-                if self.limit is not None and self.rows + len(rows) > self.limit:
-                    rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
-                if columns is None:
-                    columns = Columns(connector.dialect, reader.description, rows, typed, {})
-                if rows:
-                    batch = columns.batch(rows).cast(table_schema)
-                    deleted = pa.repeat(pa.scalar(False), batch.num_rows)
-                    batch = pa.RecordBatch.from_arrays(
-                        [*batch.columns, deleted], schema=self.stream.schema()
-                    )
-                    self.rows += batch.num_rows
-                    yield batch
-                if self.stopped_by_limit or len(rows) < connector.fetch_rows:
-                    break
-            reader.close()
+            yield from self._select(connection)
             connection.rollback()
         finally:
             connection.close()
@@ -597,14 +676,53 @@ class SnapshotReading(Reading):
     def proof(self) -> Proof:
         if self.produced_at is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
+        why = f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
+        return Proof(Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+
+
+class KeyedReading(_TableReading):
+    """The table's rows in key order, after one key and up to another, in a snapshot of its
+    own and with no slot: a limited read from the start, its resume or a backfill between two
+    of its positions. It issues key positions, never a log position, and proves no shape: a
+    later snapshot continuing an earlier one's keys is not one read of the table, and the log
+    does not continue from it (only a whole read makes the slot whose position the log
+    continues from)."""
+
+    def checkpoint(self) -> Position:
+        return _key_position(self.last)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if not self.stream.key:
+            raise RefusedRead("no_position", f"{self.connector.table}: positions need a key")
+        connection = self.connector.session()
+        try:
+            connection.autocommit = False
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            now = connection.execute("SELECT clock_timestamp()").fetchone()[0]
+            self.produced_at = now.astimezone(UTC)
+            yield from self._select(connection)
+            connection.rollback()
+        finally:
+            connection.close()
+        self.finished = True
+
+    def proof(self) -> Proof:
+        if self.produced_at is None or not self.finished:
+            raise ConnectorError("the read is not finished: read its batches first")
         if self.stopped_by_limit:
-            shape, why = None, "stopped by its limit before the last row"
+            why = "stopped by its limit before the last row"
+        elif self.after is None and self.upto is None:
+            why = "a limited read issues key positions, not the slot's: the log cannot continue it"
         else:
-            shape = Shape.complete()
-            why = (
-                f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
-            )
-        return Proof(shape, self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+            why = "a later snapshot continuing an earlier one's keys is not one read"
+        return Proof(
+            None,
+            self.produced_at,
+            SNAPSHOT_CLOCK,
+            _key_position(self.after),
+            self.checkpoint(),
+            why,
+        )
 
 
 def _wait_for_flush(connection: Any, lsn: str) -> None:
@@ -645,10 +763,15 @@ class LogReading(Reading):
         *,
         limit: int | None,
         end: int | None,
+        skip: int = 0,
     ) -> None:
         self.connector = connector
         self.stream = stream
         self.since = since
+        # A resume inside the transaction committing at since: its first rows were read.
+        self.skip = skip
+        self.inside: int | None = None
+        self.inside_rows = 0
         self.limit = limit
         self.end = end
         self.at = since
@@ -659,6 +782,9 @@ class LogReading(Reading):
         self.last_commit: datetime | None = None
 
     def checkpoint(self) -> Position:
+        if self.inside is not None and self.inside_rows:
+            # A limit cut this transaction: the position names its commit and the rows read.
+            return f"{INSIDE}{self.inside}:{self.inside_rows}"
         return self.at
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -704,7 +830,7 @@ class LogReading(Reading):
                 f"the position {lsn_text(since)} is before slot {connector.slot}'s confirmed "
                 f"{lsn_text(confirmed)}: the changes between are gone from it; {run}",
             )
-        if self.end is None and since > confirmed:
+        if self.end is None and since > confirmed and not self.skip:
             # since is the position the receiver's ledger holds as published.
             connection.execute(
                 "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
@@ -743,6 +869,7 @@ class LogReading(Reading):
                 if message.final_lsn >= end:
                     break
                 take = message.final_lsn >= self.since
+                self.inside, self.inside_rows = (message.final_lsn if take else None), 0
                 continue
             if isinstance(message, pgoutput.Relation):
                 # Sent once per relation and session, maybe in a transaction before since.
@@ -753,6 +880,7 @@ class LogReading(Reading):
                 continue
             if isinstance(message, pgoutput.Commit):
                 self.at, self.last_commit = message.end_lsn, message.committed_at
+                self.inside = None
                 if len(rows) >= connector.fetch_rows:
                     yield rows.batch()
                 continue
@@ -768,11 +896,15 @@ class LogReading(Reading):
             if isinstance(message, pgoutput.Other) or message.relation_id != relid:
                 continue
             for values, deleted in self._rows_of(message, key):
+                if self.inside == self.since and self.inside_rows < self.skip:
+                    self.inside_rows += 1
+                    continue
                 if self.limit is not None and self.rows >= self.limit:
                     self.stopped_by_limit = True
                     break
                 rows.add(values, deleted)
                 self.rows += 1
+                self.inside_rows += 1
             if self.stopped_by_limit:
                 break
         cursor.close()
@@ -833,12 +965,13 @@ class LogReading(Reading):
     def proof(self) -> Proof:
         if not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        if self.stopped_by_limit or self.produced_at is None:
-            why = (
-                "stopped by its limit before the log's end"
-                if self.stopped_by_limit
-                else "a backfill between two positions"
-            )
+        if self.stopped_by_limit or self.produced_at is None or self.skip:
+            if self.stopped_by_limit:
+                why = "stopped by its limit before the log's end"
+            elif self.skip:
+                why = "a resume inside a transaction a limit cut is not every change after since"
+            else:
+                why = "a backfill between two positions"
             instant = self.last_commit or datetime.now(UTC)
             return Proof(None, instant, CLOCK, self.since, self.at, why)
         return Proof(
