@@ -76,6 +76,7 @@ from dogana_provider.connectors.contract import (
     Proof,
     Reading,
     RefusedRead,
+    ReleasedPosition,
     Stream,
     StreamColumn,
     check_bounded,
@@ -825,10 +826,14 @@ class LogReading(Reading):
             )
         confirmed = lsn_of(state["confirmed_lsn"])
         if since < confirmed:
-            raise RefusedRead(
+            raise ReleasedPosition(
                 "slot_behind",
                 f"the position {lsn_text(since)} is before slot {connector.slot}'s confirmed "
-                f"{lsn_text(confirmed)}: the changes between are gone from it; {run}",
+                f"{lsn_text(confirmed)}: the changes between are gone from it. If a receiver "
+                f"published {lsn_text(confirmed)} or later, they are published and this read's "
+                f"plan is stale: plan again; otherwise {run}",
+                since=since,
+                released=confirmed,
             )
         if self.end is None and since > confirmed and not self.skip:
             # since is the position the receiver's ledger holds as published.

@@ -41,12 +41,12 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from airflow.sdk import BaseOperator, ObjectStoragePath
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider import settings
-from dogana_provider.connectors import ConnectorError, connector_of
+from dogana_provider.connectors import ConnectorError, ReleasedPosition, connector_of
 from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
@@ -63,6 +63,7 @@ from dogana_provider.operators.arguments import (
     upstream_output,
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
+from dogana_provider.operators.superseded import plan_tasks, planned, stale_read
 from dogana_provider.schema.policy import SchemaPolicy
 from dogana_provider.schema.proposals import held_versions, propose
 from dogana_provider.schema.source_check import Expected, SchemaRefused, check_source, delivered
@@ -295,6 +296,9 @@ class ExtractOperator(BaseOperator):
                     row_group_rows=self.row_group_rows,
                     overwrite=True,
                 )
+            except ReleasedPosition as exc:
+                self._released(exc, contract.table, context)
+                raise
             except ConnectorError as exc:
                 self.log.error("%s connector refused the read: %s", connector.kind, exc)
                 raise
@@ -308,6 +312,23 @@ class ExtractOperator(BaseOperator):
                 self.task_id,
             )
             return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
+
+    def _released(self, refused: ReleasedPosition, table: str, context: Any) -> None:
+        """A read from a position the log released: a stale plan when the receiver published
+        past it since (skipped when the run's requirement is met, else failed asking for a new
+        plan), and the connector's refusal otherwise: the changes are lost."""
+        receivers = [self.receiver_conn_id] if self.receiver_conn_id is not None else []
+        receivers += [plan.receiver_conn_id for plan in plan_tasks(self)]
+        if not receivers:
+            return
+        stale = stale_read(DoganaHook(str(receivers[0])), table, refused, planned(self, context))
+        if stale is None:
+            return
+        reason, superseded = stale
+        self.log.info("%s", reason)
+        if superseded:
+            raise AirflowSkipException(reason) from refused
+        raise AirflowFailException(reason) from refused
 
     def _origin(self, contract: Contract, context: Any) -> Origin:
         """The source and this task instance, as the publication's lineage edge names them."""

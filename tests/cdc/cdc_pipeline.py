@@ -112,6 +112,8 @@ def write_pipeline(
     source: PgTable,
     *,
     gate_options: str = "",
+    extract_options: str = "",
+    name: str = "cdc",
 ) -> Pipeline:
     receiver_id = f"receiver_{source.slot[-8:]}"
     monkeypatch.setenv(
@@ -123,8 +125,10 @@ def write_pipeline(
     connector = source.config(columns=COLUMNS, fetch_rows=2)
     module = write_dag(
         airflow_home,
-        f"cdc_{source.slot[-8:]}",
+        f"{name}_{source.slot[-8:]}",
         f"""
+        import json
+
         from dogana_provider.operators.extract import ExtractOperator
         from dogana_provider.operators.gate import GateOperator
         from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -141,7 +145,7 @@ def write_pipeline(
                 task_id="extract",
                 contract={str(contract_path)!r},
                 connector={connector!r},
-                output_folder={output!r},
+                output_folder={output!r}{extract_options},
             )
             gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r}{gate_options})
             publish = PublishOperator(
