@@ -46,8 +46,9 @@ what to run: a full read, which resets the chain.
 Rows: an insert or update is the new row, a delete a tombstone (the key from the log, every
 other column null, the deleted column true), an update that moves the key a tombstone for the
 old key, then the new row. Values come as text from the decoding session, run in UTC with ISO
-dates, and are parsed by the stream's column types (decimal scale, microseconds with zone,
-NULL apart from '', bigints past 2**53). The extract folds each key to its last row.
+dates, and are cast by Arrow per column and batch into the stream's types (decimal scale,
+microseconds with zone, NULL apart from '', bigints past 2**53). The extract folds each key to
+its last row.
 
 One table per slot: the slot's confirmed position is one for all its tables, and advancing it
 for one table's published position would release another's unpublished changes. Tables read
@@ -65,6 +66,7 @@ from decimal import Decimal
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
@@ -83,6 +85,7 @@ from dogana_provider.connectors.contract import (
     check_limit,
 )
 from dogana_provider.connectors.pgoutput import lsn_of, lsn_text
+from dogana_provider.sources.columns import cast_text
 
 SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 SNAPSHOT_NAME = re.compile(r"[0-9A-F]+(-[0-9A-F]+)+")
@@ -471,22 +474,19 @@ def _datetime(text: str) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _bool(text: str) -> bool:
-    return text == "t"
-
-
 PARSERS: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "str": str,
-    "bool": _bool,
     "date": date.fromisoformat,
     "datetime": _datetime,
 }
 
 
 def parser(logical: str) -> Callable[[str], Any]:
-    """How a column's text from the log becomes the value the snapshot path delivers."""
+    """How a column's text from the log becomes, value by value, what the snapshot path
+    delivers: for the values Arrow refuses to cast, so that the one that does not fit is named
+    (bool is Arrow's always: the log prints t or f)."""
     if logical.startswith("decimal("):
         return Decimal
     try:
@@ -496,32 +496,48 @@ def parser(logical: str) -> Callable[[str], Any]:
 
 
 class _Rows:
-    """Rows collected column by column, and written out as record batches of the stream."""
+    """The log's text values collected column by column, and cast once per batch by Arrow into
+    a record batch of the stream (a value Arrow refuses is parsed alone, to name it)."""
 
     def __init__(self, stream: Stream) -> None:
-        self.stream = stream
         self.schema = stream.schema()
-        self.names = [c.name for c in stream.columns]
         # The deleted column is the last, and no value of the log's tuples.
-        self.parsers = [parser(c.type) for c in stream.columns[:-1]]
-        self.columns: list[list[Any]] = [[] for _ in self.names]
+        self.types = [c.type for c in stream.columns[:-1]]
+        self.columns: list[list[Any]] = [[] for _ in stream.columns]
 
     def __len__(self) -> int:
-        return len(self.columns[0])
+        return len(self.columns[-1])
 
     def add(self, values: tuple[pgoutput.Value, ...], deleted: bool) -> None:
         for index, value in enumerate(values):
             assert not isinstance(value, pgoutput.Unchanged)
-            self.columns[index].append(None if value is None else self.parsers[index](value))
+            self.columns[index].append(value)
         self.columns[-1].append(deleted)
 
     def batch(self) -> pa.RecordBatch:
         arrays = [
-            pa.array(values, type=field.type)
-            for values, field in zip(self.columns, self.schema, strict=True)
+            _column(values, logical, field.type)
+            for values, logical, field in zip(self.columns, self.types, self.schema, strict=False)
         ]
-        self.columns = [[] for _ in self.names]
+        arrays.append(pa.array(self.columns[-1], pa.bool_()))
+        self.columns = [[] for _ in self.columns]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _column(values: list[str | None], logical: str, arrow: pa.DataType) -> pa.Array:
+    """One column's text from the log as the snapshot path delivers it."""
+    if logical == "bool":
+        return pc.equal(pa.array(values, pa.string()), "t")
+    cast = cast_text(values, arrow)
+    if cast is not None:
+        return cast
+    parse, parsed = parser(logical), []
+    for value in values:
+        try:
+            parsed.append(None if value is None else parse(value))
+        except (ValueError, ArithmeticError) as exc:
+            raise ConnectorError(f"{value!r} in the log is no {logical}: {exc}") from None
+    return pa.array(parsed, type=arrow)
 
 
 # Reads -----------------------------------------------------------------------------------------
