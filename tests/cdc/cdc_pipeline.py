@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -79,6 +81,38 @@ def drop_slot(db: Any, slot: str) -> None:
         "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = %s",
         (slot,),
     )
+
+
+SLOT = re.compile(r"dogana_cdc_([0-9]+)_[0-9a-f]{8}")
+
+
+def sweep_stale_slots(db: Any) -> list[str]:
+    """Drop the slots killed test runs left, each holding the server's WAL until dropped, and
+    name them. A test's slot is named dogana_cdc_<pid>_<uid> after the pytest process that
+    made it (conftest.py's source); one whose process is gone, and that no session is reading,
+    is dropped. A slot of a run still going, here or in another worktree, is kept, whether
+    reading or between its reads."""
+    found = db.execute(
+        "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'dogana\\_cdc\\_%' "
+        "AND NOT active"
+    ).fetchall()
+    swept = []
+    for (slot,) in found:
+        made = SLOT.fullmatch(slot)
+        if made is not None and not _running(int(made.group(1))):
+            drop_slot(db, slot)
+            swept.append(slot)
+    return swept
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 @dataclass
