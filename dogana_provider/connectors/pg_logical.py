@@ -51,8 +51,8 @@ microseconds with zone, NULL apart from '', bigints past 2**53). The extract fol
 its last row.
 
 One table per slot: the slot's confirmed position is one for all its tables, and advancing it
-for one table's published position would release another's unpublished changes. Tables read
-together need one read of the log for the group (not yet built).
+for one table's published position would release another's unpublished changes. Tables
+published together share one slot and one read of the log (pg_group.py, LogReading.tables).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -397,7 +397,7 @@ def drop_slot(connection: Any, slot: str) -> bool:
     return bool(dropped)
 
 
-def _undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
+def undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
     """How the table's columns now differ from the declared ones (the "columns" option), or
     None when they do not, or none are declared."""
     declared = connector.config.get("columns")
@@ -635,7 +635,7 @@ class SnapshotReading(_TableReading):
         from dogana_provider.sources.bulk import libpq_conninfo
 
         connector = self.connector
-        difference = _undeclared(connector, self.stream)
+        difference = undeclared(connector, self.stream)
         if difference is not None:
             raise RefusedRead(
                 "relation_changed", f"{difference}: declare the columns as they are now"
@@ -805,13 +805,24 @@ class LogReading(Reading):
         return self.at
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        connector = self.connector
-        connection = connector.session()
+        for _, batch in self.tables(((self.connector, self.stream),)):
+            yield batch
+
+    def tables(
+        self, members: Sequence[tuple[PgLogicalConnector, Stream]]
+    ) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """The changes of several tables the slot's publication holds, in one read of the log
+        to one end: each batch with its table's name. A transaction is in the read whole, every
+        table's changes of it, or not at all."""
+        connection = self.connector.session()
         try:
             self._prepare(connection)
-            relid, declared = connector.catalog(connection)
-            self._as_declared()
-            yield from self._changes(connection, relid, declared)
+            targets = {}
+            for member, stream in members:
+                relid, declared = member.catalog(connection)
+                _as_declared(member, stream)
+                targets[relid] = _Target(member, stream, declared)
+            yield from self._changes(connection, targets)
         finally:
             connection.close()
         self.finished = True
@@ -868,13 +879,10 @@ class LogReading(Reading):
         _wait_for_flush(connection, lsn_text(self.end))
 
     def _changes(
-        self, connection: Any, relid: int, declared: tuple[tuple[str, int, int], ...]
-    ) -> Iterator[pa.RecordBatch]:
+        self, connection: Any, targets: Mapping[int, _Target]
+    ) -> Iterator[tuple[str, pa.RecordBatch]]:
         connector, end = self.connector, self.end
         assert end is not None
-        names = [name for name, _, _ in declared]
-        key = [names.index(k) for k in self.stream.key]
-        rows = _Rows(self.stream)
         take = False
         connection.autocommit = False
         cursor = connection.cursor(name="dogana_log")
@@ -894,36 +902,40 @@ class LogReading(Reading):
                 continue
             if isinstance(message, pgoutput.Relation):
                 # Sent once per relation and session, maybe in a transaction before since.
-                if message.relation_id == relid:
-                    self._same_columns(message, declared)
+                if message.relation_id in targets:
+                    targets[message.relation_id].same_columns(message)
                 continue
             if not take:
                 continue
             if isinstance(message, pgoutput.Commit):
                 self.at, self.last_commit = message.end_lsn, message.committed_at
                 self.inside = None
-                if len(rows) >= connector.fetch_rows:
-                    yield rows.batch()
+                for target in targets.values():
+                    if len(target.rows) >= connector.fetch_rows:
+                        yield target.member.table, target.rows.batch()
                 continue
             if isinstance(message, pgoutput.Truncate):
-                if relid in message.relation_ids:
-                    raise RefusedRead(
-                        "truncate_in_log",
-                        f"{connector.table} was truncated in the transaction before "
-                        f"{lsn_text(self.at)}: a truncate deletes rows the log does not name; "
-                        f"{_full_read(connector.table)}",
-                    )
+                for relid in message.relation_ids:
+                    if relid in targets:
+                        table = targets[relid].member.table
+                        raise RefusedRead(
+                            "truncate_in_log",
+                            f"{table} was truncated in the transaction before "
+                            f"{lsn_text(self.at)}: a truncate deletes rows the log does not "
+                            f"name; {_full_read(table)}",
+                        )
                 continue
-            if isinstance(message, pgoutput.Other) or message.relation_id != relid:
+            if isinstance(message, pgoutput.Other) or message.relation_id not in targets:
                 continue
-            for values, deleted in self._rows_of(message, key):
+            target = targets[message.relation_id]
+            for values, deleted in target.rows_of(message):
                 if self.inside == self.since and self.inside_rows < self.skip:
                     self.inside_rows += 1
                     continue
                 if self.limit is not None and self.rows >= self.limit:
                     self.stopped_by_limit = True
                     break
-                rows.add(values, deleted)
+                target.rows.add(values, deleted)
                 self.rows += 1
                 self.inside_rows += 1
             if self.stopped_by_limit:
@@ -932,56 +944,9 @@ class LogReading(Reading):
         connection.rollback()
         if not self.stopped_by_limit:
             self.at = max(self.at, end)
-        if len(rows):
-            yield rows.batch()
-
-    def _as_declared(self) -> None:
-        difference = _undeclared(self.connector, self.stream)
-        if difference is not None:
-            raise RefusedRead(
-                "relation_changed",
-                f"{difference}; a change the log does not carry row by row (a default filled "
-                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}, under "
-                "the new columns (declare them)",
-            )
-
-    def _same_columns(
-        self, relation: pgoutput.Relation, declared: tuple[tuple[str, int, int], ...]
-    ) -> None:
-        logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
-        difference = _difference(self.connector.table, "in the log", logged, list(declared))
-        if difference is not None:
-            raise RefusedRead(
-                "relation_changed",
-                f"{difference}; a change the log does not carry row by row (a default filled "
-                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}",
-            )
-
-    def _rows_of(
-        self, message: pgoutput.Message, key: list[int]
-    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
-        width = len(self.stream.columns) - 1
-        if isinstance(message, pgoutput.Insert):
-            yield message.new, False
-        elif isinstance(message, pgoutput.Update):
-            new = message.new
-            if any(isinstance(v, pgoutput.Unchanged) for v in new):
-                if message.old is None or message.old_is_key:
-                    raise RefusedRead(
-                        "unchanged_toast",
-                        f"{self.connector.table}: an update left a large value unchanged and "
-                        "the log does not carry it; run ALTER TABLE "
-                        f"{self.connector.quoted()} REPLICA IDENTITY FULL, then a full read",
-                    )
-                new = tuple(
-                    o if isinstance(v, pgoutput.Unchanged) else v
-                    for v, o in zip(new, message.old, strict=True)
-                )
-            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
-                yield _key_only(message.old, key, width), True
-            yield new, False
-        elif isinstance(message, pgoutput.Delete):
-            yield _key_only(message.old, key, width), True
+        for target in targets.values():
+            if len(target.rows):
+                yield target.member.table, target.rows.batch()
 
     def proof(self) -> Proof:
         if not self.finished:
@@ -1004,6 +969,70 @@ class LogReading(Reading):
             f"every change slot {self.connector.slot} decoded from {lsn_text(self.since)} to "
             f"{lsn_text(self.at)}, deletions included",
         )
+
+
+def _as_declared(member: PgLogicalConnector, stream: Stream) -> None:
+    difference = undeclared(member, stream)
+    if difference is not None:
+        raise RefusedRead(
+            "relation_changed",
+            f"{difference}; a change the log does not carry row by row (a default filled "
+            f"in, a rewrite) may be behind it: {_full_read(member.table)}, under "
+            "the new columns (declare them)",
+        )
+
+
+class _Target:
+    """One table of a log read: its columns now, its key's places, the rows collected."""
+
+    def __init__(
+        self,
+        member: PgLogicalConnector,
+        stream: Stream,
+        declared: tuple[tuple[str, int, int], ...],
+    ) -> None:
+        self.member = member
+        self.stream = stream
+        self.declared = declared
+        names = [name for name, _, _ in declared]
+        self.key = [names.index(k) for k in stream.key]
+        self.rows = _Rows(stream)
+
+    def same_columns(self, relation: pgoutput.Relation) -> None:
+        logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
+        difference = _difference(self.member.table, "in the log", logged, list(self.declared))
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.member.table)}",
+            )
+
+    def rows_of(
+        self, message: pgoutput.Message
+    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
+        key, width, table = self.key, len(self.stream.columns) - 1, self.member
+        if isinstance(message, pgoutput.Insert):
+            yield message.new, False
+        elif isinstance(message, pgoutput.Update):
+            new = message.new
+            if any(isinstance(v, pgoutput.Unchanged) for v in new):
+                if message.old is None or message.old_is_key:
+                    raise RefusedRead(
+                        "unchanged_toast",
+                        f"{table.table}: an update left a large value unchanged and "
+                        "the log does not carry it; run ALTER TABLE "
+                        f"{table.quoted()} REPLICA IDENTITY FULL, then a full read",
+                    )
+                new = tuple(
+                    o if isinstance(v, pgoutput.Unchanged) else v
+                    for v, o in zip(new, message.old, strict=True)
+                )
+            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
+                yield _key_only(message.old, key, width), True
+            yield new, False
+        elif isinstance(message, pgoutput.Delete):
+            yield _key_only(message.old, key, width), True
 
 
 def _key_only(

@@ -45,9 +45,17 @@ from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
+from dogana_core.shape import Checkpoint
 from dogana_provider import settings
-from dogana_provider.connectors import ConnectorError, ReleasedPosition, connector_of
+from dogana_provider.connectors import (
+    ConnectorError,
+    ReleasedPosition,
+    connector_of,
+    group_connector_of,
+)
 from dogana_provider.connectors.extract import extract as extract_stream
+from dogana_provider.connectors.extract import wait_for
+from dogana_provider.connectors.pg_group import OneOfGroup
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.dialects import dialect_for
@@ -216,9 +224,11 @@ class ExtractOperator(BaseOperator):
     # Execution --------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
-        if self.connector is not None:
-            return self._from_connector(context)
         group = group_of(self.contract, self.group)
+        if self.connector is not None:
+            if group is not None:
+                return self._group_from_connector(context, group)
+            return self._from_connector(context)
         contracts = self._contracts(group)
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
@@ -312,6 +322,52 @@ class ExtractOperator(BaseOperator):
                 self.task_id,
             )
             return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
+
+    def _group_from_connector(self, context: Any, group: list[Any]) -> list[dict[str, Any]]:
+        """A group's tables in one read of the connector (one slot, one LSN): a delivery per
+        table, every one with the same produced_at and position."""
+        contracts = self._contracts(group)
+        if self.request is None:
+            self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
+        requests = self._requests(contracts, grouped=True)
+        config = native(self.connector, "connector")
+        reader = group_connector_of(config)
+        since = _group_since(contracts, requests)
+        folder = self._folder(context)
+        self._written = []
+        wait_for(max(r.until for r in requests), self.max_wait, ", ".join(contracts))
+        try:
+            readings = reader.read(since)
+        except ReleasedPosition as exc:
+            self._released(exc, requests[0].table, context)
+            raise
+        pushed = []
+        with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
+            for request in requests:
+                contract = contracts[request.table.lower()]
+                member = reader.member(contract.table)
+                target = folder / f"{contract.table}.parquet"
+                with OneOfGroup(member, readings[member.table]) as one:
+                    delivered = extract_stream(
+                        one,
+                        member.table,
+                        contract,
+                        request,
+                        self._local_path(target, Path(scratch)),
+                        row_group_rows=self.row_group_rows,
+                        overwrite=True,
+                    )
+                origin = Origin(
+                    config.get("conn_id"),
+                    member.table,
+                    str(context["dag"].dag_id),
+                    str(context["run_id"]),
+                    self.task_id,
+                )
+                extracted = Extracted(delivered.path, delivered.manifest)
+                pushed.append(self._deliver(extracted, folder, origin))
+        self.log.info("the read proves: %s", delivered.proof.why)
+        return pushed
 
     def _released(self, refused: ReleasedPosition, table: str, context: Any) -> None:
         """A read from a position the log released: a stale plan when the receiver published
@@ -648,3 +704,24 @@ def _per_table(value: Any, table: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(table)
     return value
+
+
+def _group_since(
+    contracts: Mapping[str, Contract], requests: Sequence[ExtractionRequest]
+) -> int | None:
+    """Where a group's one read starts: None when every table is read whole, else the one
+    position every table's ledger holds. Tables read from one slot move together."""
+    whole = [
+        contracts[r.table.lower()].shape(r.shape).checkpoint is Checkpoint.NONE for r in requests
+    ]
+    if all(whole):
+        return None
+    positions = {r.since for r in requests}
+    asked = ", ".join(f"{r.table}: {r.shape} from {r.since}" for r in requests)
+    if any(whole) or len(positions) != 1 or not isinstance(next(iter(positions)), int):
+        raise ConnectorError(
+            "a group read from one slot reads every table whole, or every table's changes from "
+            f"one position; the plan asks {asked}: run one delivery of every table's complete "
+            "shape, which resets the group's slot"
+        )
+    return int(next(iter(positions)))  # type: ignore[arg-type]
