@@ -37,7 +37,7 @@ from dogana_provider.connectors.pg_logical import (
     LogReading,
     PgLogicalConnector,
     SnapshotReading,
-    undeclared,
+    declared_difference,
 )
 
 OPTIONS = ("conn_id", "tables", "slot", "publication", "columns", "deleted_column", "fetch_rows")
@@ -174,6 +174,6 @@ class OneOfGroup(PgLogicalConnector):
 
 
 def _refuse_undeclared(member: PgLogicalConnector, stream: Stream) -> None:
-    difference = undeclared(member, stream)
+    difference = declared_difference(member, stream)
     if difference is not None:
         raise RefusedRead("relation_changed", f"{difference}: declare the columns as they are now")
