@@ -30,18 +30,58 @@ COLUMNS = {
 DDL = "id bigint PRIMARY KEY, amount numeric(12,2), at timestamptz, name text, flag boolean"
 
 
-def log_contract(table: str) -> Contract:
+def log_contract(table: str, key: str = "id") -> Contract:
     """A complete read issuing the slot's position, then the log by sequence with tombstones."""
     return Contract(
         table,
-        ("id",),
+        (key,),
         {
             "snapshot": Shape.complete(cost=100),
             "log": Shape.changes(checkpoint="sequence", tombstones=True),
         },
         deleted_column="deleted",
-        types={"id": "int", "deleted": "bool"},
+        types={key: "int", "deleted": "bool"},
     )
+
+
+def write_group_dag(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    connector: dict[str, Any],
+    contracts: list[Contract],
+) -> tuple[Any, str]:
+    """One delivery_task_group (group id "both") reading a group's tables from one slot
+    (connector: a pg_logical group's configuration) into a SQLite receiver; the DAG's module
+    and the receiver's connection id."""
+    name = str(connector["slot"])[-8:]
+    receiver_id = f"receiver_{name}"
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
+    )
+    paths = []
+    for contract in contracts:
+        path = tmp_path / f"{contract.table}.json"
+        path.write_text(contract.to_json(), encoding="utf-8")
+        paths.append(str(path))
+    output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
+    module = write_dag(
+        airflow_home,
+        f"cdc_group_{name}",
+        f"""
+        from dogana_provider.task_groups.delivery import delivery_task_group
+
+        with dag:
+            delivery_task_group(
+                group={paths!r},
+                group_id="both",
+                receiver_conn_id={receiver_id!r},
+                extract={{"connector": {connector!r}, "output_folder": {output!r}}},
+                fresh_as_of="{{{{ data_interval_end }}}}",
+            )
+        """,
+    )
+    return module, receiver_id
 
 
 @dataclass

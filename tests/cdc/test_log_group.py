@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, DDL, PgTable, log_contract
-from delivery_dags import sqlite_connection, write_dag
+from cdc_pipeline import COLUMNS, DDL, PgTable, log_contract, write_group_dag
 
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
@@ -35,50 +34,6 @@ def second(source: PgTable) -> Iterator[str]:
         source.execute(f'DROP TABLE IF EXISTS "{table}"')
 
 
-def group_dag(
-    airflow_home: Path,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    source: PgTable,
-    tables: list[str],
-) -> tuple[Any, str]:
-    receiver_id = f"receiver_{source.slot[-8:]}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
-    )
-    paths = []
-    for table in tables:
-        path = tmp_path / f"{table}.json"
-        path.write_text(log_contract(table).to_json(), encoding="utf-8")
-        paths.append(str(path))
-    connector = {
-        "kind": "pg_logical",
-        "conn_id": source.conn_id,
-        "tables": tables,
-        "slot": source.slot,
-        "columns": dict.fromkeys(tables, COLUMNS),
-        "fetch_rows": 7,
-    }
-    output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
-    module = write_dag(
-        airflow_home,
-        f"cdc_group_{source.slot[-8:]}",
-        f"""
-        from dogana_provider.task_groups.delivery import delivery_task_group
-
-        with dag:
-            delivery_task_group(
-                group={paths!r},
-                group_id="both",
-                receiver_conn_id={receiver_id!r},
-                extract={{"connector": {connector!r}, "output_folder": {output!r}}},
-                fresh_as_of="{{{{ data_interval_end }}}}",
-            )
-        """,
-    )
-    return module, receiver_id
-
-
 def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_instant(
     airflow_home: Path,
     tmp_path: Path,
@@ -89,7 +44,16 @@ def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_
     import psycopg
 
     tables = [source.table, second]
-    module, receiver_id = group_dag(airflow_home, tmp_path, monkeypatch, source, tables)
+    connector = {
+        "kind": "pg_logical",
+        "conn_id": source.conn_id,
+        "tables": tables,
+        "slot": source.slot,
+        "columns": dict.fromkeys(tables, COLUMNS),
+        "fetch_rows": 7,
+    }
+    contracts = [log_contract(table) for table in tables]
+    module, receiver_id = write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
     for table in tables:
         source.execute(
             f"INSERT INTO \"{table}\" SELECT i, 100, now(), 'n', true "
