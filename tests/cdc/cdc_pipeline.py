@@ -3,6 +3,7 @@ its log."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -16,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operators"))
 
-from delivery_dags import sqlite_connection, write_dag
+from delivery_dags import four_operators, sqlite_connection, write_dag
 
 from dogana_core import Contract, Shape
 
@@ -44,6 +45,19 @@ def log_contract(table: str, key: str = "id") -> Contract:
     )
 
 
+def postgres_connection(database: str) -> str:
+    """An AIRFLOW_CONN_* value naming a database of the PostgreSQL server the tests use."""
+    return json.dumps(
+        {
+            "conn_type": "postgres",
+            "host": "127.0.0.1",
+            "port": 5432,
+            "login": "postgres",
+            "schema": database,
+        }
+    )
+
+
 def write_group_dag(
     airflow_home: Path,
     tmp_path: Path,
@@ -51,8 +65,8 @@ def write_group_dag(
     connector: dict[str, Any],
     contracts: list[Contract],
 ) -> tuple[Any, str]:
-    """One delivery_task_group (group id "both") reading a group's tables from one slot
-    (connector: a pg_logical group's configuration) into a SQLite receiver; the DAG's module
+    """One delivery_task_group reading a table, or a group's tables from one slot (group id
+    "both"), through the connector (a configuration) into a SQLite receiver; the DAG's module
     and the receiver's connection id."""
     name = str(connector["slot"])[-8:]
     receiver_id = f"receiver_{name}"
@@ -65,6 +79,7 @@ def write_group_dag(
         path.write_text(contract.to_json(), encoding="utf-8")
         paths.append(str(path))
     output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
+    tables = repr(paths[0]) if len(paths) == 1 else f'group={paths!r}, group_id="both"'
     module = write_dag(
         airflow_home,
         f"cdc_group_{name}",
@@ -73,8 +88,7 @@ def write_group_dag(
 
         with dag:
             delivery_task_group(
-                group={paths!r},
-                group_id="both",
+                {tables},
                 receiver_conn_id={receiver_id!r},
                 extract={{"connector": {connector!r}, "output_folder": {output!r}}},
                 fresh_as_of="{{{{ data_interval_end }}}}",
@@ -200,37 +214,11 @@ def write_pipeline(
     contract_path.write_text(log_contract(source.table).to_json(), encoding="utf-8")
     output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
     connector = source.config(columns=COLUMNS, fetch_rows=2)
-    module = write_dag(
-        airflow_home,
-        f"{name}_{source.table[-8:]}",
-        f"""
-        import json
-
-        from dogana_provider.operators.extract import ExtractOperator
-        from dogana_provider.operators.gate import GateOperator
-        from dogana_provider.operators.plan import PlanDeliveryOperator
-        from dogana_provider.operators.publish import PublishOperator
-
-        with dag:
-            plan = PlanDeliveryOperator(
-                task_id="plan",
-                contract={str(contract_path)!r},
-                receiver_conn_id={receiver_id!r},
-                fresh_as_of="{{{{ data_interval_end }}}}",
-            )
-            extract = ExtractOperator(
-                task_id="extract",
-                contract={str(contract_path)!r},
-                connector={connector!r},
-                output_folder={output!r}{extract_options},
-            )
-            gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r}{gate_options})
-            publish = PublishOperator(
-                task_id="publish", receiver_conn_id={receiver_id!r}, table={source.table!r}
-            )
-            plan >> extract >> gate >> publish
-        """,
+    extract = f"connector={connector!r}, output_folder={output!r}{extract_options}"
+    body = four_operators(
+        receiver_id, source.table, contract_path, extract, gate=gate_options.lstrip(", ")
     )
+    module = write_dag(airflow_home, f"{name}_{source.table[-8:]}", body)
     return Pipeline(module, receiver_id, source.table)
 
 

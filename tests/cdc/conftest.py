@@ -11,7 +11,15 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from cdc_pipeline import DDL, MARIADB_DDL, MariaTable, PgTable, drop_slot, sweep_stale_slots
+from cdc_pipeline import (
+    DDL,
+    MARIADB_DDL,
+    MariaTable,
+    PgTable,
+    drop_slot,
+    postgres_connection,
+    sweep_stale_slots,
+)
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -29,18 +37,7 @@ def source(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgTab
 
     uid = uuid.uuid4().hex[:8]
     table, conn_id, slot = f"cdc_{uid}", f"source_{uid}", f"dogana_cdc_{os.getpid()}_{uid}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}",
-        json.dumps(
-            {
-                "conn_type": "postgres",
-                "host": "127.0.0.1",
-                "port": 5432,
-                "login": "postgres",
-                "schema": "test",
-            }
-        ),
-    )
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", postgres_connection("test"))
     db = psycopg.connect(postgres_url, autocommit=True)
     db.execute("SET TIME ZONE 'UTC'")
     db.execute(f'CREATE TABLE "{table}" ({DDL})')

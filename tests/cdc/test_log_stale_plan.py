@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, PgTable, write_pipeline
+from cdc_pipeline import COLUMNS, PgTable, Pipeline, write_pipeline
 
 from dogana_core.planner import Requirement
 from dogana_provider.connectors import PgLogicalConnector, ReleasedPosition
@@ -21,6 +21,17 @@ pytestmark = [pytest.mark.postgres, pytest.mark.airflow]
 
 def insert(source: PgTable, key: int) -> None:
     source.execute(f"INSERT INTO \"{source.table}\" VALUES ({key}, 1, now(), 'n', true)")
+
+
+def started(
+    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
+) -> tuple[Pipeline, int]:
+    """A pipeline whose first delivery is published, a change after it; its position."""
+    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
+    insert(source, 1)
+    first = xcom(pipeline.run(), "extract")["manifest"]["generation"]
+    insert(source, 2)
+    return pipeline, first
 
 
 def released(source: PgTable, since: int) -> ReleasedPosition:
@@ -69,10 +80,7 @@ def test_a_plan_behind_a_published_position_is_stale_and_asks_for_a_new_plan_not
 def test_a_stale_read_whose_requirement_is_met_is_superseded(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
 ) -> None:
-    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
-    insert(source, 1)
-    first = xcom(pipeline.run(), "extract")["manifest"]["generation"]
-    insert(source, 2)
+    pipeline, first = started(airflow_home, tmp_path, monkeypatch, source)
     pipeline.run()
     pipeline.run()  # its read moved the slot to the second run's position
     hook = DoganaHook(pipeline.receiver_id)
@@ -87,10 +95,7 @@ def test_a_stale_read_whose_requirement_is_met_is_superseded(
 def test_a_released_position_no_receiver_published_is_not_a_stale_plan(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
 ) -> None:
-    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
-    insert(source, 1)
-    first = xcom(pipeline.run(), "extract")["manifest"]["generation"]
-    insert(source, 2)
+    pipeline, first = started(airflow_home, tmp_path, monkeypatch, source)
     config = source.config(columns=COLUMNS)
     config.pop("kind")
     reading = PgLogicalConnector(config).read(source.table, since=first)

@@ -4,7 +4,6 @@ and the last delivery publishes, the receiver's tables equal the source's row fo
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 from airflow_runs import states
-from cdc_pipeline import drop_slot, log_contract, write_group_dag
+from cdc_pipeline import drop_slot, log_contract, postgres_connection, write_group_dag
 
 from dogana_provider.hooks.dogana import DoganaHook
 
@@ -66,18 +65,7 @@ def bench(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]
     name, conn_id, slot = f"dogana_tpcb_{uid}", f"tpcb_{uid}", f"dogana_cdc_{os.getpid()}_{uid}"
     admin = psycopg.connect(postgres_url, autocommit=True)
     admin.execute(f'CREATE DATABASE "{name}"')
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}",
-        json.dumps(
-            {
-                "conn_type": "postgres",
-                "host": "127.0.0.1",
-                "port": 5432,
-                "login": "postgres",
-                "schema": name,
-            }
-        ),
-    )
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", postgres_connection(name))
     db = None
     try:
         bench = Bench(None, name, conn_id, slot)
