@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,21 @@ def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_
         assert (count_a, count_b) == (ROWS, ROWS)
         assert float(sum_a) + float(sum_b) == TOTAL, "a transaction in one table, not the other"
         assert position_a == position_b
+
+
+def test_a_group_plan_mixing_whole_reads_and_log_reads_is_refused_naming_the_fix() -> None:
+    from datetime import UTC, datetime
+
+    from dogana_core.planner import ExtractionRequest
+    from dogana_provider.connectors import ConnectorError
+    from dogana_provider.operators.extract import _group_since
+
+    contracts = {table: log_contract(table) for table in ("a", "b")}
+    until = datetime(2026, 1, 1, tzinfo=UTC)
+    whole = [ExtractionRequest(t, "snapshot", until, issue_position=True) for t in "ab"]
+    assert _group_since(contracts, whole) is None
+    logs = [ExtractionRequest(t, "log", until, since=7, issue_position=True) for t in "ab"]
+    assert _group_since(contracts, logs) == 7
+    for mixed in ([whole[0], logs[1]], [logs[0], replace(logs[1], since=8)]):
+        with pytest.raises(ConnectorError, match="every table's complete shape"):
+            _group_since(contracts, mixed)
