@@ -153,13 +153,14 @@ class PostgresSnapshots(SnapshotSource):
         ]
 
     def page_filter(self, low: int, high: int | None) -> tuple[str, dict[str, Any]]:
-        # A TID range scan (PostgreSQL 14 and later) reads only these pages.
-        condition = "ctid >= %(dogana_page_low)s::tid"
-        params: dict[str, Any] = {"dogana_page_low": f"({int(low)},0)"}
+        # A TID range scan (PostgreSQL 14 and later) reads only these pages. The bounds are
+        # written into the statement, not bound: the ADBC driver streams a statement through
+        # COPY only when it has no parameters, and otherwise holds its whole result in memory.
+        # They are page numbers dogana computed, each an int formatted by int().
+        condition = f"ctid >= '({int(low)},0)'::tid"
         if high is not None:
-            condition += " AND ctid < %(dogana_page_high)s::tid"
-            params["dogana_page_high"] = f"({int(high)},0)"
-        return condition, params
+            condition += f" AND ctid < '({int(high)},0)'::tid"
+        return condition, {}
 
     def export(self, snapshot: Snapshot) -> str:
         return bulk.export_snapshot(snapshot)
