@@ -95,6 +95,9 @@ SNAPSHOT_NAME = re.compile(r"[0-9A-F]+(-[0-9A-F]+)+")
 CLOCK = "the database's clock, read just before the log's end position"
 SNAPSHOT_CLOCK = "the database's clock after the slot's snapshot, or before its first later commit"
 FLUSH_WAIT = timedelta(seconds=30)
+# A worker killed mid-read leaves its server process holding the slot until that process sees
+# the connection gone: at its next message to the worker, after the decoding under way.
+RELEASE_WAIT = timedelta(seconds=30)
 KEY, START, INSIDE = "key:", "start", "inside:"
 
 
@@ -617,6 +620,7 @@ class SnapshotReading(_TableReading):
             )
         connection = connector.session()
         try:
+            _wait_until_released(connection, connector.slot)
             drop_slot(connection, connector.slot)
             connector.ensure_publication(connection)
             replication = psycopg2.connect(
@@ -728,6 +732,25 @@ def _wait_for_flush(connection: Any, lsn: str) -> None:
         time.sleep(0.01)
 
 
+def _wait_until_released(connection: Any, slot: str) -> None:
+    """Until no session holds the slot: a read killed a moment ago still does, until its
+    server process ends."""
+    deadline = time.monotonic() + RELEASE_WAIT.total_seconds()
+    while True:
+        row = connection.execute(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+        ).fetchone()
+        if row is None or row[0] is None:
+            return
+        if time.monotonic() > deadline:
+            raise ConnectorError(
+                f"replication slot {slot} is held by server process {row[0]} after "
+                f"{RELEASE_WAIT}: another read of this pipeline, or a killed one's process still "
+                f"decoding; let it end, or end it: SELECT pg_terminate_backend({row[0]})"
+            )
+        time.sleep(0.05)
+
+
 def _first_commit(
     connection: Any, connector: PgLogicalConnector, start: int, end: int
 ) -> datetime | None:
@@ -812,6 +835,7 @@ class LogReading(Reading):
             raise ConnectorError(
                 f"the source's server_encoding is {encoding}: the log is read as UTF8 only"
             )
+        _wait_until_released(connection, connector.slot)
         state = connector.slot_state(connection)
         run = f"{_full_read(connector.table)}, which creates slot {connector.slot} again"
         if state is None:
