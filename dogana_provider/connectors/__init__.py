@@ -7,6 +7,8 @@
     sql.py           SQLite, PostgreSQL and MySQL/MariaDB tables, each read in one snapshot
     pg_logical.py    a PostgreSQL table's changes from its log (logical decoding, pgoutput)
     pgoutput.py      pgoutput's binary messages, decoded
+    mariadb_binlog.py  a MariaDB table's changes from its row-based binary log
+    log_capture.py   what the log connectors say alike: column differences, the full read
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -25,12 +27,15 @@ from dogana_provider.connectors.contract import (
     Proof,
     Reading,
     RefusedRead,
+    ReleasedPosition,
     Stream,
     StreamColumn,
     UnknownStream,
 )
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
+from dogana_provider.connectors.pg_group import PgLogicalGroup
 from dogana_provider.connectors.pg_logical import PgLogicalConnector
 from dogana_provider.connectors.sql import SqlConnector
 
@@ -39,6 +44,7 @@ CONNECTORS: dict[str, type[Connector]] = {
     HttpJsonConnector.kind: HttpJsonConnector,
     SqlConnector.kind: SqlConnector,
     PgLogicalConnector.kind: PgLogicalConnector,
+    MariadbBinlogConnector.kind: MariadbBinlogConnector,
 }
 """Each connector by its kind, the "kind" of its configuration."""
 
@@ -56,6 +62,21 @@ def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
     return CONNECTORS[kind](options)
 
 
+GROUP_CONNECTORS: dict[str, type[PgLogicalGroup]] = {"pg_logical": PgLogicalGroup}
+"""The connectors that read a group's tables in one read, at one instant."""
+
+
+def group_connector_of(config: Mapping[str, Any]) -> PgLogicalGroup:
+    """A group's connector from its configuration ({"kind": "pg_logical", "tables": [...]})."""
+    kind = config.get("kind")
+    if kind not in GROUP_CONNECTORS:
+        raise ConnectorError(
+            f"kind: {kind!r} reads one table at a time; a group is read in one read of its "
+            f"tables, by {', '.join(sorted(GROUP_CONNECTORS))}"
+        )
+    return GROUP_CONNECTORS[kind](config)
+
+
 __all__ = [
     "CONNECTORS",
     "Connector",
@@ -64,14 +85,18 @@ __all__ = [
     "HttpJsonConnector",
     "InvalidConfiguration",
     "JsonLinesConnector",
+    "MariadbBinlogConnector",
     "PgLogicalConnector",
+    "PgLogicalGroup",
     "Proof",
     "Reading",
     "RefusedRead",
+    "ReleasedPosition",
     "SourceUnavailable",
     "SqlConnector",
     "Stream",
     "StreamColumn",
     "UnknownStream",
     "connector_of",
+    "group_connector_of",
 ]
