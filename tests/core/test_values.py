@@ -59,6 +59,15 @@ def test_keys_and_windows_take_the_four_ordered_types() -> None:
         Contract("t", ("k",), {"full": Shape()}, types={"k": "bool"})
 
 
+def test_a_value_of_none_of_the_six_types_or_a_bad_string_is_refused_naming_its_field() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        check_scalar(b"x", LogicalType.STR, "key")
+    assert str(refused.value) == "key: bytes is not one of the six logical types"
+    with pytest.raises(InvalidContract) as refused:
+        check_scalar("a\ud800", LogicalType.STR, "key")
+    assert str(refused.value) == "key: string holds a lone surrogate"
+
+
 def test_a_bool_is_not_an_integer_and_a_datetime_is_not_a_date() -> None:
     assert type_of(True) is LogicalType.BOOL
     assert type_of(datetime(2026, 1, 1, tzinfo=UTC)) is LogicalType.DATETIME
