@@ -201,6 +201,19 @@ def test_an_instant_beyond_the_domain_in_utc_is_refused() -> None:
 # UTC normalisation -------------------------------------------------------------------------------
 
 
+def test_a_naive_datetime_or_a_non_datetime_is_refused_naming_the_field() -> None:
+    """Trust model 4: an instant carries its offset; the message names the field, "datetime"
+    when the caller names none."""
+    with pytest.raises(InvalidContract) as refused:
+        utc(datetime(2026, 10, 18))
+    assert (
+        str(refused.value) == "datetime: naive datetime 2026-10-18T00:00:00 carries no UTC offset"
+    )
+    with pytest.raises(InvalidContract) as refused:
+        utc("2026", "at")  # type: ignore[arg-type]
+    assert str(refused.value) == "at: expected a datetime, got str"
+
+
 def test_aware_datetimes_are_normalized_to_utc() -> None:
     local = datetime(2026, 10, 18, 2, 0, tzinfo=timezone(timedelta(hours=2)))
     normalized = utc(local)
