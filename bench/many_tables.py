@@ -330,7 +330,20 @@ VARIANTS = {
             source_conn_id="bench_source", receiver_conn_id={receiver!r}
         ).expand(contract=contracts_in_folder({folder!r}))
     """,
+    "one task": """
+        DeliverOperator.partial(
+            task_id="deliver", source_conn_id="bench_source", receiver_conn_id={receiver!r},
+            outlets=[dogana_alias({receiver!r})],
+        ).expand(contract=contracts_in_folder({folder!r}))
+    """,
+    "batches": """
+        DeliverOperator.partial(
+            task_id="deliver", source_conn_id="bench_source", receiver_conn_id={receiver!r},
+            outlets=[dogana_alias({receiver!r})],
+        ).expand(contracts=batches(contracts_in_folder({folder!r}), BATCH))
+    """,
 }
+BATCH = 10  # tables a task in the "batches" variant
 
 
 def dag_file(dag_id: str, body: str) -> str:
@@ -339,7 +352,10 @@ def dag_file(dag_id: str, body: str) -> str:
         "import datetime\n"
         "from airflow.sdk import DAG\n"
         "from dogana_provider.contract_files import contracts_in_folder\n"
+        "from dogana_provider.operators.deliver import DeliverOperator, batches\n"
+        "from dogana_provider.operators.publish import dogana_alias\n"
         "from dogana_provider.task_groups.delivery import delivery_task_group\n\n"
+        f"BATCH = {BATCH}\n"
         f"with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2026, 1, 1, "
         "tzinfo=datetime.timezone.utc)):\n"
         + textwrap.indent(textwrap.dedent(body).strip(), "    ")
@@ -463,7 +479,9 @@ def run_dag(client: Any, dag_id: str, count: int) -> dict[str, Any]:
     steps: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
     counted: dict[str, int] = defaultdict(int)
     listed = ends.get((-1, "contracts_in_folder"))
-    order = ("contracts_in_folder", "plan", "extract", "gate", "publish")
+    # The step each step waits for: the one before it in the same map index.
+    previous = {"plan": "contracts_in_folder", "extract": "plan", "gate": "extract"}
+    previous.update({"publish": "gate", "batches": "contracts_in_folder"})
     for ti in instances:
         step = ti["task_id"].rsplit(".", 1)[-1]
         queued, start, end = (instant(ti[k]) for k in ("queued_when", "start_date", "end_date"))
@@ -472,13 +490,14 @@ def run_dag(client: Any, dag_id: str, count: int) -> dict[str, Any]:
         counted[step] += 1
         steps[step]["wait"] += start - queued
         steps[step]["run"] += end - start
-        before = (
-            listed
-            if step in ("plan", "deliver")
-            else ends.get((ti["map_index"], order[order.index(step) - 1]))
-            if step in order[2:]
-            else triggered
-        )
+        if step == "deliver":
+            before = ends.get((-1, "batches"), listed)
+        elif step in ("plan", "batches"):
+            before = listed
+        elif step in previous:
+            before = ends.get((ti["map_index"], previous[step]))
+        else:
+            before = triggered
         if before is not None:
             steps[step]["scheduler"] += queued - before
     means = {
