@@ -340,10 +340,10 @@ VARIANTS = {
         DeliverOperator.partial(
             task_id="deliver", source_conn_id="bench_source", receiver_conn_id={receiver!r},
             outlets=[dogana_alias({receiver!r})],
-        ).expand(contracts=batches(contracts_in_folder({folder!r}), BATCH))
+        ).expand(contracts=batches(contracts_in_folder({folder!r}), {batch}))
     """,
 }
-BATCH = 10  # tables a task in the "batches" variant
+BATCH = 10  # tables a task in the "batches" variant, by default
 
 
 def dag_file(dag_id: str, body: str) -> str:
@@ -355,7 +355,6 @@ def dag_file(dag_id: str, body: str) -> str:
         "from dogana_provider.operators.deliver import DeliverOperator, batches\n"
         "from dogana_provider.operators.publish import dogana_alias\n"
         "from dogana_provider.task_groups.delivery import delivery_task_group\n\n"
-        f"BATCH = {BATCH}\n"
         f"with DAG({dag_id!r}, schedule=None, start_date=datetime.datetime(2026, 1, 1, "
         "tzinfo=datetime.timezone.utc)):\n"
         + textwrap.indent(textwrap.dedent(body).strip(), "    ")
@@ -400,7 +399,7 @@ class Scheduled(ManyTables):
     targets: list[str]
 
 
-def scheduled(counts: list[int], rows: int, parallelism: int) -> bool:
+def scheduled(counts: list[int], rows: int, parallelism: int, batch: int = BATCH) -> bool:
     from deployment import Deployment
 
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-scheduled-"))
@@ -422,7 +421,8 @@ def scheduled(counts: list[int], rows: int, parallelism: int) -> bool:
                 dag_id = dag_id_of(variant, count)
                 receiver = f"bench_{dag_id}"
                 environment[f"AIRFLOW_CONN_{receiver.upper()}"] = database.target(dag_id)
-                text = dag_file(dag_id, body.format(receiver=receiver, folder=str(folder)))
+                filled = body.format(receiver=receiver, folder=str(folder), batch=batch)
+                text = dag_file(dag_id, filled)
                 (sources / f"{dag_id}.py").write_text(text, encoding="utf-8")
         started = time.perf_counter()
         with Deployment(
@@ -455,7 +455,7 @@ def scheduled(counts: list[int], rows: int, parallelism: int) -> bool:
     finally:
         database.drop()
         shutil.rmtree(work, ignore_errors=True)
-    return scheduled_report(results, rows, parallelism)
+    return scheduled_report(results, rows, parallelism, batch)
 
 
 def instant(text: str | None) -> float | None:
@@ -586,10 +586,14 @@ def dlt_many(database: Scheduled, count: int, rows: int, work: Path) -> dict[str
     return {"seconds": seconds, "published": database.published(target, count, rows, "dlt_bench")}
 
 
-def scheduled_report(results: dict[int, dict[str, Any]], rows: int, parallelism: int) -> bool:
+def scheduled_report(
+    results: dict[int, dict[str, Any]], rows: int, parallelism: int, batch: int
+) -> bool:
     print(
         f"\nunder a real scheduler: LocalExecutor, [core] parallelism {parallelism}, "
-        f"each table {rows:,} rows, PostgreSQL to PostgreSQL"
+        f"each table {rows:,} rows, PostgreSQL to PostgreSQL;\n  four tasks: delivery_task_group "
+        "mapped over the contracts; one task: DeliverOperator mapped over them; batches: "
+        f"DeliverOperator over batches of {batch}"
     )
     tools = [*VARIANTS, "sling", "dlt"]
     print(f"{'tables':>6}  {'tool':<12}{'seconds':>9}{'per table':>11}{'x Sling':>9}{'x dlt':>7}")
@@ -635,6 +639,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scheduler", action="store_true", help="under a real deployment")
     parser.add_argument("--rows", type=int, default=None, help="rows a table")
     parser.add_argument("--parallelism", type=int, default=8, help="[core] parallelism")
+    parser.add_argument("--batch", type=int, default=BATCH, help="tables a task, batched")
     parser.add_argument("--child", nargs=4, metavar=("MAPPED", "PER_FILE", "FOLDER", "RESULT"))
     args = parser.parse_args(argv)
     if args.child:
@@ -642,7 +647,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.scheduler:
         rows = args.rows or SCHEDULER_ROWS
-        return 0 if scheduled(args.tables, rows, args.parallelism) else 1
+        return 0 if scheduled(args.tables, rows, args.parallelism, args.batch) else 1
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-many-"))
     try:
         results = {count: measure(count, work) for count in args.tables}

@@ -46,8 +46,6 @@ from airflow.sdk.exceptions import AirflowFailException
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider import settings
-from dogana_provider.connectors import ConnectorError, connector_of
-from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.dialects import dialect_for
@@ -272,6 +270,10 @@ class ExtractOperator(BaseOperator):
 
     def _from_connector(self, context: Any) -> dict[str, Any]:
         """The request read from the connector's stream, the manifest stamped from its proof."""
+        # Imported here: a SQL source's task (most of them) never pays for the connectors.
+        from dogana_provider.connectors import ConnectorError, connector_of
+        from dogana_provider.connectors.extract import extract as extract_stream
+
         contract = contract_of(self.contract, "contract")
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
