@@ -28,12 +28,14 @@ and timed from the trigger to the last publication's end (the publish task insta
 end_date). Beside it, in the same run and into targets of their own, Sling's `replication` of
 the same tables (full-refresh, its own binary from PyPI's sling-linux-amd64, in
 ~/.cache/dogana-bench/sling) and dlt's sql_database source (pyarrow backend, replace), each timed
-as one process from its start to its exit. Printed per count: each tool's seconds, its seconds
-per table, dogana's ratio to Sling and dlt, and where a task's time goes: the executor's wait
-(queued to start), the scheduler's (the step before ended to this one queued), and the task's
-own run (start to end: its process, the DAG file's parse, execute()).
+as one process from its start to its exit, after the deployment has stopped. dogana's forms:
+"four tasks" (delivery_task_group mapped, the default), "one task" (DeliverOperator mapped, a
+task a table) and "batches" (DeliverOperator over batches of --batch tables). Printed per count:
+each one's seconds, its seconds per table, its ratio to Sling and dlt, the overhead per table
+over Sling, and where a task's time goes (to queued, to start, run).
 
     PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --tables 10 100
+    PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --variants batches --batch 25
 """
 
 from __future__ import annotations
@@ -399,7 +401,9 @@ class Scheduled(ManyTables):
     targets: list[str]
 
 
-def scheduled(counts: list[int], rows: int, parallelism: int, batch: int = BATCH) -> bool:
+def scheduled(
+    counts: list[int], rows: int, parallelism: int, batch: int, variants: list[str]
+) -> bool:
     from deployment import Deployment
 
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-scheduled-"))
@@ -417,7 +421,8 @@ def scheduled(counts: list[int], rows: int, parallelism: int, batch: int = BATCH
         for count in counts:
             folder = work / f"contracts_{count}"
             write_contracts(count, folder)
-            for variant, body in VARIANTS.items():
+            for variant in variants:
+                body = VARIANTS[variant]
                 dag_id = dag_id_of(variant, count)
                 receiver = f"bench_{dag_id}"
                 environment[f"AIRFLOW_CONN_{receiver.upper()}"] = database.target(dag_id)
@@ -433,14 +438,15 @@ def scheduled(counts: list[int], rows: int, parallelism: int, batch: int = BATCH
         ) as deployment:
             print(f"deployment started in {time.perf_counter() - started:.0f} s", flush=True)
             client = deployment.client()
-            dag_ids = [dag_id_of(v, c) for c in counts for v in VARIANTS]
+            dag_ids = [dag_id_of(v, c) for c in counts for v in variants]
             client.wait_parsed(dag_ids, timeout=600)
             for dag_id in dag_ids:
                 client.unpause(dag_id)
             for count in counts:
-                found: dict[str, Any] = {"load": os.getloadavg()[0]}
-                for variant in VARIANTS:
+                found: dict[str, Any] = results.setdefault(count, {"load": []})
+                for variant in variants:
                     dag_id = dag_id_of(variant, count)
+                    found["load"].append(os.getloadavg()[0])
                     found[variant] = run_dag(client, dag_id, count)
                     found[variant]["published"] = database.published(
                         environment[f"AIRFLOW_CONN_BENCH_{dag_id.upper()}"], count, rows
@@ -448,14 +454,18 @@ def scheduled(counts: list[int], rows: int, parallelism: int, batch: int = BATCH
                     print(
                         f"{count} tables, {variant}: {found[variant]['seconds']:.1f} s", flush=True
                     )
-                found["sling"] = sling_run(database, count, rows, work)
-                found["dlt"] = dlt_many(database, count, rows, work)
-                found["load"] = (found["load"] + os.getloadavg()[0]) / 2
-                results[count] = found
+        # Sling and dlt once the deployment has stopped: its processes would take CPU and
+        # connections (PostgreSQL's 100) from them that a team running them instead would not.
+        for count in counts:
+            found = results[count]
+            found["load"].append(os.getloadavg()[0])
+            found["sling"] = sling_run(database, count, rows, work)
+            found["dlt"] = dlt_many(database, count, rows, work)
+            found["load"].append(os.getloadavg()[0])
     finally:
         database.drop()
         shutil.rmtree(work, ignore_errors=True)
-    return scheduled_report(results, rows, parallelism, batch)
+    return scheduled_report(results, rows, parallelism, batch, variants)
 
 
 def instant(text: str | None) -> float | None:
@@ -587,7 +597,7 @@ def dlt_many(database: Scheduled, count: int, rows: int, work: Path) -> dict[str
 
 
 def scheduled_report(
-    results: dict[int, dict[str, Any]], rows: int, parallelism: int, batch: int
+    results: dict[int, dict[str, Any]], rows: int, parallelism: int, batch: int, variants: list[str]
 ) -> bool:
     print(
         f"\nunder a real scheduler: LocalExecutor, [core] parallelism {parallelism}, "
@@ -595,7 +605,7 @@ def scheduled_report(
         "mapped over the contracts; one task: DeliverOperator mapped over them; batches: "
         f"DeliverOperator over batches of {batch}"
     )
-    tools = [*VARIANTS, "sling", "dlt"]
+    tools = [*variants, "sling", "dlt"]
     print(f"{'tables':>6}  {'tool':<12}{'seconds':>9}{'per table':>11}{'x Sling':>9}{'x dlt':>7}")
     ok = True
     for count, found in sorted(results.items()):
@@ -616,15 +626,22 @@ def scheduled_report(
                 + ("" if good else f"  FAILED: {measured}")
             )
         if sling:
-            for variant in VARIANTS:
+            for variant in variants:
                 if "seconds" in found[variant]:
                     over = (found[variant]["seconds"] - sling) / count
                     print(f"{'':>6}  overhead per table over Sling, {variant}: {over:.2f} s")
-        print(f"{'':>6}  load average {found['load']:.1f} (2 cores)")
+        loads = found["load"]
+        print(f"{'':>6}  load average {min(loads):.1f} to {max(loads):.1f} (2 cores)")
     print("where a task's time goes (mean seconds per task instance):")
-    print(f"{'tables':>6}  {'variant':<12}{'step':<22}{'scheduler':>10}{'executor':>10}{'run':>8}")
+    print(
+        "  to queued: from the step before it ended (or the list or batches were made) to this "
+        "task queued,\n  the scheduler's loop and the wait for a free slot of [core] "
+        "parallelism; to start: queued to\n  started, the executor starting its process; run: "
+        "started to ended, the DAG file's parse and execute()"
+    )
+    print(f"{'tables':>6}  {'variant':<12}{'step':<22}{'to queued':>10}{'to start':>10}{'run':>8}")
     for count, found in sorted(results.items()):
-        for variant in VARIANTS:
+        for variant in variants:
             for step, means in found[variant].get("steps", {}).items():
                 print(
                     f"{count:>6}  {variant:<12}{step:<22}{means.get('scheduler', 0):>10.2f}"
@@ -640,6 +657,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=None, help="rows a table")
     parser.add_argument("--parallelism", type=int, default=8, help="[core] parallelism")
     parser.add_argument("--batch", type=int, default=BATCH, help="tables a task, batched")
+    parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="dogana's forms")
     parser.add_argument("--child", nargs=4, metavar=("MAPPED", "PER_FILE", "FOLDER", "RESULT"))
     args = parser.parse_args(argv)
     if args.child:
@@ -647,7 +665,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.scheduler:
         rows = args.rows or SCHEDULER_ROWS
-        return 0 if scheduled(args.tables, rows, args.parallelism, args.batch) else 1
+        chosen = args.variants or list(VARIANTS)
+        return 0 if scheduled(args.tables, rows, args.parallelism, args.batch, chosen) else 1
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-many-"))
     try:
         results = {count: measure(count, work) for count in args.tables}
