@@ -586,9 +586,12 @@ def dlt_many(database: Scheduled, count: int, rows: int, work: Path) -> dict[str
         ),
         encoding="utf-8",
     )
+    # By default dlt reads its resources round-robin, a connection open for each: 100 tables
+    # exhaust PostgreSQL's 100 connections. One table after another, as Sling reads them.
+    environment = {**clean_env(work), "EXTRACT__NEXT_ITEM_MODE": "fifo"}
     started = time.perf_counter()
     done = subprocess.run(
-        [str(python), str(script)], capture_output=True, text=True, env=clean_env(work)
+        [str(python), str(script)], capture_output=True, text=True, env=environment
     )
     seconds = time.perf_counter() - started
     if done.returncode != 0:
