@@ -128,7 +128,6 @@ class ManyTables(Postgres):
                     f"INSERT INTO {table} SELECT i, 'row ' || i, now(), false "
                     f"FROM generate_series(1, {rows}) AS i"
                 )
-            connection.execute("VACUUM ANALYZE")
         self.reset_target()
 
 
@@ -413,6 +412,8 @@ def scheduled(
     results: dict[int, dict[str, Any]] = {}
     try:
         database.generate(max(counts), rows)
+        with psycopg.connect(database.source_url(), autocommit=True) as connection:
+            connection.execute("VACUUM ANALYZE")  # as a source long loaded is
         environment = {
             "AIRFLOW_CONN_BENCH_SOURCE": database.source_url(),
             "AIRFLOW__DOGANA__DELIVERY_FOLDER": (work / "deliveries").as_uri(),
