@@ -93,6 +93,15 @@ def inside_position(place: int, read: int) -> str:
     return f"{INSIDE}{place}:{read}"
 
 
+def unproven(stopped_by_limit: bool, skip: int) -> str:
+    """Why a log read that is not every change from since to the log's end proves no shape."""
+    if stopped_by_limit:
+        return "stopped by its limit before the log's end"
+    if skip:
+        return "a resume inside a transaction a limit cut is not every change after since"
+    return "a backfill between two positions"
+
+
 # Reads of the table itself ----------------------------------------------------------------------
 
 

@@ -93,6 +93,7 @@ from dogana_provider.connectors.log_capture import (
     key_position,
     keys,
     undeclared,
+    unproven,
 )
 from dogana_provider.connectors.log_capture import columns_difference as _difference
 from dogana_provider.connectors.log_capture import full_read as _full_read
@@ -809,12 +810,7 @@ class LogReading(Reading):
         if not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
         if self.stopped_by_limit or self.produced_at is None or self.skip:
-            if self.stopped_by_limit:
-                why = "stopped by its limit before the log's end"
-            elif self.skip:
-                why = "a resume inside a transaction a limit cut is not every change after since"
-            else:
-                why = "a backfill between two positions"
+            why = unproven(self.stopped_by_limit, self.skip)
             instant = self.last_commit or datetime.now(UTC)
             return Proof(None, instant, CLOCK, self.since, self.at, why)
         return Proof(
