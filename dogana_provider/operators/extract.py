@@ -57,6 +57,7 @@ from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.connectors.extract import wait_for
 from dogana_provider.connectors.pg_group import OneOfGroup
 from dogana_provider.delivery import folders as deliveries
+from dogana_provider.delivery.files import delivery_parts
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.dialects import dialect_for
 from dogana_provider.hooks.dogana import DoganaHook
@@ -78,6 +79,7 @@ from dogana_provider.schema.source_check import Expected, SchemaRefused, check_s
 from dogana_provider.schema.versions import SchemaVersion
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
 from dogana_provider.sources.discover import SourceColumn, UndiscoverableSource, discover_columns
+from dogana_provider.sources.parallel import checked_readers
 from dogana_provider.sources.selection import UnsupportedRead
 from dogana_provider.sources.snapshot import UnreadableSource
 
@@ -150,6 +152,12 @@ class ExtractOperator(BaseOperator):
         between the clock reading and the snapshot (SQLite, PostgreSQL).
     :param fetch_rows: rows fetched from the server per batch.
     :param row_group_rows: rows per Parquet row group: what the writer holds in memory.
+    :param readers: how many readers read each PostgreSQL table inside the one snapshot, each
+        on its own connection importing the snapshot the read exported and reading a range of
+        the table's pages into its own Parquet part (sources/parallel.py); the delivery is still
+        one manifest, one produced_at, one publication. By default ``[dogana] readers`` (1).
+        MySQL/MariaDB (no exported snapshot), SQLite and table_sql queries read with one and
+        log why.
     """
 
     template_fields: Sequence[str] = (
@@ -189,9 +197,11 @@ class ExtractOperator(BaseOperator):
         settle_attempts: int = 20,
         fetch_rows: int = 10_000,
         row_group_rows: int = 131_072,
+        readers: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        task_id = self.task_id
         if (contract is None) == (group is None):
             raise ValueError(f"{self.task_id}: give either contract (one table) or group")
         if (source_conn_id is None) == (connector is None):
@@ -220,6 +230,7 @@ class ExtractOperator(BaseOperator):
         self.settle_attempts = settle_attempts
         self.fetch_rows = fetch_rows
         self.row_group_rows = row_group_rows
+        self.readers = None if readers is None else checked_readers(readers, f"{task_id}: readers")
 
     # Execution --------------------------------------------------------------------------------
 
@@ -249,6 +260,7 @@ class ExtractOperator(BaseOperator):
             len(requests),
             max(r.until for r in requests).isoformat(),
         )
+        readers = settings.readers() if self.readers is None else self.readers
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
             reads = []
             for request in requests:
@@ -263,6 +275,7 @@ class ExtractOperator(BaseOperator):
                         local,
                         deleted_flag=self.deleted_flag,
                         column_types=self._column_types(contract.table),
+                        readers=readers,
                     )
                 )
             expected: dict[str, Expected] = {}
@@ -493,10 +506,15 @@ class ExtractOperator(BaseOperator):
     ) -> dict[str, Any]:
         manifest = item.manifest
         target = folder / f"{manifest.table}.parquet"
+        parts = delivery_parts(item.path)  # the file, or the parts several readers wrote
         if target.protocol not in LOCAL_PROTOCOLS:
             # Copied up byte for byte: the hash the manifest declares is the local file's.
-            with open(item.path, "rb") as source, target.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
+            if Path(item.path).is_dir():
+                deliveries.delete(target)
+            for part in parts:
+                sink_path = target / part.name if Path(item.path).is_dir() else target
+                with open(part, "rb") as source, sink_path.open("wb") as sink:
+                    shutil.copyfileobj(source, sink, 1 << 20)
         self.log.info(
             "%s: shape %s, %d rows, %d tombstones, produced_at %s, sha256 %s -> %s",
             manifest.table,
@@ -507,7 +525,7 @@ class ExtractOperator(BaseOperator):
             manifest.content_hash,
             target,
         )
-        columns = [(field.name, str(field.type)) for field in pq.read_schema(item.path)]
+        columns = [(field.name, str(field.type)) for field in pq.read_schema(parts[0])]
         self._written.append((manifest.table, str(target), columns))
         return {"manifest": manifest.to_dict(), "uri": str(target), "origin": origin.to_dict()}
 
