@@ -63,9 +63,38 @@ def pytest_configure(config: pytest.Config) -> None:
             "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_AIRFLOW_HOME / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(_AIRFLOW_HOME / "dags"),
+            # A run's deliveries in this session's own folder, not in the machine's shared
+            # temporary one, where another session (or another xdist worker) sweeps its own.
+            "AIRFLOW__DOGANA__DELIVERY_FOLDER": (_AIRFLOW_HOME / "deliveries").as_uri(),
         }
     )
     (_AIRFLOW_HOME / "dags").mkdir()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (dev.py test runs ``-n auto --dist loadgroup``), keep the tests that
+    share a slow fixture on one worker, so that it is still set up once: a session fixture of a
+    folder's conftest (a deployment, the installed environments) groups that folder, a module
+    or class fixture its module. The session fixtures of this file and of plugins are cheap
+    enough to set up once per worker. Without xdist the marker changes nothing."""
+    for item in items:
+        group = shared_setup(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def shared_setup(item: pytest.Item) -> str | None:
+    """The folder or module whose tests share a fixture of wider scope than a test, if any."""
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return None
+    fixtures = [definitions[-1] for definitions in info.name2fixturedefs.values()]
+    folders = [f.baseid for f in fixtures if f.scope == "session" and f.baseid not in ("", "tests")]
+    if folders:
+        return str(min(folders, key=len))  # the widest: a folder's conftest before a module
+    if any(f.scope in ("package", "module", "class") for f in fixtures):
+        return item.nodeid.split("::")[0]
+    return None
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
