@@ -7,6 +7,8 @@
     sql.py           SQLite, PostgreSQL and MySQL/MariaDB tables, each read in one snapshot
     pg_logical.py    a PostgreSQL table's changes from its log (logical decoding, pgoutput)
     pgoutput.py      pgoutput's binary messages, decoded
+    mariadb_binlog.py  a MariaDB table's changes from its row-based binary log
+    log_capture.py   what the log connectors say alike: column differences, the full read
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -31,6 +33,7 @@ from dogana_provider.connectors.contract import (
 )
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
 from dogana_provider.connectors.pg_logical import PgLogicalConnector
 from dogana_provider.connectors.sql import SqlConnector
 
@@ -39,6 +42,7 @@ CONNECTORS: dict[str, type[Connector]] = {
     HttpJsonConnector.kind: HttpJsonConnector,
     SqlConnector.kind: SqlConnector,
     PgLogicalConnector.kind: PgLogicalConnector,
+    MariadbBinlogConnector.kind: MariadbBinlogConnector,
 }
 """Each connector by its kind, the "kind" of its configuration."""
 
@@ -64,6 +68,7 @@ __all__ = [
     "HttpJsonConnector",
     "InvalidConfiguration",
     "JsonLinesConnector",
+    "MariadbBinlogConnector",
     "PgLogicalConnector",
     "Proof",
     "Reading",

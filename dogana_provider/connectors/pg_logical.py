@@ -80,6 +80,9 @@ from dogana_provider.connectors.contract import (
     check_bounded,
     check_limit,
 )
+from dogana_provider.connectors.log_capture import columns_difference as _difference
+from dogana_provider.connectors.log_capture import full_read as _full_read
+from dogana_provider.connectors.log_capture import undeclared
 from dogana_provider.connectors.pgoutput import lsn_of, lsn_text
 
 SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
@@ -385,37 +388,8 @@ def drop_slot(connection: Any, slot: str) -> bool:
 
 
 def _undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
-    """How the table's columns now differ from the declared ones (the "columns" option), or
-    None when they do not, or none are declared."""
-    declared = connector.config.get("columns")
-    if declared is None:
-        return None
     now = [(c.name, c.type) for c in stream.columns[:-1]]  # the deleted column is the last
-    return _difference(connector.table, "declared", list(declared.items()), now)
-
-
-def _difference(
-    table: str, first: str, before: list[tuple[Any, ...]], after: list[tuple[Any, ...]]
-) -> str | None:
-    """Columns (name, then what types it) before and after, their differences named."""
-    if before == after:
-        return None
-    old, new = {c[0]: c[1:] for c in before}, {c[0]: c[1:] for c in after}
-    differences = [f"{n} added" for n in new if n not in old]
-    differences += [f"{n} removed" for n in old if n not in new]
-    differences += [f"{n} retyped" for n in new if n in old and old[n] != new[n]]
-    return (
-        f"{table}'s columns {first} ({', '.join(old)}) are not its columns now "
-        f"({', '.join(new)}): {', '.join(differences) or 'their order changed'}"
-    )
-
-
-def _full_read(table: str) -> str:
-    """What a refusal tells the person to run."""
-    return (
-        f"a full read resets the chain: run one delivery of {table}'s complete shape "
-        "(PlanDeliveryOperator's shape=, or the DAG triggered with that shape)"
-    )
+    return undeclared(connector.table, connector.config.get("columns"), now)
 
 
 def _position(value: Scalar | None) -> int:

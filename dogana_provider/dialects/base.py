@@ -86,6 +86,8 @@ class Dialect:
     """The column type of the store's JSON documents."""
     deletes_by_join: bool = False
     """Whether a DELETE of the rows matching staged keys joins them (a multi-table DELETE)."""
+    log_connector: str | None = None
+    """The kind of the connector reading this database's change log (connectors/), if any."""
     reuses_connections: bool = False
     """Whether a transaction's connection may be lent to the next one (receiver/transactions.py
     Reusing): nothing a PostgreSQL transaction leaves on its session outlives it, while

@@ -268,4 +268,5 @@ MARIADB = MariadbDialect(
     # The store's documents are JSON of unbounded length: TEXT stops at 64 KiB.
     document_type="LONGTEXT",
     deletes_by_join=True,
+    log_connector="mariadb_binlog",
 )

@@ -252,4 +252,5 @@ POSTGRES = PostgresDialect(
     text_collation='"C"',
     statement_savepoint=True,
     reuses_connections=True,
+    log_connector="pg_logical",
 )

@@ -1,9 +1,12 @@
-"""A PostgreSQL source table with its pipeline's slot, and a delivery DAG reading its log."""
+"""A source table (PostgreSQL with its pipeline's slot, or MariaDB) and a delivery DAG reading
+its log."""
 
 from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -109,11 +112,11 @@ def write_pipeline(
     airflow_home: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    source: PgTable,
+    source: PgTable | MariaTable,
     *,
     gate_options: str = "",
 ) -> Pipeline:
-    receiver_id = f"receiver_{source.slot[-8:]}"
+    receiver_id = f"receiver_{source.table[-8:]}"
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
     )
@@ -123,7 +126,7 @@ def write_pipeline(
     connector = source.config(columns=COLUMNS, fetch_rows=2)
     module = write_dag(
         airflow_home,
-        f"cdc_{source.slot[-8:]}",
+        f"cdc_{source.table[-8:]}",
         f"""
         from dogana_provider.operators.extract import ExtractOperator
         from dogana_provider.operators.gate import GateOperator
@@ -151,3 +154,46 @@ def write_pipeline(
         """,
     )
     return Pipeline(module, receiver_id, source.table)
+
+
+MARIADB_DDL = "id BIGINT PRIMARY KEY, amount DECIMAL(12,2), at DATETIME(6), name TEXT, flag BOOLEAN"
+
+
+@dataclass
+class MariaTable:
+    """A MariaDB source table and the connection id that reaches it; no slot: the position
+    is the receiver's alone."""
+
+    db: Any
+    table: str
+    conn_id: str
+
+    def execute(self, sql: str, params: Any = None) -> Any:
+        cursor = self.db.cursor()
+        cursor.execute(sql, params)
+        return cursor
+
+    def rows(self) -> dict[int, tuple[Any, ...]]:
+        found = self.execute(f"SELECT id, amount, at, name, flag FROM `{self.table}`")
+        return {row[0]: tuple(row[1:]) for row in found.fetchall()}
+
+    def config(self, **options: Any) -> dict[str, Any]:
+        return {"kind": "mariadb_binlog", "conn_id": self.conn_id, "table": self.table, **options}
+
+
+def comparable(rows: dict[int, tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
+    """Rows (amount, at, name, flag by id) as comparable values, whichever database holds them."""
+
+    def value(column: int, v: Any) -> Any:
+        if v is None:
+            return None
+        if column == 0:
+            return Decimal(str(v)).quantize(Decimal("0.01"))
+        if column == 1:
+            instant = v if isinstance(v, datetime) else datetime.fromisoformat(str(v))
+            return instant.replace(tzinfo=UTC) if instant.tzinfo is None else instant
+        if column == 3:
+            return bool(v)
+        return v
+
+    return {key: tuple(value(i, v) for i, v in enumerate(row)) for key, row in rows.items()}

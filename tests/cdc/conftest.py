@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Iterator
 
 import pytest
-from cdc_pipeline import DDL, PgTable, drop_slot
+from cdc_pipeline import DDL, MARIADB_DDL, MariaTable, PgTable, drop_slot
 
 
 @pytest.fixture
@@ -40,4 +40,33 @@ def source(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgTab
         drop_slot(db, slot)
         db.execute(f'DROP PUBLICATION IF EXISTS "{slot}"')
         db.execute(f'DROP TABLE IF EXISTS "{table}"')
+        db.close()
+
+
+@pytest.fixture
+def binlog_source(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[MariaTable]:
+    """A MariaDB table whose changes the binlog carries, dropped after the test."""
+    import MySQLdb
+
+    uid = uuid.uuid4().hex[:8]
+    table, conn_id = f"cdc_{uid}", f"source_{uid}"
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}",
+        json.dumps(
+            {
+                "conn_type": "mysql",
+                "host": "127.0.0.1",
+                "port": 3306,
+                "login": "root",
+                "schema": "test",
+            }
+        ),
+    )
+    db = MySQLdb.connect(host="127.0.0.1", port=3306, user="root", db="test", autocommit=True)
+    db.cursor().execute("SET time_zone = '+00:00'")
+    db.cursor().execute(f"CREATE TABLE `{table}` ({MARIADB_DDL})")
+    try:
+        yield MariaTable(db, table, conn_id)
+    finally:
+        db.cursor().execute(f"DROP TABLE IF EXISTS `{table}`")
         db.close()
