@@ -163,11 +163,12 @@ def test(pytest_args: list[str]) -> None:
 
 def parallel(pytest_args: list[str]) -> list[str]:
     """One pytest-xdist worker per core, unless ARGS choose (-n, --numprocesses, -p no:xdist).
-    loadgroup keeps the tests that share a slow fixture on one worker (tests/conftest.py)."""
+    loadfile keeps a test file, and a folder sharing a slow fixture, on one worker
+    (tests/conftest.py), so that fixture is set up once."""
     chosen = ("-n", "--numprocesses", "--dist", "no:xdist")
     if any(arg.startswith(chosen) for arg in pytest_args):
         return []
-    return ["-n", "auto", "--dist", "loadgroup"]
+    return ["-n", "auto", "--dist", "loadfile"]
 
 
 def demo(args: list[str]) -> None:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -71,30 +72,25 @@ def pytest_configure(config: pytest.Config) -> None:
     (_AIRFLOW_HOME / "dags").mkdir()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under pytest-xdist (dev.py test runs ``-n auto --dist loadgroup``), keep the tests that
-    share a slow fixture on one worker, so that it is still set up once: a session fixture of a
-    folder's conftest (a deployment, the installed environments) groups that folder, a module
-    or class fixture its module. The session fixtures of this file and of plugins are cheap
-    enough to set up once per worker. Without xdist the marker changes nothing."""
-    for item in items:
-        group = shared_setup(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+SHARED_FOLDERS = ("tests/deployment/", "tests/install/")
+"""The folders whose tests share a session fixture of their conftest (the deployment, the
+installed environments): run on one pytest-xdist worker, it is set up once."""
 
 
-def shared_setup(item: pytest.Item) -> str | None:
-    """The folder or module whose tests share a fixture of wider scope than a test, if any."""
-    info = getattr(item, "_fixtureinfo", None)
-    if info is None:
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist's ``--dist loadfile`` (dev.py test), a test file is one unit of work,
+    so its module fixtures are set up once, and so is each of SHARED_FOLDERS."""
+    if config.getvalue("dist") != "loadfile":
         return None
-    fixtures = [definitions[-1] for definitions in info.name2fixturedefs.values()]
-    folders = [f.baseid for f in fixtures if f.scope == "session" and f.baseid not in ("", "tests")]
-    if folders:
-        return str(min(folders, key=len))  # the widest: a folder's conftest before a module
-    if any(f.scope in ("package", "module", "class") for f in fixtures):
-        return item.nodeid.split("::")[0]
-    return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class SharedSetupScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            folder = next((f for f in SHARED_FOLDERS if nodeid.startswith(f)), None)
+            return folder or super()._split_scope(nodeid)
+
+    return SharedSetupScheduling(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
