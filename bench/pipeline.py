@@ -17,6 +17,11 @@ date, timestamptz with microseconds, boolean) is moved into an empty target data
     dlt               (PostgreSQL) sql_table with the pyarrow backend, write_disposition replace,
                       in a virtual environment the bench makes for it (~/.cache/dogana-bench/dlt);
                       skipped, saying why, when it cannot be made
+    dogana N=2        (PostgreSQL) the same, the extract's readers=2: the table read by two
+                      readers in its one exported snapshot, each writing a Parquet part
+                      (sources/parallel.py); the speed-up over one reader, and what limits it
+    Sling             (PostgreSQL) sling run --mode full-refresh, the Go data mover, when a
+                      binary runs here (SLING_BINARY or sling on PATH); skipped, saying why
     dogana dag.test   (PostgreSQL) the same four operators as a DAG run with dag.test(), beside
                       a one-task DAG's run: what Airflow itself adds per task
 
@@ -51,6 +56,7 @@ prints ratios measured in this one run, it never fails on time.
     PYTHONPATH=. .venv/bin/python bench/pipeline.py                   # 1,000,000 rows
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 100000 --databases postgresql
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --large           # and 10M: PostgreSQL, SQLite
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large --huge    # and 50M: PostgreSQL
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's runs
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --quick --databases sqlite --rounds 5
 """
@@ -96,6 +102,11 @@ SQLITE_NOW = "strftime('%Y-%m-%d %H:%M:%f+00:00', 'now')"
 FLAT_CHANGES = 1.25  # what the changes delivery's time may grow by, 1M to 10M rows, and be "flat"
 DLT_VENV = Path.home() / ".cache" / "dogana-bench" / "dlt"
 DLT_PACKAGES = ["dlt[postgres,sql_database]>=1.0", "pyarrow", "sqlalchemy>=2", "psycopg[binary]"]
+
+PARALLEL = "dogana N=2"  # the extract's readers=2 (sources/parallel.py)
+# Sling's binary: SLING_BINARY, else a sling on PATH. PyPI's sling 1.6.x fetches its binary
+# from GitHub at first use; where that is out of reach, sling-linux-amd64 (1.4.11) ships one.
+SLING_BINARY = os.environ.get("SLING_BINARY") or shutil.which("sling")
 
 COLUMNS = ("id", "customer", "amount", "order_day", "updated_at", "paid")
 # The generated cursor column: 17 s a row from 2000 on, so that 10M rows (5.4 years) lie in the
@@ -551,9 +562,11 @@ class Pushed:
         self.values[key] = value
 
 
-def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) -> dict[str, float]:
+def dogana_steps(
+    home: Path, shape: str, peaks: dict[str, float] | None = None, readers: int = 1
+) -> dict[str, float]:
     """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
-    into peaks, when given, each step's peak RSS in MiB."""
+    into peaks, when given, each step's peak RSS in MiB. readers: the extract's readers."""
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.gate import GateOperator
     from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -583,6 +596,7 @@ def dogana_steps(home: Path, shape: str, peaks: dict[str, float] | None = None) 
         contract=contract,
         request=request,
         output_folder=folder.as_uri(),
+        readers=readers,
     ).execute(run)
     seconds["extract"] = time.perf_counter() - started
     peaks["extract"] = peak_mib()
@@ -701,7 +715,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             profiler.enable()
         peaks: dict[str, float] = {}
         started = time.perf_counter()
-        steps = dogana_steps(home, "full", peaks)
+        steps = dogana_steps(home, "full", peaks, readers=int(args.readers or 1))
         seconds = time.perf_counter() - started
         if profiler is not None:
             profiler.disable()
@@ -898,6 +912,36 @@ def dlt_run(database: Database, home: Path) -> dict[str, Any]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
+def sling_run(database: Database) -> dict[str, Any]:
+    """Sling's full-refresh of the table into the emptied target, its peak RSS by
+    /usr/bin/time; skipped, saying why, without a binary that runs."""
+    if not SLING_BINARY:
+        return {"skipped": "no sling binary (set SLING_BINARY; PyPI sling 1.6.x downloads it)"}
+    home = database.home
+    env = {
+        **clean_env(home),
+        "SLING_SOURCE": database.source_url() + "?sslmode=disable",
+        "SLING_TARGET": database.target_url() + "?sslmode=disable",
+        "SLING_HOME_DIR": str(home / "sling"),
+    }
+    sizes = home / "sling.rss"
+    command = ["/usr/bin/time", "-f", "%M", "-o", str(sizes), SLING_BINARY, "run"]
+    command += ["--src-conn", "SLING_SOURCE", "--src-stream", f"public.{TABLE}"]
+    command += ["--tgt-conn", "SLING_TARGET", "--tgt-object", f"public.{TABLE}"]
+    command += ["--mode", "full-refresh"]
+    log = home / "sling.log"
+    started = time.perf_counter()
+    with log.open("w", encoding="utf-8") as output:
+        done = subprocess.run(command, env=env, stdout=output, stderr=subprocess.STDOUT)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace")[-2000:]
+        return {"failed": f"exit {done.returncode}, log {log}:\n{tail}"}
+    version = subprocess.run([SLING_BINARY, "--version"], capture_output=True, text=True)
+    peak = int(sizes.read_text().split()[-1]) / 1024 if sizes.is_file() else None
+    return {"seconds": seconds, "peak_mib": peak, "version": version.stdout.strip()}
+
+
 def clean_env(home: Path) -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "PYTHONPATH"))}
 
@@ -927,6 +971,7 @@ def in_child(
     profile: Path | None = None,
     *,
     full_only: bool = False,
+    readers: int = 1,
 ) -> dict:
     home = database.home
     result = home / "result.json"
@@ -938,6 +983,8 @@ def in_child(
         command += ["--profile-to", str(profile)]
     if full_only:
         command += ["--full-only", "1"]
+    if readers > 1:
+        command += ["--readers", str(readers)]
     log = home / f"{database.name}.{variant.replace(' ', '_')}.log"
     with log.open("w", encoding="utf-8") as output:
         done = subprocess.run(
@@ -1001,12 +1048,15 @@ def measure(database: Database, rows: int, args: argparse.Namespace) -> dict[str
         variants = ["floor", "dogana"]
     elif database.name == "postgresql" and not args.quick:
         variants += ["dlt", "dag.test", "airflow only"]
+    if database.name == "postgresql":
+        # The table read by two readers in its one snapshot (sources/parallel.py), and Sling.
+        variants[2:2] = [PARALLEL, "Sling"]
     rounds: dict[str, list[dict]] = {}
     # The rounds take the variants in turn, so that what the shared machine does meanwhile
     # falls on each of them alike.
     for turn in range(max(1, args.rounds)):
         for variant in variants:
-            if turn and variant in ("dlt", "dag.test", "airflow only"):
+            if turn and variant in ("dlt", "dag.test", "airflow only", "Sling"):
                 continue
             database.reset_target()
             if variant == "floor":
@@ -1017,6 +1067,12 @@ def measure(database: Database, rows: int, args: argparse.Namespace) -> dict[str
             elif variant == "dlt":
                 run = dlt_run(database, database.home)
                 table = f"dlt_bench.{TABLE}"
+            elif variant == "Sling":
+                run = sling_run(database)
+                table = TABLE
+            elif variant == PARALLEL:
+                run = in_child("dogana", database, rows, full_only=True, readers=2)
+                table = TABLE
             else:
                 profile = database.home / f"{database.name}.prof" if args.profile else None
                 run = in_child(
@@ -1112,6 +1168,7 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
         f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB (peak RSS above the baseline by "
         f"step: {by_step})"
     )
+    lines += parallel(found, floor)
     changes = dogana["changes_seconds"]
     steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["changes_steps"].items())
     by_hand = found["floor"].get("changes_seconds")
@@ -1153,6 +1210,40 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
     bound = f" (the floor's changes alone: {by_hand / dogana['seconds']:.1%})" if by_hand else ""
     lines.append(f"{database} changes under 5% of full: {share:.1%}, {met(share < 0.05)}{bound}")
     return [f"{rows:>10,} rows  {line}" for line in lines]
+
+
+def parallel(found: dict[str, dict], floor: float | None) -> list[str]:
+    """The two readers' delivery beside one reader's: speed-up, each step's, memory, Sling;
+    the targets' lines."""
+    one, two = found["dogana"], found.get(PARALLEL, {})
+    if "seconds" not in two:
+        return []
+    steps = ", ".join(
+        f"{step} {took:.2f} s ({one['steps'][step] / took:.2f}x)"
+        for step, took in two["steps"].items()
+    )
+    speedup = one["seconds"] / two["seconds"]
+    added = two["peak_mib"] - two["baseline_mib"]
+    print(
+        f"{PARALLEL}: {speedup:.2f}x one reader's delivery; by step (one reader's / two's): "
+        f"{steps}; rows add {added:.0f} MB in its one process (both readers' threads)"
+    )
+    print(
+        f"what limits it: {os.cpu_count()} cores, shared (load average now {load()}); two "
+        "readers add a server backend each beside the extract's own threads, so the extract "
+        "gains at most what a free core gives; the gate stages the parts one after another "
+        "on one connection, and publish is one statement: neither is split"
+    )
+    sling = found.get("Sling", {})
+    if "seconds" in sling:
+        memory = f", peak RSS {sling['peak_mib']:.0f} MB" if sling.get("peak_mib") else ""
+        print(f"Sling ({sling.get('version', '?')}): {sling['seconds']:.2f} s{memory}")
+    ratio = two["seconds"] / floor if floor else float("inf")
+    return [
+        f"PostgreSQL N=2 within 1.2x of the psql pipe: {ratio:.2f}x, {met(ratio <= 1.2)}",
+        f"PostgreSQL N=2 speed-up over N=1: {speedup:.2f}x",
+        f"PostgreSQL N=2 rows add under 100 MB: {added:.0f} MB, {met(added < 100)}",
+    ]
 
 
 def rounds_text(run: dict[str, Any]) -> str:
@@ -1211,6 +1302,11 @@ def main(argv: list[str] | None = None) -> int:
         help="also 10,000,000 rows (PostgreSQL and SQLite: floor, dogana)",
     )
     parser.add_argument(
+        "--huge",
+        action="store_true",
+        help="also 50,000,000 rows PostgreSQL (floor, dogana, dogana N=2, Sling)",
+    )
+    parser.add_argument(
         "--databases",
         default="postgresql,sqlite,mysql",
         help="comma-separated, of " + ", ".join(DATABASES),
@@ -1230,7 +1326,7 @@ def main(argv: list[str] | None = None) -> int:
         "deliveries are measured in the first round)",
     )
     hidden_options = ("--child", "--database", "--home", "--run", "--result", "--profile-to")
-    for hidden in (*hidden_options, "--full-only"):
+    for hidden in (*hidden_options, "--full-only", "--readers"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -1246,6 +1342,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.large:
         # MariaDB's 10M rows would take as long again as the rest together.
         sizes += [(name, 10_000_000) for name, _ in sizes if name in ("postgresql", "sqlite")]
+    if args.huge:
+        sizes += [(name, 50_000_000) for name, _ in sizes if name == "postgresql"][:1]
     added: dict[str, dict[int, float]] = {}
     changed: dict[str, dict[int, tuple[float, float | None]]] = {}
     try:

@@ -15,6 +15,8 @@ and those kept after publication. So nothing under the folder grows without boun
 
 ui_receivers names the receivers the Airflow UI's dogana page shows (dogana_provider/ui).
 
+readers = N reads a PostgreSQL table by N readers in its one snapshot (sources/parallel.py).
+
 require_activation = True switches on, in every receiver a task registers a table in, the
 receiver's own stored setting of that name (receiver/activating.py): from then on the receiver
 publishes only tables a named person activated. It never switches it off: that takes
@@ -39,6 +41,7 @@ DELIVERY_RETENTION = "delivery_retention"
 KEEP_PUBLISHED = "keep_published"
 UI_RECEIVERS = "ui_receivers"
 REQUIRE_ACTIVATION = "require_activation"
+READERS = "readers"
 
 UNSET_FOLDER = ""  # the option's default: dogana in the running machine's temporary directory
 DEFAULT_RETENTION = 86_400
@@ -104,6 +107,18 @@ CONFIG: dict[str, Any] = {
                 "example": "True",
                 "default": "False",
             },
+            READERS: {
+                "description": "How many readers ExtractOperator reads a PostgreSQL table with, "
+                "inside its one snapshot, each writing a part of the delivery (sources/"
+                "parallel.py): a whole number from 1 to 64; an operator's readers overrides it. "
+                "MySQL/MariaDB and SQLite read with one whatever is set (MariaDB exports no "
+                "snapshot another session could share), as does a table_sql query; the task's "
+                "log says why.\n",
+                "version_added": __version__,
+                "type": "integer",
+                "example": "2",
+                "default": "1",
+            },
         },
     }
 }
@@ -153,6 +168,13 @@ def keep_published() -> bool:
 
 def require_activation() -> bool:
     return bool(_conf().getboolean(SECTION, REQUIRE_ACTIVATION, fallback=False))
+
+
+def readers() -> int:
+    """The readers of a table's snapshot read unless an operator names its own."""
+    from dogana_provider.sources.parallel import checked_readers
+
+    return checked_readers(_conf().get(SECTION, READERS, fallback="1").strip(), named(READERS))
 
 
 def ui_receivers() -> list[str]:

@@ -27,6 +27,7 @@ from dogana_provider.connectors.contract import (
     Proof,
     Reading,
     RefusedRead,
+    ReleasedPosition,
     Stream,
     StreamColumn,
     UnknownStream,
@@ -34,6 +35,7 @@ from dogana_provider.connectors.contract import (
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
 from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
+from dogana_provider.connectors.pg_group import PgLogicalGroup
 from dogana_provider.connectors.pg_logical import PgLogicalConnector
 from dogana_provider.connectors.sql import SqlConnector
 
@@ -60,6 +62,21 @@ def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
     return CONNECTORS[kind](options)
 
 
+GROUP_CONNECTORS: dict[str, type[PgLogicalGroup]] = {"pg_logical": PgLogicalGroup}
+"""The connectors that read a group's tables in one read, at one instant."""
+
+
+def group_connector_of(config: Mapping[str, Any]) -> PgLogicalGroup:
+    """A group's connector from its configuration ({"kind": "pg_logical", "tables": [...]})."""
+    kind = config.get("kind")
+    if kind not in GROUP_CONNECTORS:
+        raise ConnectorError(
+            f"kind: {kind!r} reads one table at a time; a group is read in one read of its "
+            f"tables, by {', '.join(sorted(GROUP_CONNECTORS))}"
+        )
+    return GROUP_CONNECTORS[kind](config)
+
+
 __all__ = [
     "CONNECTORS",
     "Connector",
@@ -70,13 +87,16 @@ __all__ = [
     "JsonLinesConnector",
     "MariadbBinlogConnector",
     "PgLogicalConnector",
+    "PgLogicalGroup",
     "Proof",
     "Reading",
     "RefusedRead",
+    "ReleasedPosition",
     "SourceUnavailable",
     "SqlConnector",
     "Stream",
     "StreamColumn",
     "UnknownStream",
     "connector_of",
+    "group_connector_of",
 ]

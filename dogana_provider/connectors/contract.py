@@ -64,6 +64,21 @@ class RefusedRead(ConnectorError):
         super().__init__(f"{rule}: {message}")
 
 
+class ReleasedPosition(RefusedRead):
+    """A read from a position the source's log has released past (a slot confirmed, a binlog
+    position recorded, further on): the changes between are no longer there to read.
+
+    released is the position the log keeps changes after. When a receiver has published up to
+    released or beyond, nothing is lost: the read's plan is stale (another run published since),
+    and planning again reads from the receiver's position. Otherwise the changes are gone.
+    """
+
+    def __init__(self, rule: str, message: str, *, since: Position, released: Position) -> None:
+        self.since = since
+        self.released = released
+        super().__init__(rule, message)
+
+
 class UnknownStream(ConnectorError):
     """A stream the source does not have; the message lists those it has."""
 

@@ -72,7 +72,7 @@ def extract(
             f"{contract.table}: stream {stream!r} marks deletions in {found.deleted_column!r}; "
             "name it the contract's deleted_column"
         )
-    _wait_for(request.until, max_wait, contract.table)
+    wait_for(request.until, max_wait, contract.table)
     since = None if shape.checkpoint is Checkpoint.NONE else request.since
     reading = connector.read(stream, since=since)
     keys = _Keys(contract.key)
@@ -112,7 +112,7 @@ def extract(
     return Delivered(written.path, manifest, proof)
 
 
-def _wait_for(until: datetime, max_wait: timedelta, table: str) -> None:
+def wait_for(until: datetime, max_wait: timedelta, table: str) -> None:
     """A read's instant is its start: wait until the boundary has passed, as far as allowed."""
     ahead = until - datetime.now(UTC)
     if ahead <= timedelta(0):

@@ -46,24 +46,27 @@ what to run: a full read, which resets the chain.
 Rows: an insert or update is the new row, a delete a tombstone (the key from the log, every
 other column null, the deleted column true), an update that moves the key a tombstone for the
 old key, then the new row. Values come as text from the decoding session, run in UTC with ISO
-dates, and are parsed by the stream's column types (decimal scale, microseconds with zone,
-NULL apart from '', bigints past 2**53). The extract folds each key to its last row.
+dates, and are cast by Arrow per column and batch into the stream's types (decimal scale,
+microseconds with zone, NULL apart from '', bigints past 2**53). The extract folds each key to
+its last row.
 
 One table per slot: the slot's confirmed position is one for all its tables, and advancing it
-for one table's published position would release another's unpublished changes. Tables read
-together need one read of the log for the group (not yet built).
+for one table's published position would release another's unpublished changes. Tables
+published together share one slot and one read of the log (pg_group.py, LogReading.tables).
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
@@ -75,6 +78,7 @@ from dogana_provider.connectors.contract import (
     Proof,
     Reading,
     RefusedRead,
+    ReleasedPosition,
     Stream,
     StreamColumn,
     check_bounded,
@@ -84,12 +88,17 @@ from dogana_provider.connectors.log_capture import columns_difference as _differ
 from dogana_provider.connectors.log_capture import full_read as _full_read
 from dogana_provider.connectors.log_capture import undeclared
 from dogana_provider.connectors.pgoutput import lsn_of, lsn_text
+from dogana_provider.sources.columns import cast_text
 
 SLOT_NAME = re.compile(r"[a-z0-9_]{1,63}")
 SNAPSHOT_NAME = re.compile(r"[0-9A-F]+(-[0-9A-F]+)+")
 CLOCK = "the database's clock, read just before the log's end position"
 SNAPSHOT_CLOCK = "the database's clock after the slot's snapshot, or before its first later commit"
 FLUSH_WAIT = timedelta(seconds=30)
+# A worker killed mid-read leaves its server process holding the slot until that process sees
+# the connection gone: at its next message to the worker, after the decoding under way.
+RELEASE_WAIT = timedelta(seconds=30)
+KEY, START, INSIDE = "key:", "start", "inside:"
 
 
 class PgLogicalConnector(Connector):
@@ -313,8 +322,13 @@ class PgLogicalConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
-        if since is None:
-            return SnapshotReading(self, found, limit=limit)
+        if since is None and limit is None:
+            return SnapshotReading(self, found)
+        if isinstance(since, str) and since.startswith(INSIDE):
+            commit, read = _inside(since)
+            return LogReading(self, found, commit, limit=limit, end=None, skip=read)
+        if since is None or isinstance(since, str):
+            return KeyedReading(self, found, _keys(since), None, limit=limit)
         return LogReading(self, found, _position(since), limit=limit, end=None)
 
     def backfill(
@@ -324,6 +338,8 @@ class PgLogicalConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
+        if isinstance(low, str) and isinstance(high, str):
+            return KeyedReading(self, found, _keys(low), _keys(high), limit=limit)
         first, last = _position(low), _position(high)
         if last < first:
             raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
@@ -387,7 +403,8 @@ def drop_slot(connection: Any, slot: str) -> bool:
     return bool(dropped)
 
 
-def _undeclared(connector: PgLogicalConnector, stream: Stream) -> str | None:
+def declared_difference(connector: PgLogicalConnector, stream: Stream) -> str | None:
+    """How the table's columns now differ from the declared ones, or None."""
     now = [(c.name, c.type) for c in stream.columns[:-1]]  # the deleted column is the last
     return undeclared(connector.table, connector.config.get("columns"), now)
 
@@ -396,6 +413,33 @@ def _position(value: Scalar | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConnectorError(f"{value!r} is not a log position (an LSN as an integer)")
     return value
+
+
+def _inside(value: str) -> tuple[int, int]:
+    """A position inside a transaction ("inside:", its commit LSN, ":", the rows read)."""
+    commit, _, read = value[len(INSIDE) :].partition(":")
+    if not (commit.isdigit() and read.isdigit() and int(read) > 0):
+        raise ConnectorError(f"{value!r} is not a position inside a transaction")
+    return int(commit), int(read)
+
+
+def _keys(value: Scalar | None) -> list[Any] | None:
+    """A key position ("key:" and the last key read, as JSON) as its values; None from the
+    start ("start", or no position)."""
+    if value is None or value == START:
+        return None
+    if isinstance(value, str) and value.startswith(KEY):
+        try:
+            keys = json.loads(value[len(KEY) :])
+        except ValueError:
+            keys = None
+        if isinstance(keys, list) and keys:
+            return keys
+    raise ConnectorError(f"{value!r} is not a position: a log position or {KEY}[the last key]")
+
+
+def _key_position(keys: list[Any] | None) -> str:
+    return START if keys is None else KEY + json.dumps(keys, default=str)
 
 
 # Values ----------------------------------------------------------------------------------------
@@ -408,22 +452,19 @@ def _datetime(text: str) -> datetime:
     return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
 
 
-def _bool(text: str) -> bool:
-    return text == "t"
-
-
 PARSERS: dict[str, Callable[[str], Any]] = {
     "int": int,
     "float": float,
     "str": str,
-    "bool": _bool,
     "date": date.fromisoformat,
     "datetime": _datetime,
 }
 
 
 def parser(logical: str) -> Callable[[str], Any]:
-    """How a column's text from the log becomes the value the snapshot path delivers."""
+    """How a column's text from the log becomes, value by value, what the snapshot path
+    delivers: for the values Arrow refuses to cast, so that the one that does not fit is named
+    (bool is Arrow's always: the log prints t or f)."""
     if logical.startswith("decimal("):
         return Decimal
     try:
@@ -433,53 +474,136 @@ def parser(logical: str) -> Callable[[str], Any]:
 
 
 class _Rows:
-    """Rows collected column by column, and written out as record batches of the stream."""
+    """The log's text values collected column by column, and cast once per batch by Arrow into
+    a record batch of the stream (a value Arrow refuses is parsed alone, to name it)."""
 
     def __init__(self, stream: Stream) -> None:
-        self.stream = stream
         self.schema = stream.schema()
-        self.names = [c.name for c in stream.columns]
         # The deleted column is the last, and no value of the log's tuples.
-        self.parsers = [parser(c.type) for c in stream.columns[:-1]]
-        self.columns: list[list[Any]] = [[] for _ in self.names]
+        self.types = [c.type for c in stream.columns[:-1]]
+        self.columns: list[list[Any]] = [[] for _ in stream.columns]
 
     def __len__(self) -> int:
-        return len(self.columns[0])
+        return len(self.columns[-1])
 
     def add(self, values: tuple[pgoutput.Value, ...], deleted: bool) -> None:
         for index, value in enumerate(values):
             assert not isinstance(value, pgoutput.Unchanged)
-            self.columns[index].append(None if value is None else self.parsers[index](value))
+            self.columns[index].append(value)
         self.columns[-1].append(deleted)
 
     def batch(self) -> pa.RecordBatch:
         arrays = [
-            pa.array(values, type=field.type)
-            for values, field in zip(self.columns, self.schema, strict=True)
+            _column(values, logical, field.type)
+            for values, logical, field in zip(self.columns, self.types, self.schema, strict=False)
         ]
-        self.columns = [[] for _ in self.names]
+        arrays.append(pa.array(self.columns[-1], pa.bool_()))
+        self.columns = [[] for _ in self.columns]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+def _column(values: list[str | None], logical: str, arrow: pa.DataType) -> pa.Array:
+    """One column's text from the log as the snapshot path delivers it."""
+    if logical == "bool":
+        return pc.equal(pa.array(values, pa.string()), "t")
+    cast = cast_text(values, arrow)
+    if cast is not None:
+        return cast
+    parse, parsed = parser(logical), []
+    for value in values:
+        try:
+            parsed.append(None if value is None else parse(value))
+        except (ValueError, ArithmeticError) as exc:
+            raise ConnectorError(f"{value!r} in the log is no {logical}: {exc}") from None
+    return pa.array(parsed, type=arrow)
 
 
 # Reads -----------------------------------------------------------------------------------------
 
 
-class SnapshotReading(Reading):
-    """The whole table at a new slot's consistent point; its position is that LSN."""
+class _TableReading(Reading):
+    """Rows of the table itself (not its log) in key order, from after one key up to another."""
 
-    def __init__(self, connector: PgLogicalConnector, stream: Stream, *, limit: int | None):
+    def __init__(
+        self,
+        connector: PgLogicalConnector,
+        stream: Stream,
+        after: list[Any] | None,
+        upto: list[Any] | None,
+        *,
+        limit: int | None,
+    ) -> None:
         self.connector = connector
         self.stream = stream
+        self.after = after
+        self.upto = upto
         self.limit = limit
         self.rows = 0
-        self.consistent: int | None = None
+        self.last = after
         self.produced_at: datetime | None = None
         self.finished = False
         self.stopped_by_limit = False
 
+    def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
+        """The rows the open transaction sees, each batch cast to the stream's schema."""
+        from dogana_provider.sources.columns import Columns
+
+        connector, quote = self.connector, self.connector.dialect.quote
+        names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
+        typed = {c.name: c.type for c in self.stream.columns}
+        table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
+        key = list(self.stream.key)
+        row = ", ".join(quote(k) for k in key)
+        sql = f"SELECT {', '.join(quote(n) for n in names)} FROM {connector.quoted()}"
+        where, params = [], []
+        for values, compare in ((self.after, ">"), (self.upto, "<=")):
+            if values is not None:
+                if len(values) != len(key):
+                    raise ConnectorError(f"{values!r} is not a key of {key}")
+                where.append(f"({row}) {compare} ({', '.join(['%s'] * len(values))})")
+                params += values
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        if key:
+            sql += f" ORDER BY {row}"
+        reader = connector.dialect.streaming_cursor(connection)
+        reader.execute(sql, params)
+        columns = None
+        while True:
+            rows = reader.fetchmany(connector.fetch_rows)
+            if self.limit is not None and self.rows + len(rows) > self.limit:
+                rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
+            if columns is None:
+                columns = Columns(connector.dialect, reader.description, rows, typed, {})
+            if rows:
+                batch = columns.batch(rows).cast(table_schema)
+                deleted = pa.repeat(pa.scalar(False), batch.num_rows)
+                batch = pa.RecordBatch.from_arrays(
+                    [*batch.columns, deleted], schema=self.stream.schema()
+                )
+                self.rows += batch.num_rows
+                if key:
+                    last = batch.slice(batch.num_rows - 1)
+                    self.last = [last.column(k)[0].as_py() for k in key]
+                yield batch
+            if self.stopped_by_limit or len(rows) < connector.fetch_rows:
+                break
+        reader.close()
+
+
+class SnapshotReading(_TableReading):
+    """The whole table at a new slot's consistent point; its position is that LSN."""
+
+    def __init__(self, connector: PgLogicalConnector, stream: Stream) -> None:
+        super().__init__(connector, stream, None, None, limit=None)
+        self.consistent: int | None = None
+
     def checkpoint(self) -> Position:
         if self.consistent is None:
             raise ConnectorError("the read has not started: no slot, no position yet")
+        if not self.finished:
+            # Inside the snapshot, where the next rows are is a key, not yet a log position.
+            return _key_position(self.last)
         return self.consistent
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -487,16 +611,16 @@ class SnapshotReading(Reading):
         from psycopg2.extras import LogicalReplicationConnection  # type: ignore[import-untyped]
 
         from dogana_provider.sources.bulk import libpq_conninfo
-        from dogana_provider.sources.columns import Columns
 
         connector = self.connector
-        difference = _undeclared(connector, self.stream)
+        difference = declared_difference(connector, self.stream)
         if difference is not None:
             raise RefusedRead(
                 "relation_changed", f"{difference}: declare the columns as they are now"
             )
         connection = connector.session()
         try:
+            _wait_until_released(connection, connector.slot)
             drop_slot(connection, connector.slot)
             connector.ensure_publication(connection)
             replication = psycopg2.connect(
@@ -520,30 +644,7 @@ class SnapshotReading(Reading):
                 replication.close()
             self.consistent = lsn_of(consistent)
             self.produced_at = self._instant(self.consistent)
-            names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
-            typed = {c.name: c.type for c in self.stream.columns}
-            table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
-            select = ", ".join(connector.dialect.quote(n) for n in names)
-            reader = connector.dialect.streaming_cursor(connection)
-            reader.execute(f"SELECT {select} FROM {connector.quoted()}")
-            columns = None
-            while True:
-                rows = reader.fetchmany(connector.fetch_rows)
-                if self.limit is not None and self.rows + len(rows) > self.limit:
-                    rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
-                if columns is None:
-                    columns = Columns(connector.dialect, reader.description, rows, typed, {})
-                if rows:
-                    batch = columns.batch(rows).cast(table_schema)
-                    deleted = pa.repeat(pa.scalar(False), batch.num_rows)
-                    batch = pa.RecordBatch.from_arrays(
-                        [*batch.columns, deleted], schema=self.stream.schema()
-                    )
-                    self.rows += batch.num_rows
-                    yield batch
-                if self.stopped_by_limit or len(rows) < connector.fetch_rows:
-                    break
-            reader.close()
+            yield from self._select(connection)
             connection.rollback()
         finally:
             connection.close()
@@ -571,14 +672,53 @@ class SnapshotReading(Reading):
     def proof(self) -> Proof:
         if self.produced_at is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
+        why = f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
+        return Proof(Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+
+
+class KeyedReading(_TableReading):
+    """The table's rows in key order, after one key and up to another, in a snapshot of its
+    own and with no slot: a limited read from the start, its resume or a backfill between two
+    of its positions. It issues key positions, never a log position, and proves no shape: a
+    later snapshot continuing an earlier one's keys is not one read of the table, and the log
+    does not continue from it (only a whole read makes the slot whose position the log
+    continues from)."""
+
+    def checkpoint(self) -> Position:
+        return _key_position(self.last)
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        if not self.stream.key:
+            raise RefusedRead("no_position", f"{self.connector.table}: positions need a key")
+        connection = self.connector.session()
+        try:
+            connection.autocommit = False
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            now = connection.execute("SELECT clock_timestamp()").fetchone()[0]
+            self.produced_at = now.astimezone(UTC)
+            yield from self._select(connection)
+            connection.rollback()
+        finally:
+            connection.close()
+        self.finished = True
+
+    def proof(self) -> Proof:
+        if self.produced_at is None or not self.finished:
+            raise ConnectorError("the read is not finished: read its batches first")
         if self.stopped_by_limit:
-            shape, why = None, "stopped by its limit before the last row"
+            why = "stopped by its limit before the last row"
+        elif self.after is None and self.upto is None:
+            why = "a limited read issues key positions, not the slot's: the log cannot continue it"
         else:
-            shape = Shape.complete()
-            why = (
-                f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
-            )
-        return Proof(shape, self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+            why = "a later snapshot continuing an earlier one's keys is not one read"
+        return Proof(
+            None,
+            self.produced_at,
+            SNAPSHOT_CLOCK,
+            _key_position(self.after),
+            self.checkpoint(),
+            why,
+        )
 
 
 def _wait_for_flush(connection: Any, lsn: str) -> None:
@@ -590,6 +730,25 @@ def _wait_for_flush(connection: Any, lsn: str) -> None:
         if time.monotonic() > deadline:
             raise ConnectorError(f"the WAL was not flushed to {lsn} within {FLUSH_WAIT}")
         time.sleep(0.01)
+
+
+def _wait_until_released(connection: Any, slot: str) -> None:
+    """Until no session holds the slot: a read killed a moment ago still does, until its
+    server process ends."""
+    deadline = time.monotonic() + RELEASE_WAIT.total_seconds()
+    while True:
+        row = connection.execute(
+            "SELECT active_pid FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+        ).fetchone()
+        if row is None or row[0] is None:
+            return
+        if time.monotonic() > deadline:
+            raise ConnectorError(
+                f"replication slot {slot} is held by server process {row[0]} after "
+                f"{RELEASE_WAIT}: another read of this pipeline, or a killed one's process still "
+                f"decoding; let it end, or end it: SELECT pg_terminate_backend({row[0]})"
+            )
+        time.sleep(0.05)
 
 
 def _first_commit(
@@ -619,10 +778,15 @@ class LogReading(Reading):
         *,
         limit: int | None,
         end: int | None,
+        skip: int = 0,
     ) -> None:
         self.connector = connector
         self.stream = stream
         self.since = since
+        # A resume inside the transaction committing at since: its first rows were read.
+        self.skip = skip
+        self.inside: int | None = None
+        self.inside_rows = 0
         self.limit = limit
         self.end = end
         self.at = since
@@ -633,16 +797,30 @@ class LogReading(Reading):
         self.last_commit: datetime | None = None
 
     def checkpoint(self) -> Position:
+        if self.inside is not None and self.inside_rows:
+            # A limit cut this transaction: the position names its commit and the rows read.
+            return f"{INSIDE}{self.inside}:{self.inside_rows}"
         return self.at
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        connector = self.connector
-        connection = connector.session()
+        for _, batch in self.tables(((self.connector, self.stream),)):
+            yield batch
+
+    def tables(
+        self, members: Sequence[tuple[PgLogicalConnector, Stream]]
+    ) -> Iterator[tuple[str, pa.RecordBatch]]:
+        """The changes of several tables the slot's publication holds, in one read of the log
+        to one end: each batch with its table's name. A transaction is in the read whole, every
+        table's changes of it, or not at all."""
+        connection = self.connector.session()
         try:
             self._prepare(connection)
-            relid, declared = connector.catalog(connection)
-            self._as_declared()
-            yield from self._changes(connection, relid, declared)
+            targets = {}
+            for member, stream in members:
+                relid, declared = member.catalog(connection)
+                _as_declared(member, stream)
+                targets[relid] = _Target(member, stream, declared)
+            yield from self._changes(connection, targets)
         finally:
             connection.close()
         self.finished = True
@@ -657,6 +835,7 @@ class LogReading(Reading):
             raise ConnectorError(
                 f"the source's server_encoding is {encoding}: the log is read as UTF8 only"
             )
+        _wait_until_released(connection, connector.slot)
         state = connector.slot_state(connection)
         run = f"{_full_read(connector.table)}, which creates slot {connector.slot} again"
         if state is None:
@@ -673,12 +852,16 @@ class LogReading(Reading):
             )
         confirmed = lsn_of(state["confirmed_lsn"])
         if since < confirmed:
-            raise RefusedRead(
+            raise ReleasedPosition(
                 "slot_behind",
                 f"the position {lsn_text(since)} is before slot {connector.slot}'s confirmed "
-                f"{lsn_text(confirmed)}: the changes between are gone from it; {run}",
+                f"{lsn_text(confirmed)}: the changes between are gone from it. If a receiver "
+                f"published {lsn_text(confirmed)} or later, they are published and this read's "
+                f"plan is stale: plan again; otherwise {run}",
+                since=since,
+                released=confirmed,
             )
-        if self.end is None and since > confirmed:
+        if self.end is None and since > confirmed and not self.skip:
             # since is the position the receiver's ledger holds as published.
             connection.execute(
                 "SELECT pg_replication_slot_advance(%s, %s::pg_lsn)",
@@ -695,13 +878,10 @@ class LogReading(Reading):
         _wait_for_flush(connection, lsn_text(self.end))
 
     def _changes(
-        self, connection: Any, relid: int, declared: tuple[tuple[str, int, int], ...]
-    ) -> Iterator[pa.RecordBatch]:
+        self, connection: Any, targets: Mapping[int, _Target]
+    ) -> Iterator[tuple[str, pa.RecordBatch]]:
         connector, end = self.connector, self.end
         assert end is not None
-        names = [name for name, _, _ in declared]
-        key = [names.index(k) for k in self.stream.key]
-        rows = _Rows(self.stream)
         take = False
         connection.autocommit = False
         cursor = connection.cursor(name="dogana_log")
@@ -717,102 +897,66 @@ class LogReading(Reading):
                 if message.final_lsn >= end:
                     break
                 take = message.final_lsn >= self.since
+                self.inside, self.inside_rows = (message.final_lsn if take else None), 0
                 continue
             if isinstance(message, pgoutput.Relation):
                 # Sent once per relation and session, maybe in a transaction before since.
-                if message.relation_id == relid:
-                    self._same_columns(message, declared)
+                if message.relation_id in targets:
+                    targets[message.relation_id].same_columns(message)
                 continue
             if not take:
                 continue
             if isinstance(message, pgoutput.Commit):
                 self.at, self.last_commit = message.end_lsn, message.committed_at
-                if len(rows) >= connector.fetch_rows:
-                    yield rows.batch()
+                self.inside = None
+                for target in targets.values():
+                    if len(target.rows) >= connector.fetch_rows:
+                        yield target.member.table, target.rows.batch()
                 continue
             if isinstance(message, pgoutput.Truncate):
-                if relid in message.relation_ids:
-                    raise RefusedRead(
-                        "truncate_in_log",
-                        f"{connector.table} was truncated in the transaction before "
-                        f"{lsn_text(self.at)}: a truncate deletes rows the log does not name; "
-                        f"{_full_read(connector.table)}",
-                    )
+                for relid in message.relation_ids:
+                    if relid in targets:
+                        table = targets[relid].member.table
+                        raise RefusedRead(
+                            "truncate_in_log",
+                            f"{table} was truncated in the transaction before "
+                            f"{lsn_text(self.at)}: a truncate deletes rows the log does not "
+                            f"name; {_full_read(table)}",
+                        )
                 continue
-            if isinstance(message, pgoutput.Other) or message.relation_id != relid:
+            if isinstance(message, pgoutput.Other) or message.relation_id not in targets:
                 continue
-            for values, deleted in self._rows_of(message, key):
+            target = targets[message.relation_id]
+            for values, deleted in target.rows_of(message):
+                if self.inside == self.since and self.inside_rows < self.skip:
+                    self.inside_rows += 1
+                    continue
                 if self.limit is not None and self.rows >= self.limit:
                     self.stopped_by_limit = True
                     break
-                rows.add(values, deleted)
+                target.rows.add(values, deleted)
                 self.rows += 1
+                self.inside_rows += 1
             if self.stopped_by_limit:
                 break
         cursor.close()
         connection.rollback()
         if not self.stopped_by_limit:
             self.at = max(self.at, end)
-        if len(rows):
-            yield rows.batch()
-
-    def _as_declared(self) -> None:
-        difference = _undeclared(self.connector, self.stream)
-        if difference is not None:
-            raise RefusedRead(
-                "relation_changed",
-                f"{difference}; a change the log does not carry row by row (a default filled "
-                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}, under "
-                "the new columns (declare them)",
-            )
-
-    def _same_columns(
-        self, relation: pgoutput.Relation, declared: tuple[tuple[str, int, int], ...]
-    ) -> None:
-        logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
-        difference = _difference(self.connector.table, "in the log", logged, list(declared))
-        if difference is not None:
-            raise RefusedRead(
-                "relation_changed",
-                f"{difference}; a change the log does not carry row by row (a default filled "
-                f"in, a rewrite) may be behind it: {_full_read(self.connector.table)}",
-            )
-
-    def _rows_of(
-        self, message: pgoutput.Message, key: list[int]
-    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
-        width = len(self.stream.columns) - 1
-        if isinstance(message, pgoutput.Insert):
-            yield message.new, False
-        elif isinstance(message, pgoutput.Update):
-            new = message.new
-            if any(isinstance(v, pgoutput.Unchanged) for v in new):
-                if message.old is None or message.old_is_key:
-                    raise RefusedRead(
-                        "unchanged_toast",
-                        f"{self.connector.table}: an update left a large value unchanged and "
-                        "the log does not carry it; run ALTER TABLE "
-                        f"{self.connector.quoted()} REPLICA IDENTITY FULL, then a full read",
-                    )
-                new = tuple(
-                    o if isinstance(v, pgoutput.Unchanged) else v
-                    for v, o in zip(new, message.old, strict=True)
-                )
-            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
-                yield _key_only(message.old, key, width), True
-            yield new, False
-        elif isinstance(message, pgoutput.Delete):
-            yield _key_only(message.old, key, width), True
+        for target in targets.values():
+            if len(target.rows):
+                yield target.member.table, target.rows.batch()
 
     def proof(self) -> Proof:
         if not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        if self.stopped_by_limit or self.produced_at is None:
-            why = (
-                "stopped by its limit before the log's end"
-                if self.stopped_by_limit
-                else "a backfill between two positions"
-            )
+        if self.stopped_by_limit or self.produced_at is None or self.skip:
+            if self.stopped_by_limit:
+                why = "stopped by its limit before the log's end"
+            elif self.skip:
+                why = "a resume inside a transaction a limit cut is not every change after since"
+            else:
+                why = "a backfill between two positions"
             instant = self.last_commit or datetime.now(UTC)
             return Proof(None, instant, CLOCK, self.since, self.at, why)
         return Proof(
@@ -824,6 +968,70 @@ class LogReading(Reading):
             f"every change slot {self.connector.slot} decoded from {lsn_text(self.since)} to "
             f"{lsn_text(self.at)}, deletions included",
         )
+
+
+def _as_declared(member: PgLogicalConnector, stream: Stream) -> None:
+    difference = declared_difference(member, stream)
+    if difference is not None:
+        raise RefusedRead(
+            "relation_changed",
+            f"{difference}; a change the log does not carry row by row (a default filled "
+            f"in, a rewrite) may be behind it: {_full_read(member.table)}, under "
+            "the new columns (declare them)",
+        )
+
+
+class _Target:
+    """One table of a log read: its columns now, its key's places, the rows collected."""
+
+    def __init__(
+        self,
+        member: PgLogicalConnector,
+        stream: Stream,
+        declared: tuple[tuple[str, int, int], ...],
+    ) -> None:
+        self.member = member
+        self.stream = stream
+        self.declared = declared
+        names = [name for name, _, _ in declared]
+        self.key = [names.index(k) for k in stream.key]
+        self.rows = _Rows(stream)
+
+    def same_columns(self, relation: pgoutput.Relation) -> None:
+        logged = [(c.name, c.type_oid, c.typmod) for c in relation.columns]
+        difference = _difference(self.member.table, "in the log", logged, list(self.declared))
+        if difference is not None:
+            raise RefusedRead(
+                "relation_changed",
+                f"{difference}; a change the log does not carry row by row (a default filled "
+                f"in, a rewrite) may be behind it: {_full_read(self.member.table)}",
+            )
+
+    def rows_of(
+        self, message: pgoutput.Message
+    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
+        key, width, table = self.key, len(self.stream.columns) - 1, self.member
+        if isinstance(message, pgoutput.Insert):
+            yield message.new, False
+        elif isinstance(message, pgoutput.Update):
+            new = message.new
+            if any(isinstance(v, pgoutput.Unchanged) for v in new):
+                if message.old is None or message.old_is_key:
+                    raise RefusedRead(
+                        "unchanged_toast",
+                        f"{table.table}: an update left a large value unchanged and "
+                        "the log does not carry it; run ALTER TABLE "
+                        f"{table.quoted()} REPLICA IDENTITY FULL, then a full read",
+                    )
+                new = tuple(
+                    o if isinstance(v, pgoutput.Unchanged) else v
+                    for v, o in zip(new, message.old, strict=True)
+                )
+            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
+                yield _key_only(message.old, key, width), True
+            yield new, False
+        elif isinstance(message, pgoutput.Delete):
+            yield _key_only(message.old, key, width), True
 
 
 def _key_only(

@@ -29,6 +29,13 @@ Datetimes in CSV carry an offset (2024-01-31T23:59:59Z, or +02:00); booleans are
 DeliveryWriter writes a delivery the other way round, for an extractor: Parquet in row groups,
 rows and tombstones counted and the bytes hashed while they are written.
 
+A delivery read by several readers in one snapshot (sources/parallel.py) is a folder of Parquet
+parts, ``<table>.parquet/part-00000.parquet``, ``part-00001.parquet`` ...: one delivery, one
+manifest. The protocol's content_hash is "the SHA-256 of the delivered bytes"; a folder's
+delivered bytes are its parts' bytes in part order, end to end (parts_sha256), so the manifest
+keeps its one hash and the wire format is unchanged. DeliveredFile reads such a folder part
+after part, hashing every part's bytes into the one digest as it reads them.
+
 Errors name the file, the column when there is one, and the rule: UnreadableFile.
 """
 
@@ -63,6 +70,30 @@ PENDING_LIMIT = 64 << 20  # bytes read ahead of the hash kept to compare with la
 
 PARQUET = "parquet"
 CSV = "csv"
+PART_PATTERN = "part-*.parquet"
+
+
+def part_name(index: int) -> str:
+    """The file name of a parted delivery's part index: their names sort in part order."""
+    return f"part-{index:05d}.parquet"
+
+
+def delivery_parts(path: str | Path) -> list[Path]:
+    """The files holding a delivery's bytes, in order: the file itself, or a folder's parts."""
+    path = Path(path)
+    if path.is_dir():
+        return sorted(path.glob(PART_PATTERN))
+    return [path]
+
+
+def parts_sha256(parts: Sequence[str | Path]) -> str:
+    """The SHA-256 of the parts' bytes end to end: a parted delivery's content_hash."""
+    sha = hashlib.sha256()
+    for part in parts:
+        with open(part, "rb", buffering=0) as source:
+            while chunk := source.read(CHUNK):
+                sha.update(chunk)
+    return sha.hexdigest()
 
 
 class UnreadableFile(Exception):
@@ -234,7 +265,8 @@ class HashingReader(io.RawIOBase):
     change in place can happen, and that is seen.
     """
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, sha: Any = None) -> None:
+        """sha: a hash to go on with (a parted delivery's previous parts), else a new one."""
         super().__init__()
         self.path = str(path)
         self._file = open(path, "rb", buffering=0)  # noqa: SIM115 - closed in close()
@@ -243,7 +275,7 @@ class HashingReader(io.RawIOBase):
         self.size = stat.st_size
         self._position = 0
         self._hashed = 0
-        self._sha = hashlib.sha256()
+        self._sha = hashlib.sha256() if sha is None else sha
         self._pending: list[tuple[int, bytes]] = []
         self._pending_bytes = 0
         self.sequential = True
@@ -365,8 +397,15 @@ class DeliveredFile:
     def __init__(self, path: str | Path, contract: Contract) -> None:
         self.path = str(path)
         self.contract = contract
-        self.format = file_format(path)
-        self._reader = HashingReader(path)
+        self.parts = delivery_parts(path)
+        self.format = PARQUET if Path(path).is_dir() else file_format(path)
+        self._sha = hashlib.sha256()
+        # One part open at a time, each hashed to its end before the next adds its bytes.
+        self._reader: HashingReader | None = (
+            HashingReader(self.parts[0], self._sha) if self.parts else None
+        )
+        self._opened = 1
+        self._digest: str | None = None
         self._columns: tuple[Column, ...] | None = None
         self._read = False
 
@@ -377,10 +416,30 @@ class DeliveredFile:
         self.close()
 
     def close(self) -> None:
-        self._reader.close()
+        if self._reader is not None:
+            self._reader.close()
 
     def sha256(self) -> str:
-        return self._reader.finish()
+        if self._digest is None:
+            if self._reader is not None:
+                self._reader.finish()
+            while self._next_part() is not None:
+                assert self._reader is not None
+                self._reader.finish()
+            self._digest = self._sha.hexdigest()
+        return self._digest
+
+    def _next_part(self) -> HashingReader | None:
+        """The next part's reader, the current one closed (its bytes all hashed); None after
+        the last."""
+        if self._opened >= len(self.parts):
+            return None
+        if self._reader is not None:
+            self._reader.finish()
+            self._reader.close()
+        self._reader = HashingReader(self.parts[self._opened], self._sha)
+        self._opened += 1
+        return self._reader
 
     @property
     def columns(self) -> tuple[Column, ...]:
@@ -397,22 +456,28 @@ class DeliveredFile:
     # Opening ------------------------------------------------------------------------------------
 
     def _open(self) -> tuple[Column, ...]:
+        if self._reader is None:
+            raise UnreadableFile(self.path, f"a delivery folder holds no {PART_PATTERN} part")
         if self.format == PARQUET:
-            # The footer is read first, at the end of the file: keep it for the hash.
-            self._reader.sequential = False
-            try:
-                self._parquet = pq.ParquetFile(self._reader, pre_buffer=False)
-            except (pa.ArrowException, OSError) as exc:
-                raise UnreadableFile(self.path, f"not a readable Parquet file: {exc}") from None
-            schema = self._parquet.schema_arrow
-            self._reader.sequential = True
-            return tuple(Column.of(field) for field in schema)
+            self._parquet = self._parquet_of(self._reader)
+            return tuple(Column.of(field) for field in self._parquet.schema_arrow)
         names = self._csv_header()
         return tuple(
             Column(name, CANONICAL[kind], kind)
             for name in names
             for kind in [self._bound_types().get(name, "str")]
         )
+
+    def _parquet_of(self, reader: HashingReader) -> pq.ParquetFile:
+        # The footer is read first, at the end of the file: keep it for the hash.
+        reader.sequential = False
+        try:
+            parquet = pq.ParquetFile(reader, pre_buffer=False)
+        except (pa.ArrowException, OSError) as exc:
+            where = "" if reader.path == self.path else f"part {Path(reader.path).name}: "
+            raise UnreadableFile(self.path, f"{where}not a readable Parquet file: {exc}") from None
+        reader.sequential = True
+        return parquet
 
     def _bound_types(self) -> dict[str, str]:
         return {column: str(kind) for column, kind in self.contract.types}
@@ -458,14 +523,27 @@ class DeliveredFile:
     def _raw_batches(self, names: list[str], batch_size: int) -> Iterator[pa.RecordBatch]:
         try:
             if self.format == PARQUET:
-                # One thread: pages a worker thread allocated and the reading thread frees stay
-                # with the worker's heap in Arrow's allocator, where release_unused cannot reach
-                # them and the peak grows with the file; worker threads do not read it faster.
-                yield from self._parquet.iter_batches(
-                    batch_size=batch_size, columns=names, use_threads=False
-                )
-                return
-            reader = pa_csv.open_csv(
+                parquet = self._parquet
+                while True:
+                    # One thread: pages a worker thread allocated and the reading thread frees
+                    # stay with the worker's heap in Arrow's allocator, where release_unused
+                    # cannot reach them and the peak grows with the file; worker threads do not
+                    # read it faster.
+                    yield from parquet.iter_batches(
+                        batch_size=batch_size, columns=names, use_threads=False
+                    )
+                    reader = self._next_part()
+                    if reader is None:
+                        return
+                    parquet = self._parquet_of(reader)
+                    if not parquet.schema_arrow.equals(self._parquet.schema_arrow):
+                        raise UnreadableFile(
+                            self.path,
+                            f"part {Path(reader.path).name} has the columns "
+                            f"{parquet.schema_arrow}, the first part {self._parquet.schema_arrow}",
+                        )
+            assert self._reader is not None  # a CSV delivery is one file
+            csv_reader = pa_csv.open_csv(
                 self._reader,
                 read_options=pa_csv.ReadOptions(use_threads=False),
                 parse_options=pa_csv.ParseOptions(newlines_in_values=True),
@@ -477,7 +555,7 @@ class DeliveredFile:
                     quoted_strings_can_be_null=False,
                 ),
             )
-            for batch in reader:
+            for batch in csv_reader:
                 yield batch.select(names) if names else batch
         except (pa.ArrowException, OSError) as exc:
             raise self._unreadable(exc) from None

@@ -61,6 +61,30 @@ def owned(uri: str) -> bool:
     return str(path.path).startswith(str(folder.path).rstrip("/") + "/")
 
 
+def parted(path: ObjectStoragePath) -> bool:
+    """Whether path is a delivery read by several readers: a folder of Parquet parts."""
+    return path.is_dir() and path.name.endswith(".parquet")
+
+
+def parts(path: ObjectStoragePath) -> list[ObjectStoragePath]:
+    """A parted delivery's parts in order (delivery/files.py names them so they sort)."""
+    return sorted(
+        (item for item in path.iterdir() if item.name.startswith("part-")),
+        key=lambda item: item.name,
+    )
+
+
+def delete(path: ObjectStoragePath) -> None:
+    """Remove a delivery: its file, or its folder of parts with what the read left there."""
+    if not path.is_dir():
+        path.unlink(missing_ok=True)
+        return
+    for item in list(path.iterdir()):
+        item.unlink(missing_ok=True)
+    with contextlib.suppress(OSError):  # an object store has no folder to remove
+        path.rmdir()
+
+
 def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int:
     """Remove the files under folder's run folders modified longer than older_than ago, and
     the run folders left empty by them or empty since then; never the run folder named keep.
@@ -76,14 +100,14 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
             continue
         emptied = 0
         for item in list(run.iterdir()):
-            if item.is_dir():
-                continue  # an extract writes files only; a folder here is someone else's
+            if item.is_dir() and not parted(item):
+                continue  # an extract writes files and folders of parts; this is someone else's
             modified = _modified(item)
             if modified is None:
                 log.warning("%s: its file system tells no modification time; kept", item)
                 continue
             if modified < horizon:
-                item.unlink(missing_ok=True)
+                delete(item)
                 emptied += 1
         removed += emptied
         # A young empty folder may be a run's about to be written: only an old one goes.
@@ -106,7 +130,7 @@ def remove(uris: Iterable[str]) -> None:
             log.info("%s: published; outside the delivery folder, so left to its owner", uri)
             continue
         try:
-            ObjectStoragePath(uri).unlink(missing_ok=True)
+            delete(ObjectStoragePath(uri))
         except OSError as exc:
             log.warning("%s: published, but not removed (%s); the sweep removes it later", uri, exc)
             continue

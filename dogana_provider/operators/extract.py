@@ -41,14 +41,23 @@ from typing import Any
 
 import pyarrow.parquet as pq
 from airflow.sdk import BaseOperator, ObjectStoragePath
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 
 from dogana_core.contract import Contract
 from dogana_core.planner import ExtractionRequest
+from dogana_core.shape import Checkpoint
 from dogana_provider import settings
-from dogana_provider.connectors import ConnectorError, connector_of
+from dogana_provider.connectors import (
+    ConnectorError,
+    ReleasedPosition,
+    connector_of,
+    group_connector_of,
+)
 from dogana_provider.connectors.extract import extract as extract_stream
+from dogana_provider.connectors.extract import wait_for
+from dogana_provider.connectors.pg_group import OneOfGroup
 from dogana_provider.delivery import folders as deliveries
+from dogana_provider.delivery.files import delivery_parts
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
 from dogana_provider.dialects import dialect_for
 from dogana_provider.hooks.dogana import DoganaHook
@@ -63,12 +72,14 @@ from dogana_provider.operators.arguments import (
     upstream_output,
 )
 from dogana_provider.operators.plan import PlanDeliveryOperator
+from dogana_provider.operators.superseded import plan_tasks, planned, stale_read
 from dogana_provider.schema.policy import SchemaPolicy
 from dogana_provider.schema.proposals import held_versions, propose
 from dogana_provider.schema.source_check import Expected, SchemaRefused, check_source, delivered
 from dogana_provider.schema.versions import SchemaVersion
 from dogana_provider.sources import Extracted, Read, Relation, extract, snapshots_for
 from dogana_provider.sources.discover import SourceColumn, UndiscoverableSource, discover_columns
+from dogana_provider.sources.parallel import checked_readers
 from dogana_provider.sources.selection import UnsupportedRead
 from dogana_provider.sources.snapshot import UnreadableSource
 
@@ -141,6 +152,12 @@ class ExtractOperator(BaseOperator):
         between the clock reading and the snapshot (SQLite, PostgreSQL).
     :param fetch_rows: rows fetched from the server per batch.
     :param row_group_rows: rows per Parquet row group: what the writer holds in memory.
+    :param readers: how many readers read each PostgreSQL table inside the one snapshot, each
+        on its own connection importing the snapshot the read exported and reading a range of
+        the table's pages into its own Parquet part (sources/parallel.py); the delivery is still
+        one manifest, one produced_at, one publication. By default ``[dogana] readers`` (1).
+        MySQL/MariaDB (no exported snapshot), SQLite and table_sql queries read with one and
+        log why.
     """
 
     template_fields: Sequence[str] = (
@@ -180,9 +197,11 @@ class ExtractOperator(BaseOperator):
         settle_attempts: int = 20,
         fetch_rows: int = 10_000,
         row_group_rows: int = 131_072,
+        readers: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        task_id = self.task_id
         if (contract is None) == (group is None):
             raise ValueError(f"{self.task_id}: give either contract (one table) or group")
         if (source_conn_id is None) == (connector is None):
@@ -211,13 +230,16 @@ class ExtractOperator(BaseOperator):
         self.settle_attempts = settle_attempts
         self.fetch_rows = fetch_rows
         self.row_group_rows = row_group_rows
+        self.readers = None if readers is None else checked_readers(readers, f"{task_id}: readers")
 
     # Execution --------------------------------------------------------------------------------
 
     def execute(self, context: Any) -> Any:
-        if self.connector is not None:
-            return self._from_connector(context)
         group = group_of(self.contract, self.group)
+        if self.connector is not None:
+            if group is not None:
+                return self._group_from_connector(context, group)
+            return self._from_connector(context)
         contracts = self._contracts(group)
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
@@ -238,6 +260,7 @@ class ExtractOperator(BaseOperator):
             len(requests),
             max(r.until for r in requests).isoformat(),
         )
+        readers = settings.readers() if self.readers is None else self.readers
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
             reads = []
             for request in requests:
@@ -252,6 +275,7 @@ class ExtractOperator(BaseOperator):
                         local,
                         deleted_flag=self.deleted_flag,
                         column_types=self._column_types(contract.table),
+                        readers=readers,
                     )
                 )
             expected: dict[str, Expected] = {}
@@ -295,6 +319,9 @@ class ExtractOperator(BaseOperator):
                     row_group_rows=self.row_group_rows,
                     overwrite=True,
                 )
+            except ReleasedPosition as exc:
+                self._released(exc, contract.table, context)
+                raise
             except ConnectorError as exc:
                 self.log.error("%s connector refused the read: %s", connector.kind, exc)
                 raise
@@ -308,6 +335,69 @@ class ExtractOperator(BaseOperator):
                 self.task_id,
             )
             return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
+
+    def _group_from_connector(self, context: Any, group: list[Any]) -> list[dict[str, Any]]:
+        """A group's tables in one read of the connector (one slot, one LSN): a delivery per
+        table, every one with the same produced_at and position."""
+        contracts = self._contracts(group)
+        if self.request is None:
+            self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
+        requests = self._requests(contracts, grouped=True)
+        config = native(self.connector, "connector")
+        reader = group_connector_of(config)
+        since = _group_since(contracts, requests)
+        folder = self._folder(context)
+        self._written = []
+        wait_for(max(r.until for r in requests), self.max_wait, ", ".join(contracts))
+        try:
+            readings = reader.read(since)
+        except ReleasedPosition as exc:
+            self._released(exc, requests[0].table, context)
+            raise
+        pushed = []
+        with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
+            for request in requests:
+                contract = contracts[request.table.lower()]
+                member = reader.member(contract.table)
+                target = folder / f"{contract.table}.parquet"
+                with OneOfGroup(member, readings[member.table]) as one:
+                    delivered = extract_stream(
+                        one,
+                        member.table,
+                        contract,
+                        request,
+                        self._local_path(target, Path(scratch)),
+                        row_group_rows=self.row_group_rows,
+                        overwrite=True,
+                    )
+                origin = Origin(
+                    config.get("conn_id"),
+                    member.table,
+                    str(context["dag"].dag_id),
+                    str(context["run_id"]),
+                    self.task_id,
+                )
+                extracted = Extracted(delivered.path, delivered.manifest)
+                pushed.append(self._deliver(extracted, folder, origin))
+        self.log.info("the read proves: %s", delivered.proof.why)
+        return pushed
+
+    def _released(self, refused: ReleasedPosition, table: str, context: Any) -> None:
+        """A read from a position the log released: a stale plan when the receiver published
+        past it since (skipped when the run's requirement is met, else failed asking for a new
+        plan), and the connector's refusal otherwise: the changes are lost."""
+        receivers = [self.receiver_conn_id] if self.receiver_conn_id is not None else []
+        receivers += [plan.receiver_conn_id for plan in plan_tasks(self)]
+        if not receivers:
+            return
+        stale = stale_read(DoganaHook(str(receivers[0])), table, refused, planned(self, context))
+        if stale is None:
+            return
+        reason, superseded = stale
+        self.log.info("%s", reason)
+        if superseded:
+            raise AirflowSkipException(reason) from refused
+        raise AirflowFailException(reason) from refused
 
     def _origin(self, contract: Contract, context: Any) -> Origin:
         """The source and this task instance, as the publication's lineage edge names them."""
@@ -416,10 +506,15 @@ class ExtractOperator(BaseOperator):
     ) -> dict[str, Any]:
         manifest = item.manifest
         target = folder / f"{manifest.table}.parquet"
+        parts = delivery_parts(item.path)  # the file, or the parts several readers wrote
         if target.protocol not in LOCAL_PROTOCOLS:
             # Copied up byte for byte: the hash the manifest declares is the local file's.
-            with open(item.path, "rb") as source, target.open("wb") as sink:
-                shutil.copyfileobj(source, sink, 1 << 20)
+            if Path(item.path).is_dir():
+                deliveries.delete(target)
+            for part in parts:
+                sink_path = target / part.name if Path(item.path).is_dir() else target
+                with open(part, "rb") as source, sink_path.open("wb") as sink:
+                    shutil.copyfileobj(source, sink, 1 << 20)
         self.log.info(
             "%s: shape %s, %d rows, %d tombstones, produced_at %s, sha256 %s -> %s",
             manifest.table,
@@ -430,7 +525,7 @@ class ExtractOperator(BaseOperator):
             manifest.content_hash,
             target,
         )
-        columns = [(field.name, str(field.type)) for field in pq.read_schema(item.path)]
+        columns = [(field.name, str(field.type)) for field in pq.read_schema(parts[0])]
         self._written.append((manifest.table, str(target), columns))
         return {"manifest": manifest.to_dict(), "uri": str(target), "origin": origin.to_dict()}
 
@@ -627,3 +722,24 @@ def _per_table(value: Any, table: str) -> Any:
     if isinstance(value, Mapping):
         return value.get(table)
     return value
+
+
+def _group_since(
+    contracts: Mapping[str, Contract], requests: Sequence[ExtractionRequest]
+) -> int | None:
+    """Where a group's one read starts: None when every table is read whole, else the one
+    position every table's ledger holds. Tables read from one slot move together."""
+    whole = [
+        contracts[r.table.lower()].shape(r.shape).checkpoint is Checkpoint.NONE for r in requests
+    ]
+    if all(whole):
+        return None
+    positions = {r.since for r in requests}
+    asked = ", ".join(f"{r.table}: {r.shape} from {r.since}" for r in requests)
+    if any(whole) or len(positions) != 1 or not isinstance(next(iter(positions)), int):
+        raise ConnectorError(
+            "a group read from one slot reads every table whole, or every table's changes from "
+            f"one position; the plan asks {asked}: run one delivery of every table's complete "
+            "shape, which resets the group's slot"
+        )
+    return int(next(iter(positions)))  # type: ignore[arg-type]

@@ -58,6 +58,7 @@ from dogana_provider.checks.expectations import (
     InvalidExpectation,
     reported,
 )
+from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS, missing_delivery
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.lineage.origin import Origin, of_file
@@ -443,6 +444,13 @@ def local_file(uri: str) -> Iterator[str]:
     suffix = Path(str(path.path)).suffix
     with tempfile.TemporaryDirectory(prefix="dogana-gate-") as folder:
         local = Path(folder) / f"delivery{suffix}"
+        if deliveries.parted(path):  # read by several readers: its parts, in order
+            local.mkdir()
+            for part in deliveries.parts(path):
+                with part.open("rb") as source, (local / part.name).open("wb") as target:
+                    shutil.copyfileobj(source, target, 1 << 20)
+            yield str(local)
+            return
         with path.open("rb") as source, local.open("wb") as target:
             shutil.copyfileobj(source, target, 1 << 20)
         yield str(local)

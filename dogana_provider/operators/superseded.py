@@ -47,6 +47,7 @@ from dogana_core.errors import DoganaError
 from dogana_core.gate import TOGETHER, Outcome, Receipt
 from dogana_core.group import Group, plan_together
 from dogana_core.planner import Requirement, plan_delivery
+from dogana_provider.connectors.contract import ReleasedPosition
 from dogana_provider.hooks.dogana import DoganaHook
 from dogana_provider.report.table import iso_window
 
@@ -74,6 +75,18 @@ def planned(task: Any, context: Any) -> list[Planned]:
     """What the nearest plan tasks upstream asked (several for a mapped plan, one per table);
     none when no plan task is upstream (a pushed delivery) or it stated nothing. A plan task is
     one whose class states requirements under REQUIREMENT (PlanDeliveryOperator.states)."""
+    stated: list[Planned] = []
+    for plan in plan_tasks(task):
+        try:
+            value = XComArg(plan, key=REQUIREMENT).resolve(context)
+        except XComNotFound:
+            continue
+        stated += [Planned.from_dict(item) for item in _stated(value)]
+    return stated
+
+
+def plan_tasks(task: Any) -> list[Any]:
+    """The nearest plan tasks upstream of a task, none for a pushed delivery."""
     found: list[Any] = []
     seen: set[str] = set()
     queue = deque(task.upstream_list)
@@ -88,14 +101,7 @@ def planned(task: Any, context: Any) -> list[Planned]:
                 found.append(upstream)
             else:
                 queue.extend(upstream.upstream_list)
-    stated: list[Planned] = []
-    for plan in found:
-        try:
-            value = XComArg(plan, key=REQUIREMENT).resolve(context)
-        except XComNotFound:
-            continue
-        stated += [Planned.from_dict(item) for item in _stated(value)]
-    return stated
+    return found
 
 
 def _stated(value: Any) -> list[Any]:
@@ -139,6 +145,45 @@ def superseded_group(
         return None
     reasons = [_reason(r, *item) for r, item in zip(receipts, covered, strict=True) if item]
     return "group superseded: " + " | ".join(reasons)
+
+
+def stale_read(
+    hook: DoganaHook, table: str, refused: ReleasedPosition, stated: Sequence[Planned]
+) -> tuple[str, bool] | None:
+    """Why a read refused for a released position is a stale plan, and whether the run's
+    requirement is met already (superseded: skip) or not (plan again); None when the receiver
+    has not published up to the released position, and the changes between are lost."""
+    with hook.committed() as connection:
+        state = hook.receiver.store.state(connection, table)
+        last = hook.receiver.store.last_accepted(connection, table)
+    position = None if state is None else state.ledger.generation
+    if (
+        state is None
+        or last is None
+        or not isinstance(position, int)
+        or not isinstance(refused.released, int)
+        or position < refused.released
+    ):
+        return None
+    read = (
+        f"{table}: this run's plan read from position {refused.since}, and the log has released "
+        f"the changes up to {refused.released}; publication {last.publication_id[:12]} (manifest "
+        f"{last.manifest.identity[:12]}, produced at {last.manifest.produced_at.isoformat()}) "
+        f"published up to {position} since: the changes between are published, nothing is lost"
+    )
+    mine = [item for item in stated if item.requirement.table == table]
+    try:
+        met = len(mine) == 1 and plan_delivery(state.ledger, mine[0].requirement) is None
+    except DoganaError:  # no shape could establish it: the planner cannot say it is met
+        met = False
+    if met:
+        met_by = requirement_line(mine[0].requirement)
+        return f"read superseded: {read}, and it meets this run's requirement ({met_by})", True
+    return (
+        f"stale plan: {read}. Plan again (clear this run's plan task, or trigger the DAG): "
+        "the new plan reads from the published position; no full read is needed",
+        False,
+    )
 
 
 def _covered(

@@ -135,8 +135,8 @@ def postgres_read(
 ) -> Iterator[BulkRead]:
     """The statement's rows through ADBC, on a connection that imports the read's snapshot;
     at most few_rows of them through the read's own cursor (the module's docstring)."""
-    dbapi = adbc_postgresql()
-    statement, values = numbered(sql, params)
+    adbc_postgresql()
+    _, values = numbered(sql, params)
     if any(value is None for value in values):
         raise SlowPath("a bound parameter is null, which the ADBC driver cannot type")
     few = _few(snapshot, sql, params, columns, few_rows) if few_rows > 0 else None
@@ -144,15 +144,31 @@ def postgres_read(
         log.info("read through the read's own cursor: %d rows, fewer than a batch", few.num_rows)
         yield BulkRead(columns.schema, iter([few]))
         return
-    conninfo = libpq_conninfo(snapshot.connection)
-    exported = snapshot.scalar("SELECT pg_export_snapshot()", {})
+    exported = export_snapshot(snapshot)
+    with imported_read(libpq_conninfo(snapshot.connection), exported, sql, params, columns) as bulk:
+        yield bulk
+
+
+def export_snapshot(snapshot: Snapshot) -> str:
+    """The read's snapshot, exported for other connections to import while the read is open."""
+    return str(snapshot.scalar("SELECT pg_export_snapshot()", {}))
+
+
+@contextmanager
+def imported_read(
+    conninfo: str, exported: str, sql: str, params: Mapping[str, Any], columns: Columns
+) -> Iterator[BulkRead]:
+    """The statement's rows through ADBC, on a new connection that imports the snapshot
+    exported; an exported snapshot that is gone fails the import (the driver's error)."""
+    dbapi = adbc_postgresql()
+    statement, values = numbered(sql, params)
     connection = dbapi.connect(conninfo)
     try:
         cursor = connection.cursor()
         try:
             # autocommit is off: the driver has begun a transaction, in which nothing ran yet.
             cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            cursor.execute("SET TRANSACTION SNAPSHOT " + _literal(str(exported)))
+            cursor.execute("SET TRANSACTION SNAPSHOT " + quoted_literal(exported))
             cursor.execute("SET TIME ZONE 'UTC'")
             cursor.adbc_statement.set_options(**{BATCH_BYTES: str(4 << 20)})
             cursor.execute(statement, parameters=tuple(values) if values else None)
@@ -204,7 +220,7 @@ def numbered(sql: str, params: Mapping[str, Any]) -> tuple[str, list[Any]]:
     return statement, [params[name] for name in order]
 
 
-def _literal(text: str) -> str:
+def quoted_literal(text: str) -> str:
     return "'" + text.replace("'", "''") + "'"
 
 

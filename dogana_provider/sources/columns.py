@@ -402,6 +402,21 @@ def _number_decimals(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa
     return None
 
 
+def cast_text(values: Sequence[str | None], arrow: pa.DataType) -> pa.Array | None:
+    """Text values cast to an Arrow type in C, as the snapshot path parses them: datetimes
+    (with their offset, or none read as UTC), dates, decimals, integers and floats; None where
+    Arrow refuses a value, and the caller then goes value by value to name it."""
+    if pa.types.is_timestamp(arrow):
+        return _text_datetimes(values, arrow)
+    if pa.types.is_date(arrow):
+        return _text_dates(values, arrow)
+    if pa.types.is_decimal(arrow):
+        return _text_decimals(values, arrow)
+    with suppress(pa.ArrowInvalid):
+        return pa.array(values, pa.string()).cast(arrow)
+    return None
+
+
 Parse = Callable[[Any, pa.DataType], "pa.Array | None"]
 _ARROW_PARSES: dict[tuple[str, frozenset[type]], Parse] = {
     ("datetime", frozenset({str})): _text_datetimes,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager
@@ -27,11 +28,18 @@ from dogana_core.contract import Contract
 from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
-from dogana_provider.delivery.files import DeliveryWriter
-from dogana_provider.sources.bulk import BulkRead, settled_schema
+from dogana_provider.delivery.files import DeliveryWriter, Written
+from dogana_provider.sources.bulk import BulkRead, numbered, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
+from dogana_provider.sources.parallel import read_parts
 from dogana_provider.sources.selection import Reading, Relation, UnsupportedRead, bounds
-from dogana_provider.sources.snapshot import SlowPath, Snapshot, SnapshotSource, UnreadableSource
+from dogana_provider.sources.snapshot import (
+    OneReader,
+    SlowPath,
+    Snapshot,
+    SnapshotSource,
+    UnreadableSource,
+)
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +59,9 @@ class Read:
     path: str | Path
     deleted_flag: str | None = None
     column_types: Mapping[str, str] = field(default_factory=dict)
+    readers: int = 1
+    """Readers of the table in the one snapshot, each writing a part (parallel.py); a source
+    that cannot share its snapshot reads with one and logs why."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,13 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
     declared = snapshot.source.declared_types(snapshot.connection, read.relation)
     log.info("reading %s, shape %s: %s", contract.table, request.shape, bounds(params))
     typed = {**declared, **typed}
+    in_parts = _in_parts(snapshot, reading, params, typed, read, row_group_rows)
+    if in_parts is not None:
+        return Extracted(
+            in_parts.path, _manifest(request, contract, produced_at, generation, in_parts)
+        )
+    if Path(read.path).is_dir():
+        shutil.rmtree(read.path)  # the parts of an earlier read by several readers
     writer: DeliveryWriter | None = None
     try:
         with _bulk(snapshot, reading, params, typed, contract) as bulk:
@@ -143,14 +161,16 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         if writer is not None:
             writer.abort()
         raise
-    manifest = request.manifest(
-        contract,
-        produced_at,
-        generation=generation,
-        rows=written.rows,
-        tombstones=written.tombstones,
-        content_hash=written.sha256,
-    )
+    return Extracted(written.path, _manifest(request, contract, produced_at, generation, written))
+
+
+def _manifest(
+    request: ExtractionRequest,
+    contract: Contract,
+    produced_at: datetime,
+    generation: Any,
+    written: Written,
+) -> Manifest:
     log.info(
         "wrote %s: %d rows, %d tombstones, sha256 %s",
         written.path,
@@ -158,7 +178,61 @@ def _read(snapshot: Snapshot, read: Read, *, row_group_rows: int, overwrite: boo
         written.tombstones,
         written.sha256,
     )
-    return Extracted(written.path, manifest)
+    return request.manifest(
+        contract,
+        produced_at,
+        generation=generation,
+        rows=written.rows,
+        tombstones=written.tombstones,
+        content_hash=written.sha256,
+    )
+
+
+def _in_parts(
+    snapshot: Snapshot,
+    reading: Reading,
+    params: Mapping[str, Any],
+    typed: Mapping[str, str],
+    read: Read,
+    row_group_rows: int,
+) -> Written | None:
+    """The read by read.readers readers in the snapshot, as a folder of parts (parallel.py);
+    None, the reason logged, when it is read by one."""
+    if read.readers <= 1:
+        return None
+    contract = read.contract
+    folder = Path(read.path)
+    try:
+        ranges = snapshot.source.page_ranges(snapshot, read.relation, read.readers)
+        sql = reading.rows(snapshot.produced_at)
+        if any(value is None for value in numbered(sql, params)[1]):
+            raise SlowPath("a bound parameter is null, which the bulk read cannot type")
+        columns = settled_schema(
+            snapshot,
+            snapshot.describe(sql, params),
+            typed,
+            reading.renames(),
+            contract.deleted_column,
+        )
+        written = read_parts(
+            snapshot,
+            lambda within: reading.rows(snapshot.produced_at, within),
+            params,
+            columns,
+            contract,
+            folder,
+            ranges,
+            row_group_rows=row_group_rows,
+        )
+    except (OneReader, SlowPath) as why:
+        log.warning(
+            "%s: readers=%d asked, read by one reader: %s", contract.table, read.readers, why
+        )
+        if folder.is_dir():
+            shutil.rmtree(folder)
+        return None
+    log.info("%s: read by %d readers in one snapshot", contract.table, len(ranges))
+    return written
 
 
 @contextmanager

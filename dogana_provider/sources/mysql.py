@@ -25,6 +25,11 @@ from dogana_provider.sources.snapshot import SnapshotSource, utc_instant
 
 class MySqlSnapshots(SnapshotSource):
     dialect = MARIADB
+    one_reader = (
+        "one reader: MySQL and MariaDB export no snapshot, and START TRANSACTION WITH "
+        "CONSISTENT SNAPSHOT gives each session its own read view at its own instant, so "
+        "several readers would read several instants under one produced_at"
+    )
 
     def placeholder(self, name: str) -> str:
         return f"%({name})s"

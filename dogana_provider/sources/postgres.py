@@ -14,15 +14,23 @@ too: that costs a retry, never a wrong instant.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from dogana_provider.dialects import POSTGRES
-from dogana_provider.sources.bulk import FEW_ROWS, postgres_read
-from dogana_provider.sources.snapshot import Connect, Snapshot, SnapshotSource, utc_instant
+from dogana_provider.sources import bulk
+from dogana_provider.sources.bulk import FEW_ROWS, libpq_conninfo, postgres_read
+from dogana_provider.sources.snapshot import (
+    Connect,
+    OneReader,
+    Snapshot,
+    SnapshotSource,
+    utc_instant,
+)
 
 
 @dataclass(frozen=True)
@@ -117,3 +125,64 @@ class PostgresSnapshots(SnapshotSource):
         relation: Any = None,
     ) -> AbstractContextManager[Any]:
         return postgres_read(snapshot, sql, params, columns, few_rows=self.few_rows)
+
+    # Several readers in one snapshot (sources/parallel.py) -------------------------------------
+
+    one_reader = None
+
+    def page_ranges(
+        self, snapshot: Snapshot, relation: Any, readers: int
+    ) -> list[tuple[int, int | None]]:
+        if relation.table is None:
+            raise OneReader("a query (table_sql) is read whole: only a table is read by pages")
+        quoted = relation.render(self.dialect)
+        # Measured inside the read, after its snapshot: every page a visible row can be on is
+        # below it, and the last range is open all the same.
+        pages = int(
+            snapshot.scalar(
+                "SELECT pg_relation_size(%(dogana_relation)s::regclass) "
+                "/ current_setting('block_size')::bigint",
+                {"dogana_relation": quoted},
+            )
+        )
+        count = max(1, min(readers, pages))
+        step = math.ceil(pages / count) if pages else 0
+        return [
+            (index * step, (index + 1) * step if index < count - 1 else None)
+            for index in range(count)
+        ]
+
+    def page_filter(self, low: int, high: int | None) -> tuple[str, dict[str, Any]]:
+        # A TID range scan (PostgreSQL 14 and later) reads only these pages. The bounds are
+        # written into the statement, not bound: the ADBC driver streams a statement through
+        # COPY only when it has no parameters, and otherwise holds its whole result in memory.
+        # They are page numbers dogana computed, each an int formatted by int().
+        condition = f"ctid >= '({int(low)},0)'::tid"
+        if high is not None:
+            condition += f" AND ctid < '({int(high)},0)'::tid"
+        return condition, {}
+
+    def export(self, snapshot: Snapshot) -> str:
+        return bulk.export_snapshot(snapshot)
+
+    def imported_read(
+        self, snapshot: Snapshot, exported: str, sql: str, params: Mapping[str, Any], columns: Any
+    ) -> AbstractContextManager[Any]:
+        return bulk.imported_read(
+            libpq_conninfo(snapshot.connection), exported, sql, params, columns
+        )
+
+    def still_exported(self, snapshot: Snapshot, exported: str) -> bool:
+        connection = self.connect()
+        try:
+            cursor = connection.cursor()
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            # SET takes no bound parameter: the identifier, quoted as a literal.
+            cursor.execute("SET TRANSACTION SNAPSHOT " + bulk.quoted_literal(exported))
+            return True
+        except Exception:  # the driver's error: invalid snapshot identifier
+            return False
+        finally:
+            with suppress(Exception):
+                connection.rollback()
+            connection.close()

@@ -262,15 +262,21 @@ class Reading:
     def _where(self, filters: list[str]) -> str:
         return f" WHERE {' AND '.join(filters)}" if filters else ""
 
-    def rows(self, produced_at: datetime | None = None) -> str:
+    def rows(self, produced_at: datetime | None = None, within: str | None = None) -> str:
         """The statement that streams the delivery's rows (a null flag is written false); with
-        the read's produced_at, SQLite's cursor filter looks its rows up by text ranges too."""
+        the read's produced_at, SQLite's cursor filter looks its rows up by text ranges too.
+        within, a condition on the table's own rows (a page range), narrows it to a part."""
         relation = self.relation.render(self.dialect)
         columns = list(self.relation.columns or ())
         if columns and self.tombstones and self.flag is not None and self.flag not in columns:
             columns.append(self.flag)
         chosen = ", ".join(self.dialect.quote(c) for c in columns) if columns else "*"
-        return f"SELECT {chosen} FROM {relation}{self._where(self._filters(produced_at))}"
+        filters = self._filters(produced_at)
+        if within is not None:
+            if self.relation.table is None:
+                raise UnsupportedRead("a query (table_sql) is read whole, not by parts")
+            filters.append(within)
+        return f"SELECT {chosen} FROM {relation}{self._where(filters)}"
 
     def generation(self) -> str:
         """The statement that finds the position the read issues: the largest cursor visible.

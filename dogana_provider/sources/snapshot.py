@@ -82,6 +82,11 @@ class SlowPath(Exception):
     names the case."""
 
 
+class OneReader(Exception):
+    """Why a read asked of several readers is read by one (sources/parallel.py); the message
+    names the case."""
+
+
 class UnreadableSource(SnapshotError):
     """The relation a read names cannot be read: no such table, or a query that fails."""
 
@@ -213,6 +218,38 @@ class SnapshotSource(ABC):
         bulk.SlowPath naming why not; by default no second connection can share the read.
         relation is what the statement reads from (selection.Relation)."""
         raise SlowPath(f"no bulk read shares a {self.dialect} read's snapshot")
+
+    # Several readers in one snapshot (sources/parallel.py) ----------------------------------
+
+    one_reader: str | None = "no other connection can share its read's snapshot"
+    """Why this database's read has one reader, when it has (None: several may share it)."""
+
+    def page_ranges(
+        self, snapshot: Snapshot, relation: Any, readers: int
+    ) -> list[tuple[int, int | None]]:
+        """The table's pages cut into at most readers ranges [low, high), the last one open
+        (high None); OneReader naming why not."""
+        raise OneReader(f"{self.dialect}: {self.one_reader}")
+
+    def page_filter(self, low: int, high: int | None) -> tuple[str, dict[str, Any]]:
+        """The condition of a table's rows in the pages [low, high) (high None: to its end),
+        and its bound parameters."""
+        raise OneReader(f"{self.dialect}: {self.one_reader}")
+
+    def export(self, snapshot: Snapshot) -> str:
+        """The read's snapshot, exported for other connections while the read stays open."""
+        raise OneReader(f"{self.dialect}: {self.one_reader}")
+
+    def imported_read(
+        self, snapshot: Snapshot, exported: str, sql: str, params: Mapping[str, Any], columns: Any
+    ) -> AbstractContextManager[Any]:
+        """The statement's rows in Arrow (bulk.BulkRead), read on a new connection in the
+        snapshot exported; the import fails once the snapshot is no longer exported."""
+        raise OneReader(f"{self.dialect}: {self.one_reader}")
+
+    def still_exported(self, snapshot: Snapshot, exported: str) -> bool:
+        """Whether a new connection can still import the snapshot exported."""
+        return False
 
     def declared_types(self, connection: Any, relation: Any) -> dict[str, str]:
         """Logical types a table declares, for drivers that describe none (SQLite)."""

@@ -145,6 +145,10 @@ def normalized_date(value: Any) -> str | None:
 
 class SqliteSnapshots(SnapshotSource):
     dialect = SQLITE
+    one_reader = (
+        "one reader: an SQLite read is one file's read transaction, which no other connection "
+        "can join, and the one reader already reads the file at the disk's pace"
+    )
 
     def __init__(self, connect: Connect, **options: Any) -> None:
         super().__init__(connect, **options)

@@ -3,6 +3,9 @@ its log."""
 
 from __future__ import annotations
 
+import json
+import os
+import re
 import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -14,7 +17,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "operators"))
 
-from delivery_dags import sqlite_connection, write_dag
+from delivery_dags import four_operators, sqlite_connection, write_dag
 
 from dogana_core import Contract, Shape
 
@@ -28,18 +31,71 @@ COLUMNS = {
 DDL = "id bigint PRIMARY KEY, amount numeric(12,2), at timestamptz, name text, flag boolean"
 
 
-def log_contract(table: str) -> Contract:
+def log_contract(table: str, key: str = "id") -> Contract:
     """A complete read issuing the slot's position, then the log by sequence with tombstones."""
     return Contract(
         table,
-        ("id",),
+        (key,),
         {
             "snapshot": Shape.complete(cost=100),
             "log": Shape.changes(checkpoint="sequence", tombstones=True),
         },
         deleted_column="deleted",
-        types={"id": "int", "deleted": "bool"},
+        types={key: "int", "deleted": "bool"},
     )
+
+
+def postgres_connection(database: str) -> str:
+    """An AIRFLOW_CONN_* value naming a database of the PostgreSQL server the tests use."""
+    return json.dumps(
+        {
+            "conn_type": "postgres",
+            "host": "127.0.0.1",
+            "port": 5432,
+            "login": "postgres",
+            "schema": database,
+        }
+    )
+
+
+def write_group_dag(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    connector: dict[str, Any],
+    contracts: list[Contract],
+) -> tuple[Any, str]:
+    """One delivery_task_group reading a table, or a group's tables from one slot (group id
+    "both"), through the connector (a configuration) into a SQLite receiver; the DAG's module
+    and the receiver's connection id."""
+    name = str(connector["slot"])[-8:]
+    receiver_id = f"receiver_{name}"
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
+    )
+    paths = []
+    for contract in contracts:
+        path = tmp_path / f"{contract.table}.json"
+        path.write_text(contract.to_json(), encoding="utf-8")
+        paths.append(str(path))
+    output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
+    tables = repr(paths[0]) if len(paths) == 1 else f'group={paths!r}, group_id="both"'
+    module = write_dag(
+        airflow_home,
+        f"cdc_group_{name}",
+        f"""
+        from dogana_provider.task_groups.delivery import delivery_task_group
+
+        with dag:
+            delivery_task_group(
+                {tables},
+                receiver_conn_id={receiver_id!r},
+                extract={{"connector": {connector!r}, "output_folder": {output!r}}},
+                fresh_as_of="{{{{ data_interval_end }}}}",
+            )
+        """,
+    )
+    return module, receiver_id
 
 
 @dataclass
@@ -84,6 +140,38 @@ def drop_slot(db: Any, slot: str) -> None:
     )
 
 
+SLOT = re.compile(r"dogana_cdc_([0-9]+)_[0-9a-f]{8}")
+
+
+def sweep_stale_slots(db: Any) -> list[str]:
+    """Drop the slots killed test runs left, each holding the server's WAL until dropped, and
+    name them. A test's slot is named dogana_cdc_<pid>_<uid> after the pytest process that
+    made it (conftest.py's source); one whose process is gone, and that no session is reading,
+    is dropped. A slot of a run still going, here or in another worktree, is kept, whether
+    reading or between its reads."""
+    found = db.execute(
+        "SELECT slot_name FROM pg_replication_slots WHERE slot_name LIKE 'dogana\\_cdc\\_%' "
+        "AND NOT active"
+    ).fetchall()
+    swept = []
+    for (slot,) in found:
+        made = SLOT.fullmatch(slot)
+        if made is not None and not _running(int(made.group(1))):
+            drop_slot(db, slot)
+            swept.append(slot)
+    return swept
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
+
+
 @dataclass
 class Pipeline:
     """plan >> extract (the pg_logical connector) >> gate >> publish, on a SQLite receiver."""
@@ -115,6 +203,8 @@ def write_pipeline(
     source: PgTable | MariaTable,
     *,
     gate_options: str = "",
+    extract_options: str = "",
+    name: str = "cdc",
 ) -> Pipeline:
     receiver_id = f"receiver_{source.table[-8:]}"
     monkeypatch.setenv(
@@ -124,35 +214,11 @@ def write_pipeline(
     contract_path.write_text(log_contract(source.table).to_json(), encoding="utf-8")
     output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
     connector = source.config(columns=COLUMNS, fetch_rows=2)
-    module = write_dag(
-        airflow_home,
-        f"cdc_{source.table[-8:]}",
-        f"""
-        from dogana_provider.operators.extract import ExtractOperator
-        from dogana_provider.operators.gate import GateOperator
-        from dogana_provider.operators.plan import PlanDeliveryOperator
-        from dogana_provider.operators.publish import PublishOperator
-
-        with dag:
-            plan = PlanDeliveryOperator(
-                task_id="plan",
-                contract={str(contract_path)!r},
-                receiver_conn_id={receiver_id!r},
-                fresh_as_of="{{{{ data_interval_end }}}}",
-            )
-            extract = ExtractOperator(
-                task_id="extract",
-                contract={str(contract_path)!r},
-                connector={connector!r},
-                output_folder={output!r},
-            )
-            gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r}{gate_options})
-            publish = PublishOperator(
-                task_id="publish", receiver_conn_id={receiver_id!r}, table={source.table!r}
-            )
-            plan >> extract >> gate >> publish
-        """,
+    extract = f"connector={connector!r}, output_folder={output!r}{extract_options}"
+    body = four_operators(
+        receiver_id, source.table, contract_path, extract, gate=gate_options.lstrip(", ")
     )
+    module = write_dag(airflow_home, f"{name}_{source.table[-8:]}", body)
     return Pipeline(module, receiver_id, source.table)
 
 

@@ -6,11 +6,29 @@ Every slot a test makes is dropped after it: a leaked slot holds the server's WA
 from __future__ import annotations
 
 import json
+import os
 import uuid
 from collections.abc import Iterator
 
 import pytest
-from cdc_pipeline import DDL, MARIADB_DDL, MariaTable, PgTable, drop_slot
+from cdc_pipeline import (
+    DDL,
+    MARIADB_DDL,
+    MariaTable,
+    PgTable,
+    drop_slot,
+    postgres_connection,
+    sweep_stale_slots,
+)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_stale_slots(postgres_url: str) -> None:
+    """The slots killed test runs left, dropped before this session makes its own."""
+    import psycopg
+
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        sweep_stale_slots(db)
 
 
 @pytest.fixture
@@ -18,19 +36,8 @@ def source(postgres_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[PgTab
     import psycopg
 
     uid = uuid.uuid4().hex[:8]
-    table, conn_id, slot = f"cdc_{uid}", f"source_{uid}", f"dogana_cdc_{uid}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}",
-        json.dumps(
-            {
-                "conn_type": "postgres",
-                "host": "127.0.0.1",
-                "port": 5432,
-                "login": "postgres",
-                "schema": "test",
-            }
-        ),
-    )
+    table, conn_id, slot = f"cdc_{uid}", f"source_{uid}", f"dogana_cdc_{os.getpid()}_{uid}"
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", postgres_connection("test"))
     db = psycopg.connect(postgres_url, autocommit=True)
     db.execute("SET TIME ZONE 'UTC'")
     db.execute(f'CREATE TABLE "{table}" ({DDL})')

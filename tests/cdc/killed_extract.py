@@ -7,31 +7,19 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 from datetime import UTC, datetime
+from pathlib import Path
 
 from dogana_core import Contract
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.connectors import PgLogicalConnector
 from dogana_provider.connectors.extract import extract
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # tests/, run as a script
 
-class Stalling(PgLogicalConnector):
-    """Reads as the connector does, and stalls once its first batch is handed on."""
+from stalled_reads import stalling
 
-    def read(self, stream, *, since=None, limit=None):
-        reading = super().read(stream, since=since, limit=limit)
-        batches = iter(reading)
-
-        class Stalled(type(reading)):
-            def __iter__(self):
-                yield next(batches)
-                print("first batch written", flush=True)
-                time.sleep(600)
-                yield from batches
-
-        reading.__class__ = Stalled
-        return reading
+Stalling = stalling(PgLogicalConnector)
 
 
 def main() -> None:

@@ -4,9 +4,12 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
-from cdc_pipeline import PgTable
+from cdc_pipeline import PgTable, drop_slot, sweep_stale_slots
 
 from dogana_provider.cli.main import main
 from dogana_provider.connectors import PgLogicalConnector
@@ -41,3 +44,28 @@ def test_status_shows_the_slots_lag_and_retained_wal_and_drop_slot_releases_it(
     assert source.confirmed() is None
     assert main(["cdc", "drop-slot", source.conn_id, "--slot", source.slot]) == 1
     assert "no slot" in capsys.readouterr().err
+
+
+def test_a_slot_a_killed_test_run_left_is_swept_and_a_running_ones_is_kept(
+    postgres_url: str,
+) -> None:
+    import psycopg
+
+    finished = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        text=True,
+        capture_output=True,
+        check=True,
+    )
+    dead = f"dogana_cdc_{finished.stdout.strip()}_0badf00d"
+    alive = f"dogana_cdc_{os.getpid()}_0badf00e"
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        for slot in (dead, alive):
+            db.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+        try:
+            assert dead in sweep_stale_slots(db)
+            left = {r[0] for r in db.execute("SELECT slot_name FROM pg_replication_slots")}
+            assert dead not in left and alive in left
+        finally:
+            for slot in (dead, alive):
+                drop_slot(db, slot)

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, PgTable, log_contract, write_pipeline
+from cdc_pipeline import COLUMNS, PgTable, log_contract, write_group_dag, write_pipeline
 
 from dogana_core.gate import Receipt
 from dogana_core.manifest import Manifest
@@ -212,31 +212,9 @@ def test_an_extract_killed_mid_read_leaves_the_slot_at_the_published_position(
 def test_delivery_task_group_reads_the_log_through_its_extract_option(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: PgTable
 ) -> None:
-    from delivery_dags import sqlite_connection, write_dag
-
-    receiver_id = f"receiver_{source.slot[-8:]}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
-    )
-    contract_path = tmp_path / "contract.json"
-    contract_path.write_text(log_contract(source.table).to_json(), encoding="utf-8")
-    output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
-    module = write_dag(
-        airflow_home,
-        f"cdc_group_{source.slot[-8:]}",
-        f"""
-        from dogana_provider.task_groups.delivery import delivery_task_group
-
-        with dag:
-            delivery_task_group(
-                {str(contract_path)!r},
-                receiver_conn_id={receiver_id!r},
-                extract={{"connector": {source.config(columns=COLUMNS)!r},
-                          "output_folder": {output!r}}},
-                fresh_as_of="{{{{ data_interval_end }}}}",
-            )
-        """,
-    )
+    connector = source.config(columns=COLUMNS)
+    contracts = [log_contract(source.table)]
+    module, _ = write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
     source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
     first = module.dag.test()
     source.execute(f'DELETE FROM "{source.table}" WHERE id = 1')

@@ -131,3 +131,18 @@ def test_edge_values_from_the_log_are_exact(source: PgTable) -> None:
         got = found[row[0]]
         assert tuple(got[n] for n in NAMES) == row
     assert str(found[1]["n"]) == "1.100000" and found[1]["s"] == "" and found[2]["s"] is None
+
+
+def test_a_log_value_no_delivery_can_hold_is_refused_naming_it(source: PgTable) -> None:
+    from dogana_provider.connectors import ConnectorError
+
+    reader = PgLogicalConnector(
+        {"conn_id": source.conn_id, "table": source.table, "slot": source.slot}
+    )
+    with reader:
+        reading = reader.read(source.table)
+        list(reading)
+        source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, 'infinity', 'x', true)")
+        source.execute(f"INSERT INTO \"{source.table}\" VALUES (2, 1, now(), 'y', true)")
+        with pytest.raises(ConnectorError, match="'infinity' in the log is no datetime"):
+            list(reader.read(source.table, since=reading.proof().position))

@@ -257,6 +257,40 @@ def pipeline(
         """
 
 
+def four_operators(
+    receiver_id: str, table: str, contract_path: Path, extract: str, *, gate: str = ""
+) -> str:
+    """A DAG body: PlanDeliveryOperator -> ExtractOperator -> GateOperator -> PublishOperator,
+    for one table, planned fresh as of the run's data_interval_end.
+
+    extract and gate are more keyword arguments of those operators, as Python source (json is
+    imported for them)."""
+    return f"""
+        import json
+
+        from dogana_provider.operators.extract import ExtractOperator
+        from dogana_provider.operators.gate import GateOperator
+        from dogana_provider.operators.plan import PlanDeliveryOperator
+        from dogana_provider.operators.publish import PublishOperator
+
+        with dag:
+            plan = PlanDeliveryOperator(
+                task_id="plan",
+                contract={str(contract_path)!r},
+                receiver_conn_id={receiver_id!r},
+                fresh_as_of="{{{{ data_interval_end }}}}",
+            )
+            extract = ExtractOperator(
+                task_id="extract", contract={str(contract_path)!r}, {extract}
+            )
+            gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r}, {gate})
+            publish = PublishOperator(
+                task_id="publish", receiver_conn_id={receiver_id!r}, table={table!r}
+            )
+            plan >> extract >> gate >> publish
+        """
+
+
 def publish_meanwhile(
     request: dict[str, Any], contract_path: str, source_path: str, folder: str, conn_id: str
 ) -> str:

@@ -14,7 +14,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-from delivery_dags import orders_contract, sqlite_connection, states, write_dag, xcom
+from delivery_dags import (
+    four_operators,
+    orders_contract,
+    sqlite_connection,
+    states,
+    write_dag,
+    xcom,
+)
 
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.manifest import Manifest
@@ -70,36 +77,9 @@ def test_extract_feeds_the_gate_and_publish_a_full_read_then_changes(
     contract_path = tmp_path / "orders.contract.json"
     contract_path.write_text(orders_contract(table).to_json(), encoding="utf-8")
     output = (tmp_path / "deliveries" / "{{ run_id | replace(':', '_') }}").as_uri()
-    module = write_dag(
-        airflow_home,
-        f"extract_flow_{uid}",
-        f"""
-        from dogana_provider.operators.extract import ExtractOperator
-        from dogana_provider.operators.gate import GateOperator
-        from dogana_provider.operators.plan import PlanDeliveryOperator
-        from dogana_provider.operators.publish import PublishOperator
-
-        with dag:
-            plan = PlanDeliveryOperator(
-                task_id="plan",
-                contract={str(contract_path)!r},
-                receiver_conn_id={receiver_id!r},
-                fresh_as_of="{{{{ data_interval_end }}}}",
-            )
-            extract = ExtractOperator(
-                task_id="extract",
-                source_conn_id={source_id!r},
-                contract={str(contract_path)!r},
-                deleted_flag="is_deleted",
-                output_folder={output!r},
-            )
-            gate = GateOperator(task_id="gate", receiver_conn_id={receiver_id!r})
-            publish = PublishOperator(
-                task_id="publish", receiver_conn_id={receiver_id!r}, table={table!r}
-            )
-            plan >> extract >> gate >> publish
-        """,
-    )
+    extract = f'source_conn_id={source_id!r}, deleted_flag="is_deleted", output_folder={output!r}'
+    body = four_operators(receiver_id, table, contract_path, extract)
+    module = write_dag(airflow_home, f"extract_flow_{uid}", body)
     hook = DoganaHook(receiver_id)
 
     source.put(1, "one")
