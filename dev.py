@@ -2,7 +2,7 @@
 """The repository's two commands. Standard library only; run with plain python3.
 
     python3 dev.py demo          run the demo pipeline (examples/demo.py)
-    python3 dev.py test [ARGS]   ruff, mypy, the docs, then pytest (ARGS go to pytest)
+    python3 dev.py test [ARGS]   ruff, mypy, the docs, then pytest on every core (ARGS go to pytest)
 
 Both create .venv on first use and install the project into it with its test extra; they
 reinstall only when pyproject.toml has changed since the last install.
@@ -157,8 +157,18 @@ def test(pytest_args: list[str]) -> None:
     # literalinclude of a moved file fails the run, not a reader.
     build = ["-W", "--keep-going", "-n", "-q", "-b", "html", "docs", "docs/_build/html"]
     step("docs", [str(PYTHON), "-m", "sphinx", *build])
-    step("pytest", [str(PYTHON), "-m", "pytest", *pytest_args])
+    step("pytest", [str(PYTHON), "-m", "pytest", *parallel(pytest_args), *pytest_args])
     say("all green")
+
+
+def parallel(pytest_args: list[str]) -> list[str]:
+    """One pytest-xdist worker per core, unless ARGS choose (-n, --numprocesses, -p no:xdist).
+    loadfile keeps a test file, and a folder sharing a slow fixture, on one worker
+    (tests/conftest.py), so that fixture is set up once."""
+    chosen = ("-n", "--numprocesses", "--dist", "no:xdist")
+    if any(arg.startswith(chosen) for arg in pytest_args):
+        return []
+    return ["-n", "auto", "--dist", "loadfile"]
 
 
 def demo(args: list[str]) -> None:

@@ -16,6 +16,7 @@ import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -63,9 +64,33 @@ def pytest_configure(config: pytest.Config) -> None:
             "AIRFLOW__CORE__UNIT_TEST_MODE": "True",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_AIRFLOW_HOME / 'airflow.db'}",
             "AIRFLOW__CORE__DAGS_FOLDER": str(_AIRFLOW_HOME / "dags"),
+            # A run's deliveries in this session's own folder, not in the machine's shared
+            # temporary one, where another session (or another xdist worker) sweeps its own.
+            "AIRFLOW__DOGANA__DELIVERY_FOLDER": (_AIRFLOW_HOME / "deliveries").as_uri(),
         }
     )
     (_AIRFLOW_HOME / "dags").mkdir()
+
+
+SHARED_FOLDERS = ("tests/deployment/", "tests/install/")
+"""The folders whose tests share a session fixture of their conftest (the deployment, the
+installed environments): run on one pytest-xdist worker, it is set up once."""
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under pytest-xdist's ``--dist loadfile`` (dev.py test), a test file is one unit of work,
+    so its module fixtures are set up once, and so is each of SHARED_FOLDERS."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # type: ignore[import-untyped]
+
+    class SharedSetupScheduling(LoadFileScheduling):  # type: ignore[misc]
+        def _split_scope(self, nodeid: str) -> str:
+            folder = next((f for f in SHARED_FOLDERS if nodeid.startswith(f)), None)
+            return folder or super()._split_scope(nodeid)
+
+    return SharedSetupScheduling(config, log)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

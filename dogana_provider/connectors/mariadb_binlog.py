@@ -34,6 +34,12 @@ own timestamp: those are whole seconds, and the table may have been quiet for ho
 Its position is L. A read never writes anything to the server, so a rejected or killed delivery
 leaves the ledger at P, and the next read reads the same changes again.
 
+A read from the start with a limit reads the table itself in key order, in a consistent snapshot
+of its own, and issues key positions (log_capture.KeyedReading): a place among a snapshot's rows
+is a key, never a binlog position, so the log does not continue from it. A log read its limit
+cuts inside a transaction issues inside:P:N, P the position that transaction starts at and N
+its rows read; the resume skips those N and proves no shape.
+
 A position whose file the server purged (binlog_purged), a TRUNCATE of the table
 (truncate_in_log), an ALTER, DROP or RENAME of it, or a table map whose columns are not the
 table's declared ones (relation_changed), and a server not logging full row images
@@ -54,6 +60,7 @@ import logging
 import re
 import secrets
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -75,7 +82,19 @@ from dogana_provider.connectors.contract import (
     check_bounded,
     check_limit,
 )
-from dogana_provider.connectors.log_capture import columns_difference, full_read, undeclared
+from dogana_provider.connectors.log_capture import (
+    INSIDE,
+    KeyedReading,
+    TableReading,
+    columns_difference,
+    full_read,
+    inside,
+    inside_position,
+    key_position,
+    keys,
+    undeclared,
+    unproven,
+)
 
 CLOCK = "the database's clock, read just before the binlog's end position"
 SNAPSHOT_CLOCK = "the database's clock, read just before the consistent snapshot"
@@ -320,6 +339,7 @@ class MariadbBinlogConnector(Connector):
         "fetch_rows": "rows per record batch (default 10000)",
     }
     required = ("conn_id", "table")
+    snapshot_clock = SNAPSHOT_CLOCK
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
@@ -396,6 +416,23 @@ class MariadbBinlogConnector(Connector):
         _autocommit(connection)
         execute(connection, "SET time_zone = '+00:00'")
         return connection
+
+    @contextmanager
+    def table_snapshot(self) -> Iterator[tuple[Any, datetime]]:
+        """A session in a read-only consistent snapshot of its own, and the clock just before
+        it: whatever had committed by then is in it."""
+        from dogana_provider.dialects.base import execute, fetch_one
+
+        connection = self.session()
+        try:
+            execute(connection, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            clock = fetch_one(connection, "SELECT UTC_TIMESTAMP(6)")
+            assert clock is not None
+            execute(connection, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            yield connection, _utc(clock[0])
+            execute(connection, "ROLLBACK")
+        finally:
+            connection.close()
 
     def settings(self) -> dict[str, Any]:
         return connection_settings(self.hook, str(self.config["conn_id"]))
@@ -508,8 +545,14 @@ class MariadbBinlogConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
-        if since is None:
-            return SnapshotReading(self, found, limit=limit)
+        if since is None and limit is None:
+            return SnapshotReading(self, found)
+        if isinstance(since, str) and since.startswith(INSIDE):
+            place, read = inside(since)
+            at = BinlogPosition.of_int(place)
+            return LogReading(self, found, at, limit=limit, end=None, skip=read)
+        if since is None or isinstance(since, str):
+            return KeyedReading(self, found, keys(since), None, limit=limit)
         return LogReading(self, found, BinlogPosition.of_int(since), limit=limit, end=None)
 
     def backfill(
@@ -519,6 +562,8 @@ class MariadbBinlogConnector(Connector):
         self.connect()
         check_limit(limit)
         found = self.stream(stream)
+        if isinstance(low, str) and isinstance(high, str):
+            return KeyedReading(self, found, keys(low), keys(high), limit=limit)
         first, last = BinlogPosition.of_int(low), BinlogPosition.of_int(high)
         if last.as_int() < first.as_int():
             raise RefusedRead("reversed_backfill", f"{last} is before {first}")
@@ -607,39 +652,33 @@ class _Rows:
 # Reads ----------------------------------------------------------------------------------------
 
 
-class SnapshotReading(Reading):
-    """The whole table in one consistent snapshot; its position is the snapshot's binlog one."""
+class SnapshotReading(TableReading):
+    """The whole table in key order in one consistent snapshot; its position is the snapshot's
+    binlog one."""
 
-    def __init__(self, connector: MariadbBinlogConnector, stream: Stream, *, limit: int | None):
-        self.connector = connector
-        self.stream = stream
-        self.limit = limit
-        self.rows = 0
+    connector: MariadbBinlogConnector
+
+    def __init__(self, connector: MariadbBinlogConnector, stream: Stream) -> None:
+        super().__init__(connector, stream, None, None, limit=None)
         self.position: BinlogPosition | None = None
-        self.produced_at: datetime | None = None
-        self.finished = False
-        self.stopped_by_limit = False
 
     def checkpoint(self) -> Position:
         if self.position is None:
             raise ConnectorError("the read has not started: no snapshot, no position yet")
+        if not self.finished:
+            # Inside the snapshot, where the next rows are is a key, not yet a log position.
+            return key_position(self.last)
         return self.position.as_int()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
-        from dogana_provider.dialects.base import execute, fetch_all, fetch_one
-        from dogana_provider.sources.columns import Columns
+        from dogana_provider.dialects.base import fetch_all
 
         connector = self.connector
         connector.as_declared(self.stream)
-        connection = connector.session()
-        try:
+        with connector.table_snapshot() as (connection, produced_at):
             problem = unfit(binlog_state(connection))
             if problem is not None:
                 raise RefusedRead("binlog_unfit", problem)
-            execute(connection, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            clock = fetch_one(connection, "SELECT UTC_TIMESTAMP(6)")
-            assert clock is not None
-            execute(connection, "START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
             status = {
                 _text(name).lower(): _text(value)
                 for name, value in fetch_all(
@@ -649,44 +688,17 @@ class SnapshotReading(Reading):
             self.position = BinlogPosition.of_file(
                 status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
             )
-            self.produced_at = _utc(clock[0])
-            names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
-            typed = {c.name: c.type for c in self.stream.columns}
-            table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
-            select = ", ".join(connector.dialect.quote(n) for n in names)
-            reader = connector.dialect.streaming_cursor(connection)
-            reader.execute(f"SELECT {select} FROM {connector.quoted()}")
-            columns = None
-            while True:
-                rows = list(reader.fetchmany(connector.fetch_rows))
-                if self.limit is not None and self.rows + len(rows) > self.limit:
-                    rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
-                if columns is None:
-                    columns = Columns(connector.dialect, reader.description, rows, typed, {})
-                if rows:
-                    batch = columns.batch(rows).cast(table_schema)
-                    deleted = pa.repeat(pa.scalar(False), batch.num_rows)
-                    yield pa.RecordBatch.from_arrays(
-                        [*batch.columns, deleted], schema=self.stream.schema()
-                    )
-                    self.rows += batch.num_rows
-                if self.stopped_by_limit or len(rows) < connector.fetch_rows:
-                    break
-            reader.close()
-            execute(connection, "ROLLBACK")
-        finally:
-            connection.close()
+            self.produced_at = produced_at
+            yield from self._select(connection)
         self.finished = True
 
     def proof(self) -> Proof:
         if self.produced_at is None or self.position is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        if self.stopped_by_limit:
-            shape, why = None, "stopped by its limit before the last row"
-        else:
-            shape = Shape.complete()
-            why = f"the whole table in a consistent snapshot at binlog {self.position}"
-        return Proof(shape, self.produced_at, SNAPSHOT_CLOCK, None, self.position.as_int(), why)
+        why = f"the whole table in a consistent snapshot at binlog {self.position}"
+        return Proof(
+            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.position.as_int(), why
+        )
 
 
 class LogReading(Reading):
@@ -700,10 +712,14 @@ class LogReading(Reading):
         *,
         limit: int | None,
         end: BinlogPosition | None,
+        skip: int = 0,
     ) -> None:
         self.connector = connector
         self.stream = stream
         self.since = since
+        # A resume inside the transaction after since: its first rows were read.
+        self.skip = skip
+        self.inside_rows = 0
         self.limit = limit
         self.end = end
         self.at = since
@@ -714,6 +730,9 @@ class LogReading(Reading):
         self.last_commit: datetime | None = None
 
     def checkpoint(self) -> Position:
+        if self.inside_rows:
+            # A limit cut the transaction after at: the position names the rows read of it.
+            return inside_position(self.at.as_int(), self.inside_rows)
         return self.at.as_int()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -819,14 +838,19 @@ class LogReading(Reading):
                 if isinstance(event, XidEvent) or (
                     isinstance(event, QueryEvent) and _text(event.query).strip().upper() == "COMMIT"
                 ):
-                    for values, deleted in pending:
+                    # The first transaction after since is the one a resume inside skips into.
+                    skipped = self.skip if self.at == self.since else 0
+                    self.inside_rows = min(skipped, len(pending))
+                    for values, deleted in pending[skipped:]:
                         if self.limit is not None and self.rows >= self.limit:
                             self.stopped_by_limit = True
                             break
                         rows.add(values, deleted)
                         self.rows += 1
+                        self.inside_rows += 1
                     if self.stopped_by_limit:
                         break
+                    self.inside_rows = 0
                     pending = []
                     self.at = here
                     self.last_commit = datetime.fromtimestamp(event.timestamp, UTC)
@@ -925,12 +949,8 @@ class LogReading(Reading):
     def proof(self) -> Proof:
         if not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        if self.stopped_by_limit or self.produced_at is None:
-            why = (
-                "stopped by its limit before the log's end"
-                if self.stopped_by_limit
-                else "a backfill between two positions"
-            )
+        if self.stopped_by_limit or self.produced_at is None or self.skip:
+            why = unproven(self.stopped_by_limit, self.skip)
             instant = self.last_commit or datetime.now(UTC)
             return Proof(None, instant, CLOCK, self.since.as_int(), self.at.as_int(), why)
         return Proof(

@@ -57,10 +57,10 @@ published together share one slot and one read of the log (pg_group.py, LogReadi
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 from typing import Any, ClassVar
@@ -84,9 +84,19 @@ from dogana_provider.connectors.contract import (
     check_bounded,
     check_limit,
 )
+from dogana_provider.connectors.log_capture import (
+    INSIDE,
+    KeyedReading,
+    TableReading,
+    inside,
+    inside_position,
+    key_position,
+    keys,
+    undeclared,
+    unproven,
+)
 from dogana_provider.connectors.log_capture import columns_difference as _difference
 from dogana_provider.connectors.log_capture import full_read as _full_read
-from dogana_provider.connectors.log_capture import undeclared
 from dogana_provider.connectors.pgoutput import lsn_of, lsn_text
 from dogana_provider.sources.columns import cast_text
 
@@ -98,7 +108,6 @@ FLUSH_WAIT = timedelta(seconds=30)
 # A worker killed mid-read leaves its server process holding the slot until that process sees
 # the connection gone: at its next message to the worker, after the decoding under way.
 RELEASE_WAIT = timedelta(seconds=30)
-KEY, START, INSIDE = "key:", "start", "inside:"
 
 
 class PgLogicalConnector(Connector):
@@ -116,6 +125,7 @@ class PgLogicalConnector(Connector):
         "fetch_rows": "rows fetched from the server at a time (default 10000)",
     }
     required = ("conn_id", "table", "slot")
+    snapshot_clock = SNAPSHOT_CLOCK
 
     def __init__(self, config: Mapping[str, Any]) -> None:
         super().__init__(config)
@@ -202,6 +212,19 @@ class PgLogicalConnector(Connector):
         ):
             connection.execute(statement)
         return connection
+
+    @contextmanager
+    def table_snapshot(self) -> Iterator[tuple[Any, datetime]]:
+        """A session in a read-only REPEATABLE READ transaction of its own, and its instant."""
+        connection = self.session()
+        try:
+            connection.autocommit = False
+            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            now = connection.execute("SELECT clock_timestamp()").fetchone()[0]
+            yield connection, now.astimezone(UTC)
+            connection.rollback()
+        finally:
+            connection.close()
 
     # The catalog and the slot -------------------------------------------------------------------
 
@@ -325,10 +348,10 @@ class PgLogicalConnector(Connector):
         if since is None and limit is None:
             return SnapshotReading(self, found)
         if isinstance(since, str) and since.startswith(INSIDE):
-            commit, read = _inside(since)
+            commit, read = inside(since)
             return LogReading(self, found, commit, limit=limit, end=None, skip=read)
         if since is None or isinstance(since, str):
-            return KeyedReading(self, found, _keys(since), None, limit=limit)
+            return KeyedReading(self, found, keys(since), None, limit=limit)
         return LogReading(self, found, _position(since), limit=limit, end=None)
 
     def backfill(
@@ -339,7 +362,7 @@ class PgLogicalConnector(Connector):
         check_limit(limit)
         found = self.stream(stream)
         if isinstance(low, str) and isinstance(high, str):
-            return KeyedReading(self, found, _keys(low), _keys(high), limit=limit)
+            return KeyedReading(self, found, keys(low), keys(high), limit=limit)
         first, last = _position(low), _position(high)
         if last < first:
             raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
@@ -413,33 +436,6 @@ def _position(value: Scalar | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise ConnectorError(f"{value!r} is not a log position (an LSN as an integer)")
     return value
-
-
-def _inside(value: str) -> tuple[int, int]:
-    """A position inside a transaction ("inside:", its commit LSN, ":", the rows read)."""
-    commit, _, read = value[len(INSIDE) :].partition(":")
-    if not (commit.isdigit() and read.isdigit() and int(read) > 0):
-        raise ConnectorError(f"{value!r} is not a position inside a transaction")
-    return int(commit), int(read)
-
-
-def _keys(value: Scalar | None) -> list[Any] | None:
-    """A key position ("key:" and the last key read, as JSON) as its values; None from the
-    start ("start", or no position)."""
-    if value is None or value == START:
-        return None
-    if isinstance(value, str) and value.startswith(KEY):
-        try:
-            keys = json.loads(value[len(KEY) :])
-        except ValueError:
-            keys = None
-        if isinstance(keys, list) and keys:
-            return keys
-    raise ConnectorError(f"{value!r} is not a position: a log position or {KEY}[the last key]")
-
-
-def _key_position(keys: list[Any] | None) -> str:
-    return START if keys is None else KEY + json.dumps(keys, default=str)
 
 
 # Values ----------------------------------------------------------------------------------------
@@ -521,78 +517,10 @@ def _column(values: list[str | None], logical: str, arrow: pa.DataType) -> pa.Ar
 # Reads -----------------------------------------------------------------------------------------
 
 
-class _TableReading(Reading):
-    """Rows of the table itself (not its log) in key order, from after one key up to another."""
-
-    def __init__(
-        self,
-        connector: PgLogicalConnector,
-        stream: Stream,
-        after: list[Any] | None,
-        upto: list[Any] | None,
-        *,
-        limit: int | None,
-    ) -> None:
-        self.connector = connector
-        self.stream = stream
-        self.after = after
-        self.upto = upto
-        self.limit = limit
-        self.rows = 0
-        self.last = after
-        self.produced_at: datetime | None = None
-        self.finished = False
-        self.stopped_by_limit = False
-
-    def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
-        """The rows the open transaction sees, each batch cast to the stream's schema."""
-        from dogana_provider.sources.columns import Columns
-
-        connector, quote = self.connector, self.connector.dialect.quote
-        names = [c.name for c in self.stream.columns if c.name != self.stream.deleted_column]
-        typed = {c.name: c.type for c in self.stream.columns}
-        table_schema = pa.schema([f for f in self.stream.schema() if f.name in names])
-        key = list(self.stream.key)
-        row = ", ".join(quote(k) for k in key)
-        sql = f"SELECT {', '.join(quote(n) for n in names)} FROM {connector.quoted()}"
-        where, params = [], []
-        for values, compare in ((self.after, ">"), (self.upto, "<=")):
-            if values is not None:
-                if len(values) != len(key):
-                    raise ConnectorError(f"{values!r} is not a key of {key}")
-                where.append(f"({row}) {compare} ({', '.join(['%s'] * len(values))})")
-                params += values
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        if key:
-            sql += f" ORDER BY {row}"
-        reader = connector.dialect.streaming_cursor(connection)
-        reader.execute(sql, params)
-        columns = None
-        while True:
-            rows = reader.fetchmany(connector.fetch_rows)
-            if self.limit is not None and self.rows + len(rows) > self.limit:
-                rows, self.stopped_by_limit = rows[: self.limit - self.rows], True
-            if columns is None:
-                columns = Columns(connector.dialect, reader.description, rows, typed, {})
-            if rows:
-                batch = columns.batch(rows).cast(table_schema)
-                deleted = pa.repeat(pa.scalar(False), batch.num_rows)
-                batch = pa.RecordBatch.from_arrays(
-                    [*batch.columns, deleted], schema=self.stream.schema()
-                )
-                self.rows += batch.num_rows
-                if key:
-                    last = batch.slice(batch.num_rows - 1)
-                    self.last = [last.column(k)[0].as_py() for k in key]
-                yield batch
-            if self.stopped_by_limit or len(rows) < connector.fetch_rows:
-                break
-        reader.close()
-
-
-class SnapshotReading(_TableReading):
+class SnapshotReading(TableReading):
     """The whole table at a new slot's consistent point; its position is that LSN."""
+
+    connector: PgLogicalConnector
 
     def __init__(self, connector: PgLogicalConnector, stream: Stream) -> None:
         super().__init__(connector, stream, None, None, limit=None)
@@ -603,7 +531,7 @@ class SnapshotReading(_TableReading):
             raise ConnectorError("the read has not started: no slot, no position yet")
         if not self.finished:
             # Inside the snapshot, where the next rows are is a key, not yet a log position.
-            return _key_position(self.last)
+            return key_position(self.last)
         return self.consistent
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -674,51 +602,6 @@ class SnapshotReading(_TableReading):
             raise ConnectorError("the read is not finished: read its batches first")
         why = f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
         return Proof(Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
-
-
-class KeyedReading(_TableReading):
-    """The table's rows in key order, after one key and up to another, in a snapshot of its
-    own and with no slot: a limited read from the start, its resume or a backfill between two
-    of its positions. It issues key positions, never a log position, and proves no shape: a
-    later snapshot continuing an earlier one's keys is not one read of the table, and the log
-    does not continue from it (only a whole read makes the slot whose position the log
-    continues from)."""
-
-    def checkpoint(self) -> Position:
-        return _key_position(self.last)
-
-    def __iter__(self) -> Iterator[pa.RecordBatch]:
-        if not self.stream.key:
-            raise RefusedRead("no_position", f"{self.connector.table}: positions need a key")
-        connection = self.connector.session()
-        try:
-            connection.autocommit = False
-            connection.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            now = connection.execute("SELECT clock_timestamp()").fetchone()[0]
-            self.produced_at = now.astimezone(UTC)
-            yield from self._select(connection)
-            connection.rollback()
-        finally:
-            connection.close()
-        self.finished = True
-
-    def proof(self) -> Proof:
-        if self.produced_at is None or not self.finished:
-            raise ConnectorError("the read is not finished: read its batches first")
-        if self.stopped_by_limit:
-            why = "stopped by its limit before the last row"
-        elif self.after is None and self.upto is None:
-            why = "a limited read issues key positions, not the slot's: the log cannot continue it"
-        else:
-            why = "a later snapshot continuing an earlier one's keys is not one read"
-        return Proof(
-            None,
-            self.produced_at,
-            SNAPSHOT_CLOCK,
-            _key_position(self.after),
-            self.checkpoint(),
-            why,
-        )
 
 
 def _wait_for_flush(connection: Any, lsn: str) -> None:
@@ -799,7 +682,7 @@ class LogReading(Reading):
     def checkpoint(self) -> Position:
         if self.inside is not None and self.inside_rows:
             # A limit cut this transaction: the position names its commit and the rows read.
-            return f"{INSIDE}{self.inside}:{self.inside_rows}"
+            return inside_position(self.inside, self.inside_rows)
         return self.at
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
@@ -951,12 +834,7 @@ class LogReading(Reading):
         if not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
         if self.stopped_by_limit or self.produced_at is None or self.skip:
-            if self.stopped_by_limit:
-                why = "stopped by its limit before the log's end"
-            elif self.skip:
-                why = "a resume inside a transaction a limit cut is not every change after since"
-            else:
-                why = "a backfill between two positions"
+            why = unproven(self.stopped_by_limit, self.skip)
             instant = self.last_commit or datetime.now(UTC)
             return Proof(None, instant, CLOCK, self.since, self.at, why)
         return Proof(

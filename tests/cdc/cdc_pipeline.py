@@ -263,3 +263,19 @@ def comparable(rows: dict[int, tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:
         return v
 
     return {key: tuple(value(i, v) for i, v in enumerate(row)) for key, row in rows.items()}
+
+
+def read_in_cuts(
+    connector: Any, table: str, position: Any, limits: tuple[int | None, ...]
+) -> tuple[list[Any], list[Any]]:
+    """A log read from position in parts, each resuming at the last one's checkpoint: the
+    parts (Arrow tables) and the shape each proved."""
+    import pyarrow as pa
+
+    parts, shapes = [], []
+    for limit in limits:
+        reading = connector.read(table, since=position, limit=limit)
+        parts.append(pa.Table.from_batches(list(reading), schema=reading.stream.schema()))
+        shapes.append(reading.proof().shape)
+        position = reading.checkpoint()
+    return parts, shapes

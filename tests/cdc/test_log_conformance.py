@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from cdc_pipeline import COLUMNS, PgTable
+from cdc_pipeline import COLUMNS, PgTable, read_in_cuts
 
 from dogana_provider.connectors import PgLogicalConnector
 from dogana_provider.connectors.conformance import conformance
@@ -42,12 +42,7 @@ def test_a_log_read_cut_inside_a_transaction_resumes_after_its_last_row_once(
     whole = pa.Table.from_batches(list(connector.read(source.table, since=position)))
     assert whole.num_rows == 5
 
-    parts, cuts = [], []
-    for limit in (1, 2, None):
-        reading = connector.read(source.table, since=position, limit=limit)
-        parts.append(pa.Table.from_batches(list(reading), schema=whole.schema))
-        cuts.append(reading.proof().shape)
-        position = reading.checkpoint()
+    parts, cuts = read_in_cuts(connector, source.table, position, (1, 2, None))
     assert [part.num_rows for part in parts] == [1, 2, 2]
     assert pa.concat_tables(parts).equals(whole), "no row twice, none skipped"
     assert cuts == [None, None, None], "a cut read, and a resume inside a transaction, prove none"

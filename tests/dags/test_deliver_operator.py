@@ -1,0 +1,106 @@
+"""DeliverOperator: a delivery, or a batch of them, plan to publication in one task; each table
+published as the four tasks publish it, with its own Asset event, and the record of each step
+kept in the task's XCom. On SQLite (the four operators' own tests cover every database)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from example_runs import Databases, states, write_dag
+from soft_deletes import orders_contract as contract
+from test_delivery_task_group import assert_own_claims, source_tables
+
+pytestmark = pytest.mark.airflow
+
+ON_SQLITE = pytest.mark.parametrize("databases", ["sqlite"], indirect=True)
+
+
+def dag_with(databases: Databases, airflow_home: Path, body: str) -> object:
+    name = f"deliver_{databases.uid}"
+    header = f"""
+import datetime
+from airflow.sdk import DAG, task
+from dogana_provider.operators.deliver import DeliverOperator, batches
+from dogana_provider.operators.publish import dogana_alias
+
+dag = DAG({name!r}, schedule=None,
+          start_date=datetime.datetime(2026, 1, 1, tzinfo=datetime.timezone.utc))
+SOURCE, RECEIVER = "dogana_source", "dogana_default"
+"""
+    return write_dag(airflow_home, name, header + body)
+
+
+def mapped_xcom(run: Any, task_id: str) -> list[Any]:
+    """What each mapped instance of task_id returned, in map index order."""
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    query = XComModel.get_many(
+        run_id=run.run_id, key="return_value", dag_ids=run.dag_id, task_ids=task_id
+    )
+    with create_session() as session:
+        rows = sorted(session.scalars(query), key=lambda row: row.map_index)
+        return [XComModel.deserialize_value(row) for row in rows]
+
+
+@ON_SQLITE
+def test_batches_of_tables_in_one_task_each_publish_each_table_with_its_own_asset_event(
+    databases: Databases, airflow_home: Path
+) -> None:
+    tables = [f"b{i}_{databases.uid}" for i in range(3)]
+    source_tables(databases, tables)
+    contracts = [contract(table).to_dict() for table in tables]
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+@task
+def contracts():
+    return {contracts!r}
+
+with dag:
+    DeliverOperator.partial(
+        task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+        outlets=[dogana_alias(RECEIVER)],
+    ).expand(contracts=batches(contracts(), 2))
+""",
+    )
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert_own_claims(databases, tables)
+    records = [record for batch in mapped_xcom(run, "deliver") for record in batch]
+    assert len(records) == len(tables)  # one record a delivery, each step's output in it
+    for record, table in zip(records, tables, strict=True):
+        assert record["request"]["table"] == table
+        assert record["delivery"]["manifest"]["table"] == table
+        assert record["receipt"]["outcome"] == "accepted"
+        receipt = databases.receipts(table)[-1]
+        assert record["receipt"]["publication_id"] == receipt.publication_id
+
+
+@ON_SQLITE
+def test_a_failed_delivery_of_a_batch_fails_the_task_naming_it_after_the_others_published(
+    databases: Databases, airflow_home: Path
+) -> None:
+    tables = [f"ok{i}_{databases.uid}" for i in range(2)]
+    source_tables(databases, tables)
+    missing = f"missing_{databases.uid}"
+    databases.activate([missing])
+    batch = [contract(table).to_dict() for table in (tables[0], missing, tables[1])]
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contracts={batch!r})
+""",
+    )
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "failed"
+    for number, table in enumerate(tables):  # published; their events go with the failed task
+        assert len(databases.published(table, ["id"])) == number + 1
+        assert [r.outcome.value for r in databases.receipts(table)] == ["accepted"]
+    assert databases.receipts(missing) == []
