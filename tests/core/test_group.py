@@ -677,6 +677,30 @@ def test_plan_together_plans_a_complete_read_where_a_feed_cannot_repair_deletion
     assert requests[0].issue_position
 
 
+def test_plan_together_plans_at_the_earliest_boundary_a_read_reaching_until_until_admits() -> None:
+    """The window is patched (4, 2), another window proven at 8. quick reads the whole table
+    after 8 and keeps deletions at 2: it meets "both dates as of 2" but never (until, until).
+    A window read after 4 reaches (until, until), so until is 4 and a microsecond, not 8."""
+    contract = orders(
+        full=Shape.complete(cost=10),
+        quick=Shape.changes(cost=0),
+        days=Shape.complete(window=True, cost=1),
+    )
+    group = Group([contract])
+    window = (day(1), day(9))
+    ledger = (
+        Ledger.new(contract)
+        .apply(full(contract, at(2)))
+        .apply(contract.manifest("quick", at(4), since=at(2)))
+        .apply(contract.manifest("days", at(8), window=(day(20), day(25))))
+    )
+    requests = plan_together(group, {"orders": ledger}, at(2), windows={"orders": window})
+    assert requests is not None
+    assert [(r.shape, r.window, r.until) for r in requests] == [
+        ("days", window, at(4) + MICROSECOND)
+    ]
+
+
 def test_plan_together_respects_each_tables_window() -> None:
     group = Group([INVOICES, ORDERS])
     ledgers = {
@@ -701,8 +725,14 @@ def test_plan_together_raises_planning_error_when_a_table_cannot_become_exact() 
             no_tombstones.manifest("days", at(1), window=(day(1), day(9)))
         ),
     }
-    with pytest.raises(PlanningError, match="table orders"):
+    with pytest.raises(PlanningError) as refused:
         plan_together(group, ledgers, at(5))
+    assert str(refused.value) == (
+        "plan_together: table orders: no shape of table 'orders' establishes (p, p) at a "
+        "boundary p no earlier than 2026-10-18T05:00:00+00:00 over the whole table: changes: a "
+        "changed-only read needs every region it covers known; one is unknown; days: a "
+        "requirement on the whole table needs a whole-table shape"
+    )
 
 
 def test_plan_together_requests_fulfilled_in_one_snapshot_make_the_group_exact() -> None:

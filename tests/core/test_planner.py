@@ -28,7 +28,7 @@ from planning_fixtures import (
 from dogana_core import Contract, InvalidContract, PlanningError, SerializationError, Shape
 from dogana_core.ledger import Ledger
 from dogana_core.planner import ExtractionRequest, Requirement, next_extraction, plan_delivery
-from dogana_core.values import DATETIME_MIN
+from dogana_core.values import DATETIME_MAX, DATETIME_MIN
 
 
 def full_at(contract: Contract, t: datetime, position: object = None) -> Ledger:
@@ -220,6 +220,47 @@ def test_a_feed_is_excluded_over_an_unknown_region() -> None:
     assert request is not None and request.shape == "days"
 
 
+def test_a_window_feed_needs_only_the_regions_of_its_window_known() -> None:
+    """Transitions 3 asks for the regions a read covers: a window feed over a known window is
+    admitted although the rest of the table, below and above it, is unknown."""
+    contract = orders(
+        changes=Shape.changes(cost=1),
+        recent=Shape.changes(window=True, cost=2),
+        days=Shape.complete(window=True, cost=3),
+    )
+    ledger = Ledger.new(contract).apply(contract.manifest("days", at(0), window=(day(2), day(9))))
+    request = plan_delivery(ledger, Requirement("orders", at(24), window=(day(2), day(9))))
+    assert request is not None
+    assert (request.shape, request.window, request.since) == ("recent", (day(2), day(9)), at(0))
+    assert claims(deliver(ledger, request), (day(2), day(9))) == (at(24), at(0))
+
+
+def test_no_shape_for_a_window_with_deletions_names_each_candidate_and_the_window() -> None:
+    """The whole-table feed covers unknown regions; the window feed covers only known ones but
+    has no tombstones, so it cannot raise the deletions date the requirement names."""
+    with_days = orders(
+        changes=Shape.changes(cost=1),
+        recent=Shape.changes(window=True, cost=2),
+        days=Shape.complete(window=True, cost=3),
+    )
+    feeds_only = orders(changes=Shape.changes(cost=1), recent=Shape.changes(window=True, cost=2))
+    ledger = (
+        Ledger.new(with_days)
+        .apply(with_days.manifest("days", at(0), window=(day(1), day(9))))
+        .with_contract(feeds_only)
+    )
+    requirement = Requirement("orders", at(24), deletions_as_of=at(24), window=(day(1), day(9)))
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, requirement)
+    assert str(refused.value) == (
+        "no shape of table 'orders' establishes complete as of 2026-10-19T00:00:00+00:00 with "
+        "deletions as of 2026-10-19T00:00:00+00:00 over window [datetime.date(2026, 10, 1), "
+        "datetime.date(2026, 10, 9)]: changes: a changed-only read needs every region it covers "
+        "known; one is unknown; recent: its deletions are none, so it cannot raise a deletions "
+        "date"
+    )
+
+
 def test_a_feed_is_excluded_where_the_required_deletions_date_is_out_of_its_reach() -> None:
     """A generation feed starts from the held position and repairs deletions only where both
     dates are equal: once patched by a feed without tombstones, only a full repairs them."""
@@ -249,6 +290,37 @@ def test_a_feed_is_excluded_where_the_required_deletions_date_is_out_of_its_reac
     assert claims(deliver(fresh, request)) == (at(24), at(24))
 
 
+def test_no_feed_reaching_a_patched_deletions_date_names_why_each_cannot() -> None:
+    """Without a full to fall back on, the refusal names each feed's reason: quick has no
+    tombstones, and the generation feed repairs deletions only where both dates are equal."""
+    shapes = {
+        "quick": Shape.changes(checkpoint="generation", cost=1),
+        "feed": Shape.changes(checkpoint="generation", tombstones=True, cost=2),
+    }
+    types = {"id": "int", "deleted": "bool"}
+    with_full = Contract(
+        "customers",
+        ("id",),
+        {"full": Shape.complete(cost=10), **shapes},
+        deleted_column="deleted",
+        types=types,
+    )
+    feeds_only = Contract("customers", ("id",), shapes, deleted_column="deleted", types=types)
+    ledger = (
+        full_at(with_full, at(0), position="g1")
+        .apply(with_full.manifest("quick", at(12), since="g1", generation="g2"))
+        .with_contract(feeds_only)
+    )
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, Requirement("customers", at(24), deletions_as_of=at(12)))
+    assert str(refused.value) == (
+        "no shape of table 'customers' establishes complete as of 2026-10-19T00:00:00+00:00 with "
+        "deletions as of 2026-10-18T12:00:00+00:00 over the whole table: quick: its deletions "
+        "are none, so it cannot raise a deletions date; feed: a generation feed starts from the "
+        "held position and repairs deletions only where both dates are equal"
+    )
+
+
 def test_a_sequence_feed_is_excluded_where_deletions_are_patched() -> None:
     contract = Contract(
         "lines",
@@ -275,6 +347,16 @@ def test_changes_without_tombstones_never_raise_a_deletions_date() -> None:
     assert request is not None and request.shape == "full"
 
 
+def test_changes_without_tombstones_are_planned_where_the_deletions_date_already_suffices() -> None:
+    """Deletions as of 0 are required and held (the region is (12, 0)): the cheap feed without
+    tombstones leaves them there and raises the complete date, which is all that is missing."""
+    contract = orders(full=Shape.complete(cost=10), changes=Shape.changes(cost=1))
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", at(12), since=at(0)))
+    request = plan_delivery(ledger, Requirement("orders", at(24), deletions_as_of=at(0)))
+    assert request is not None and (request.shape, request.since) == ("changes", at(12))
+    assert claims(deliver(ledger, request)) == (at(24), at(0))
+
+
 def test_timestamp_tombstones_start_no_later_than_the_deletions_date_they_must_repair() -> None:
     """Tombstones since s repair deletions where s <= d; the planner starts early enough."""
     contract = orders(
@@ -291,6 +373,23 @@ def test_timestamp_tombstones_start_no_later_than_the_deletions_date_they_must_r
     # Without a deletions requirement the cheapest read starts at the complete date.
     request = plan_delivery(ledger, Requirement("orders", at(24)))
     assert request is not None and (request.shape, request.since) == ("changes", at(12))
+
+
+def test_timestamp_tombstones_start_at_the_complete_date_where_no_deletions_date_falls_short() -> (
+    None
+):
+    """Deletions as of 0 are required and held: no deletions date needs repair, so the tombstone
+    read starts at the complete date (12), not at the deletions date it already meets."""
+    contract = orders(
+        full=Shape.complete(cost=10),
+        changes=Shape.changes(cost=5),
+        tombstones=Shape.changes(tombstones=True, cost=1),
+    )
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", at(12), since=at(0)))
+    assert claims(ledger) == (at(12), at(0))
+    request = plan_delivery(ledger, Requirement("orders", at(24), deletions_as_of=at(0)))
+    assert request is not None and (request.shape, request.since) == ("tombstones", at(12))
+    assert claims(deliver(ledger, request)) == (at(24), at(0))
 
 
 def test_a_window_shape_meets_a_requirement_on_a_bounded_window() -> None:
@@ -368,16 +467,43 @@ def test_the_boundary_follows_a_requirement_when_the_evidence_equals_it() -> Non
     assert request is not None and request.until == at(7) + MICROSECOND
 
 
+def test_no_read_follows_evidence_complete_as_of_the_last_representable_instant() -> None:
+    """Transitions 2 needs t > complete_as_of, and no instant follows the last one."""
+    contract = orders(full=Shape.complete(cost=10), changes=Shape.changes(cost=1))
+    ledger = full_at(contract, at(0)).apply(contract.manifest("changes", DATETIME_MAX, since=at(0)))
+    with pytest.raises(PlanningError) as refused:
+        plan_delivery(ledger, Requirement("orders", at(1), deletions_as_of=at(1)))
+    last = (
+        "Transitions 2 (every affected known region has t > complete_as_of): a region is complete "
+        "as of the last representable instant; no later read exists"
+    )
+    assert str(refused.value) == (
+        "no shape of table 'orders' establishes complete as of 2026-10-18T01:00:00+00:00 with "
+        f"deletions as of 2026-10-18T01:00:00+00:00 over the whole table: changes: {last}; "
+        f"full: {last}"
+    )
+
+
 def test_a_requirement_for_another_table_is_refused() -> None:
     with pytest.raises(InvalidContract, match="ledger's table"):
         plan_delivery(Ledger.new(ORDERS), Requirement("events", at(1)))
 
 
 def test_a_window_requirement_on_a_table_without_a_window_column_is_refused() -> None:
-    with pytest.raises(InvalidContract, match="no window column"):
+    with pytest.raises(InvalidContract) as refused:
         plan_delivery(Ledger.new(EVENTS), Requirement("events", at(1), window=(at(0), at(1))))
-    with pytest.raises(InvalidContract, match="expected date"):
+    assert str(refused.value) == (
+        "Requirement.window: table 'events' has no window column; ask for the whole table"
+    )
+    with pytest.raises(InvalidContract) as refused:
         plan_delivery(Ledger.new(ORDERS), Requirement("orders", at(1), window=(1, 2)))
+    assert str(refused.value) == "Requirement.window[0] (order_date): expected date, got int 1"
+
+
+def test_plan_delivery_refuses_what_is_not_a_requirement_naming_its_type() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        plan_delivery(Ledger.new(ORDERS), "orders")  # type: ignore[arg-type]
+    assert str(refused.value) == "plan_delivery: expected a Requirement, got str"
 
 
 def test_a_complete_whole_table_read_issues_the_position_feeds_start_from() -> None:
@@ -421,6 +547,30 @@ def test_a_rolling_window_is_extended_back_to_meet_the_last_complete_evidence() 
     ).complete_as_of == at(0)
 
 
+def test_a_rolling_window_is_extended_back_over_the_unknown_region_holding_its_start() -> None:
+    """Evidence ends on October 10 and a later window (November 1 to 5) lies inside the rolling
+    window: the window starting October 22 inside the unknown gap reaches back to October 11."""
+    ledger = (
+        Ledger.new(ORDERS)
+        .apply(ORDERS.manifest("days", at(0), window=(day(1), day(10))))
+        .apply(ORDERS.manifest("days", at(1), window=(date(2026, 11, 1), date(2026, 11, 5))))
+    )
+    request = next_extraction(ledger, "days", datetime(2026, 11, 20, 2, tzinfo=UTC))
+    assert request.window == (day(11), date(2026, 11, 20))
+
+
+def test_a_rolling_window_starting_on_a_known_region_is_extended_over_the_gap_below_it() -> None:
+    """The window starts exactly where known evidence (October 22 on) starts; the unknown gap
+    just below it (October 11 to 21) still reaches back to the evidence ending October 10."""
+    ledger = (
+        Ledger.new(ORDERS)
+        .apply(ORDERS.manifest("days", at(0), window=(day(1), day(10))))
+        .apply(ORDERS.manifest("days", at(1), window=(day(22), date(2026, 11, 30))))
+    )
+    request = next_extraction(ledger, "days", datetime(2026, 11, 20, 2, tzinfo=UTC))
+    assert request.window == (day(11), date(2026, 11, 20))
+
+
 def test_a_rolling_window_is_not_extended_where_nothing_below_was_proven() -> None:
     request = next_extraction(Ledger.new(ORDERS), "days", datetime(2026, 10, 19, tzinfo=UTC))
     assert request.window == (date(2026, 9, 20), day(19))
@@ -436,8 +586,11 @@ def test_a_rolling_window_is_not_extended_when_the_evidence_already_meets_it() -
 
 def test_a_window_shape_without_window_size_needs_a_window() -> None:
     contract = orders(part=Shape.complete(window=True))
-    with pytest.raises(PlanningError, match="window_size"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(Ledger.new(contract), "part", at(1))
+    assert str(refused.value) == (
+        "shape 'part' declares no window_size, so it has no rolling window; name the window"
+    )
     request = next_extraction(Ledger.new(contract), "part", at(1), window=(day(1), day(1)))
     assert request.window == (day(1), day(1))
 
@@ -499,8 +652,21 @@ def test_an_append_needs_every_covered_region_to_share_one_complete_as_of() -> N
     )
     ledger = Ledger.new(contract).apply(contract.manifest("full", at(0)))
     ledger = ledger.apply(contract.manifest("day", at(5), window=(day(1), day(1))))
-    with pytest.raises(PlanningError, match="single since"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(ledger, "append", at(6))
+    assert str(refused.value) == (
+        "Transitions 3 (every later append has since equal to complete_as_of in every region it "
+        "covers): the regions are complete as of different instants, so no single since fits "
+        "them all; deliver a complete whole-table read first"
+    )
+    # After a first read of one window alone, the rest of the table is still unknown.
+    windowed = Ledger.new(contract).apply(contract.manifest("day", at(5), window=(day(1), day(1))))
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(windowed, "append", at(6))
+    assert str(refused.value) == (
+        "Transitions 3 (every region a changed-only delivery covers is known): an append after "
+        "the first needs every region known; deliver a complete whole-table read"
+    )
 
 
 def test_a_generation_request_starts_from_the_held_generation() -> None:
@@ -510,8 +676,24 @@ def test_a_generation_request_starts_from_the_held_generation() -> None:
 
 
 def test_a_generation_request_without_a_held_generation_is_refused() -> None:
-    with pytest.raises(PlanningError, match="Transitions 5"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(full_at(feed(), at(0)), "feed", at(6))
+    assert str(refused.value) == (
+        "Transitions 5 (generation changes have since equal to the held generation): the ledger "
+        "holds no position; a complete whole-table delivery issuing a generation comes first"
+    )
+
+
+def test_a_generation_request_after_a_sequence_log_needs_a_complete_read_issuing_one() -> None:
+    """Contract evolution from a log to a generation feed keeps the integer position, which no
+    generation chains from (Transitions 5)."""
+    ledger = full_at(log("customers"), at(0), position=41).with_contract(feed())
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(ledger, "feed", at(6))
+    assert str(refused.value) == (
+        "Transitions 5 (generation changes have since equal to the held generation): the ledger "
+        "holds the integer 41; a complete whole-table delivery issuing a generation comes first"
+    )
 
 
 def test_a_sequence_request_starts_from_the_held_position() -> None:
@@ -523,8 +705,20 @@ def test_a_sequence_request_starts_from_the_held_position() -> None:
 
 
 def test_a_sequence_request_without_an_integer_position_is_refused() -> None:
-    with pytest.raises(PlanningError, match="Transitions 6"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(full_at(log(), at(0)), "log", at(6))
+    assert str(refused.value) == (
+        "Transitions 6 (a missing or opaque position needs a complete delivery issuing one): the "
+        "ledger holds no position"
+    )
+    # Contract evolution from a generation feed leaves an opaque string position (Transitions 6).
+    opaque = full_at(feed("lines"), at(0), position="g1").with_contract(log())
+    with pytest.raises(PlanningError) as refused:
+        next_extraction(opaque, "log", at(6))
+    assert str(refused.value) == (
+        "Transitions 6 (a missing or opaque position needs a complete delivery issuing one): the "
+        "ledger holds the string position 'g1'"
+    )
 
 
 def test_next_extraction_refuses_a_boundary_not_after_the_evidence() -> None:
@@ -536,8 +730,24 @@ def test_next_extraction_refuses_a_boundary_not_after_the_evidence() -> None:
 
 
 def test_next_extraction_refuses_changes_over_unknown_regions() -> None:
-    with pytest.raises(PlanningError, match="Transitions 3"):
+    with pytest.raises(PlanningError) as refused:
         next_extraction(Ledger.new(ORDERS), "changes", at(5))
+    assert str(refused.value) == (
+        "Transitions 3 (every region a changed-only delivery covers is known): a region it would "
+        "cover is unknown; deliver a complete read of it first"
+    )
+
+
+def test_next_extraction_refuses_a_naive_until_or_a_reversed_window_naming_the_argument() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        next_extraction(Ledger.new(ORDERS), "days", NAIVE)
+    assert str(refused.value) == f"next_extraction until: {NAIVE_TEXT}"
+    with pytest.raises(InvalidContract) as refused:
+        next_extraction(Ledger.new(ORDERS), "days", at(1), window=(day(9), day(1)))
+    assert str(refused.value) == (
+        "next_extraction window: low datetime.date(2026, 10, 9) is after high "
+        "datetime.date(2026, 10, 1)"
+    )
 
 
 def test_next_extraction_names_a_shape_of_the_contract() -> None:
@@ -575,6 +785,22 @@ BACKWARDS = "low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10
             lambda: Requirement("orders", at(1), window=(day(2), day(1))),
             f"Requirement.window: {BACKWARDS}",
         ),
+        (
+            lambda: Requirement("orders", at(1), window=(day(1),)),
+            "Requirement.window: a window is a pair [low, high]",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(1.5, 2.5)),
+            "Requirement.window: float is not an ordered type",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(NAIVE, at(1))),
+            f"Requirement.window[0]: {NAIVE_TEXT}",
+        ),
+        (
+            lambda: Requirement("orders", at(1), window=(at(1), NAIVE)),
+            f"Requirement.window[1]: {NAIVE_TEXT}",
+        ),
         (lambda: ExtractionRequest("", "full", at(1)), "ExtractionRequest.table: names the table"),
         (
             lambda: ExtractionRequest(5, "full", at(1)),
@@ -604,6 +830,10 @@ BACKWARDS = "low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10
             lambda: ExtractionRequest("orders", "changes", at(1), since=1.5),
             "ExtractionRequest.since: an aware datetime, a generation string or a sequence "
             "integer, got 1.5",
+        ),
+        (
+            lambda: ExtractionRequest("orders", "full", at(1), issue_position=1),
+            "ExtractionRequest.issue_position: true or false",
         ),
         (
             lambda: ExtractionRequest("orders", "full", at(1)).manifest(ORDERS, NAIVE),

@@ -59,6 +59,15 @@ def test_keys_and_windows_take_the_four_ordered_types() -> None:
         Contract("t", ("k",), {"full": Shape()}, types={"k": "bool"})
 
 
+def test_a_value_of_none_of_the_six_types_or_a_bad_string_is_refused_naming_its_field() -> None:
+    with pytest.raises(InvalidContract) as refused:
+        check_scalar(b"x", LogicalType.STR, "key")
+    assert str(refused.value) == "key: bytes is not one of the six logical types"
+    with pytest.raises(InvalidContract) as refused:
+        check_scalar("a\ud800", LogicalType.STR, "key")
+    assert str(refused.value) == "key: string holds a lone surrogate"
+
+
 def test_a_bool_is_not_an_integer_and_a_datetime_is_not_a_date() -> None:
     assert type_of(True) is LogicalType.BOOL
     assert type_of(datetime(2026, 1, 1, tzinfo=UTC)) is LogicalType.DATETIME
@@ -148,8 +157,9 @@ def test_integers_are_exact_binary64_values() -> None:
 
 
 def test_bool_is_not_an_ordered_domain() -> None:
-    with pytest.raises(InvalidContract):
+    with pytest.raises(InvalidContract) as refused:
         successor(True)
+    assert str(refused.value) == "bool is not an ordered domain"
 
 
 # Dates and datetimes: successor and the ends of the domains --------------------------------------
@@ -189,6 +199,19 @@ def test_an_instant_beyond_the_domain_in_utc_is_refused() -> None:
 
 
 # UTC normalisation -------------------------------------------------------------------------------
+
+
+def test_a_naive_datetime_or_a_non_datetime_is_refused_naming_the_field() -> None:
+    """Trust model 4: an instant carries its offset; the message names the field, "datetime"
+    when the caller names none."""
+    with pytest.raises(InvalidContract) as refused:
+        utc(datetime(2026, 10, 18))
+    assert (
+        str(refused.value) == "datetime: naive datetime 2026-10-18T00:00:00 carries no UTC offset"
+    )
+    with pytest.raises(InvalidContract) as refused:
+        utc("2026", "at")  # type: ignore[arg-type]
+    assert str(refused.value) == "at: expected a datetime, got str"
 
 
 def test_aware_datetimes_are_normalized_to_utc() -> None:
