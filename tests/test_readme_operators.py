@@ -17,6 +17,7 @@ pytestmark = pytest.mark.airflow  # importing the operators imports Airflow
 
 def classes() -> dict[str, type]:
     from dogana_provider.operators.activate import ActivateSourceOperator
+    from dogana_provider.operators.deliver import DeliverOperator
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.freshness import FreshnessOperator
     from dogana_provider.operators.gate import GateOperator
@@ -29,6 +30,7 @@ def classes() -> dict[str, type]:
         ExtractOperator,
         GateOperator,
         PublishOperator,
+        DeliverOperator,
         ClaimsSensor,
         FreshnessOperator,
         ActivateSourceOperator,

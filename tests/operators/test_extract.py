@@ -129,6 +129,8 @@ def local(uri: str) -> str:
 def test_extract_from_sqlite_pushes_the_manifest_and_the_file_uri(
     airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # What this test holds is the default folder: the session's own (tests/conftest.py) unset.
+    monkeypatch.delenv("AIRFLOW__DOGANA__DELIVERY_FOLDER", raising=False)
     uid = uuid.uuid4().hex[:8]
     table, conn_id, dag_id = f"orders_{uid}", f"source_{uid}", f"extract_sqlite_{uid}"
     sqlite_source_behind(conn_id, tmp_path / "source.sqlite", table, monkeypatch)
