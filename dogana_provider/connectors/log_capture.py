@@ -18,7 +18,17 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from dogana_core.values import Position, Scalar
-from dogana_provider.connectors.contract import ConnectorError, Proof, Reading, RefusedRead, Stream
+from dogana_provider.connectors.contract import (
+    Connector,
+    ConnectorError,
+    Proof,
+    Reading,
+    RefusedRead,
+    Stream,
+    StreamColumn,
+    check_bounded,
+    check_limit,
+)
 
 KEY, START, INSIDE = "key:", "start", "inside:"
 
@@ -230,3 +240,139 @@ class KeyedReading(TableReading):
             self.checkpoint(),
             why,
         )
+
+
+# The connectors' common part --------------------------------------------------------------------
+
+
+class LogConnector(Connector):
+    """What a log connector's configuration, session and discovery share: the table, the bool
+    column a delete becomes, the rows a fetch takes, and the source's hook and dialect once
+    opened. Each connector keeps its log, its snapshot and its own options."""
+
+    snapshot_clock: str
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        super().__init__(config)
+        self.hook: Any = None
+        self.dialect: Any = None
+
+    @property
+    def table(self) -> str:
+        return str(self.config.get("table", ""))
+
+    @property
+    def deleted_column(self) -> str:
+        return str(self.config.get("deleted_column", "deleted"))
+
+    @property
+    def fetch_rows(self) -> int:
+        return int(self.config.get("fetch_rows", 10_000))
+
+    def name_problems(self) -> list[str]:
+        """What is wrong with the options that name things every log connector has."""
+        problems: list[str] = []
+        for option in ("conn_id", "table", "deleted_column"):
+            value = self.config.get(option)
+            if option in self.config and (not isinstance(value, str) or not value):
+                problems.append(f"{option}: {value!r} is not a name")
+        return problems
+
+    def shape_problems(self) -> list[str]:
+        """What is wrong with the declared columns and the fetch size."""
+        problems: list[str] = []
+        columns = self.config.get("columns")
+        if columns is not None and (
+            not isinstance(columns, Mapping)
+            or not columns
+            or not all(isinstance(n, str) and isinstance(t, str) for n, t in columns.items())
+        ):
+            problems.append("columns: a mapping from column to logical type, not empty")
+        size = self.config.get("fetch_rows", 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            problems.append(f"fetch_rows: {size!r} is not a positive number of rows")
+        return problems
+
+    def open_source(self, dialect: Any, database: str, why: str) -> None:
+        """The source's hook and dialect; a connection to another database is refused."""
+        from dogana_provider.dialects import dialect_for
+        from dogana_provider.hooks.sql import sql_hook
+
+        self.hook = sql_hook(str(self.config["conn_id"]), "source")
+        self.dialect = dialect_for(self.hook)
+        if self.dialect is not dialect:
+            raise ConnectorError(
+                f"connection {self.config['conn_id']!r} is {self.dialect}, not {database}: {why}"
+            )
+
+    def close(self) -> None:
+        self.hook = None
+
+    def quoted(self) -> str:
+        return ".".join(self.dialect.quote(part) for part in self.table.split("."))
+
+    def table_stream(self, columns: list[StreamColumn], key: tuple[str, ...]) -> Stream:
+        """The table's stream: its columns, then the deleted column, which must not be one."""
+        if self.deleted_column in {c.name for c in columns}:
+            raise ConnectorError(
+                f"{self.table}: {self.deleted_column!r} is a column of the table; name another "
+                "deleted_column"
+            )
+        columns.append(StreamColumn(self.deleted_column, "bool"))
+        return Stream(self.table, tuple(columns), key, self.deleted_column)
+
+    def table_snapshot(self) -> AbstractContextManager[tuple[Any, datetime]]:
+        """A session in a read-only snapshot of its own, and the instant the snapshot shows."""
+        raise NotImplementedError
+
+    # Which read: the same choice on every log; each connector says how its log is read.
+
+    def snapshot_reading(self, stream: Stream) -> Reading:
+        """The whole table at a place the log continues from."""
+        raise NotImplementedError
+
+    def log_reading(
+        self, stream: Stream, since: Any, *, limit: int | None, end: Any, skip: int = 0
+    ) -> Reading:
+        """The log from since (a log_position) to its end, or to end."""
+        raise NotImplementedError
+
+    def log_position(self, value: Scalar | None) -> Any:
+        """A position of the log from the integer the ledger holds; ConnectorError otherwise."""
+        raise NotImplementedError
+
+    def reversed_backfill(self, first: Any, last: Any) -> str | None:
+        """Why a backfill from first to last is reversed, or None when it is not."""
+        raise NotImplementedError
+
+    def read(
+        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
+    ) -> Reading:
+        self.connect()
+        check_limit(limit)
+        found = self.stream(stream)
+        if since is None and limit is None:
+            return self.snapshot_reading(found)
+        if isinstance(since, str) and since.startswith(INSIDE):
+            place, read = inside(since)
+            return self.log_reading(
+                found, self.log_position(place), limit=limit, end=None, skip=read
+            )
+        if since is None or isinstance(since, str):
+            return KeyedReading(self, found, keys(since), None, limit=limit)
+        return self.log_reading(found, self.log_position(since), limit=limit, end=None)
+
+    def backfill(
+        self, stream: str, low: Position, high: Position, *, limit: int | None = None
+    ) -> Reading:
+        check_bounded(low, high)
+        self.connect()
+        check_limit(limit)
+        found = self.stream(stream)
+        if isinstance(low, str) and isinstance(high, str):
+            return KeyedReading(self, found, keys(low), keys(high), limit=limit)
+        first, last = self.log_position(low), self.log_position(high)
+        why = self.reversed_backfill(first, last)
+        if why is not None:
+            raise RefusedRead("reversed_backfill", why)
+        return self.log_reading(found, first, limit=limit, end=last)

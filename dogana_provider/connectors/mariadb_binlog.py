@@ -71,7 +71,6 @@ import pyarrow as pa
 from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
 from dogana_provider.connectors.contract import (
-    Connector,
     ConnectorError,
     Health,
     Proof,
@@ -79,19 +78,14 @@ from dogana_provider.connectors.contract import (
     RefusedRead,
     Stream,
     StreamColumn,
-    check_bounded,
-    check_limit,
 )
 from dogana_provider.connectors.log_capture import (
-    INSIDE,
-    KeyedReading,
+    LogConnector,
     TableReading,
     columns_difference,
     full_read,
-    inside,
     inside_position,
     key_position,
-    keys,
     undeclared,
     unproven,
 )
@@ -322,7 +316,7 @@ def binlog_status(hook: Any, conn_id: str, position: int | None = None) -> dict[
 # The connector --------------------------------------------------------------------------------
 
 
-class MariadbBinlogConnector(Connector):
+class MariadbBinlogConnector(LogConnector):
     """A MariaDB table read from the server's row-based binlog (module text)."""
 
     kind = "mariadb_binlog"
@@ -341,41 +335,11 @@ class MariadbBinlogConnector(Connector):
     required = ("conn_id", "table")
     snapshot_clock = SNAPSHOT_CLOCK
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        super().__init__(config)
-        self.hook: Any = None
-        self.dialect: Any = None
-
     # Configuration ----------------------------------------------------------------------------
 
-    @property
-    def table(self) -> str:
-        return str(self.config.get("table", ""))
-
-    @property
-    def deleted_column(self) -> str:
-        return str(self.config.get("deleted_column", "deleted"))
-
-    @property
-    def fetch_rows(self) -> int:
-        return int(self.config.get("fetch_rows", 10_000))
-
     def check(self) -> tuple[str, ...]:
-        problems: list[str] = []
-        for option in ("conn_id", "table", "deleted_column"):
-            value = self.config.get(option)
-            if option in self.config and (not isinstance(value, str) or not value):
-                problems.append(f"{option}: {value!r} is not a name")
-        columns = self.config.get("columns")
-        if columns is not None and (
-            not isinstance(columns, Mapping)
-            or not columns
-            or not all(isinstance(n, str) and isinstance(t, str) for n, t in columns.items())
-        ):
-            problems.append("columns: a mapping from column to logical type, not empty")
-        size = self.config.get("fetch_rows", 1)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            problems.append(f"fetch_rows: {size!r} is not a positive number of rows")
+        problems = self.name_problems()
+        problems += self.shape_problems()
         server_id = self.config.get("server_id", SERVER_IDS[0])
         if (
             isinstance(server_id, bool)
@@ -386,26 +350,13 @@ class MariadbBinlogConnector(Connector):
         return tuple(problems)
 
     def open(self) -> None:
-        from dogana_provider.dialects import MARIADB, dialect_for
-        from dogana_provider.hooks.sql import sql_hook
+        from dogana_provider.dialects import MARIADB
 
-        self.hook = sql_hook(str(self.config["conn_id"]), "source")
-        self.dialect = dialect_for(self.hook)
-        if self.dialect is not MARIADB:
-            raise ConnectorError(
-                f"connection {self.config['conn_id']!r} is {self.dialect}, not mysql: the binlog "
-                "is MariaDB's"
-            )
-
-    def close(self) -> None:
-        self.hook = None
+        self.open_source(MARIADB, "mysql", "the binlog is MariaDB's")
 
     def names(self) -> tuple[str | None, str]:
         schema, _, name = self.table.rpartition(".")
         return schema or None, name
-
-    def quoted(self) -> str:
-        return ".".join(self.dialect.quote(part) for part in self.table.split("."))
 
     def session(self) -> Any:
         """A connection to the source, autocommit, in UTC: TIMESTAMP columns read as the log
@@ -506,13 +457,7 @@ class MariadbBinlogConnector(Connector):
             if declared.get(column.name) == "bool" and column.native.startswith("tinyint"):
                 kind = "bool"  # BOOLEAN is TINYINT(1): bool where the pipeline says so
             columns.append(StreamColumn(column.name, kind))
-        if self.deleted_column in {c.name for c in columns}:
-            raise ConnectorError(
-                f"{self.table}: {self.deleted_column!r} is a column of the table; name another "
-                "deleted_column"
-            )
-        columns.append(StreamColumn(self.deleted_column, "bool"))
-        return (Stream(self.table, tuple(columns), key, self.deleted_column),)
+        return (self.table_stream(columns, key),)
 
     def health(self) -> Health:
         problems = self.validate()
@@ -539,35 +484,27 @@ class MariadbBinlogConnector(Connector):
             + ("" if metadata == "FULL" else " (column names and signedness from the catalog)"),
         )
 
-    def read(
-        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
-    ) -> Reading:
-        self.connect()
-        check_limit(limit)
-        found = self.stream(stream)
-        if since is None and limit is None:
-            return SnapshotReading(self, found)
-        if isinstance(since, str) and since.startswith(INSIDE):
-            place, read = inside(since)
-            at = BinlogPosition.of_int(place)
-            return LogReading(self, found, at, limit=limit, end=None, skip=read)
-        if since is None or isinstance(since, str):
-            return KeyedReading(self, found, keys(since), None, limit=limit)
-        return LogReading(self, found, BinlogPosition.of_int(since), limit=limit, end=None)
+    # Reads (LogConnector chooses which) ------------------------------------------------------
 
-    def backfill(
-        self, stream: str, low: Position, high: Position, *, limit: int | None = None
+    def snapshot_reading(self, stream: Stream) -> Reading:
+        return SnapshotReading(self, stream)
+
+    def log_reading(
+        self,
+        stream: Stream,
+        since: BinlogPosition,
+        *,
+        limit: int | None,
+        end: BinlogPosition | None,
+        skip: int = 0,
     ) -> Reading:
-        check_bounded(low, high)
-        self.connect()
-        check_limit(limit)
-        found = self.stream(stream)
-        if isinstance(low, str) and isinstance(high, str):
-            return KeyedReading(self, found, keys(low), keys(high), limit=limit)
-        first, last = BinlogPosition.of_int(low), BinlogPosition.of_int(high)
-        if last.as_int() < first.as_int():
-            raise RefusedRead("reversed_backfill", f"{last} is before {first}")
-        return LogReading(self, found, first, limit=limit, end=last)
+        return LogReading(self, stream, since, limit=limit, end=end, skip=skip)
+
+    def log_position(self, value: Scalar | None) -> BinlogPosition:
+        return BinlogPosition.of_int(value)
+
+    def reversed_backfill(self, first: BinlogPosition, last: BinlogPosition) -> str | None:
+        return f"{last} is before {first}" if last.as_int() < first.as_int() else None
 
     def as_declared(self, stream: Stream) -> None:
         now = [(c.name, c.type) for c in stream.columns[:-1]]  # the deleted column is the last

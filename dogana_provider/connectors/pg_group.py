@@ -32,8 +32,8 @@ import pyarrow as pa
 
 from dogana_core.values import Position, Scalar
 from dogana_provider.connectors.contract import ConnectorError, Proof, Reading, RefusedRead, Stream
+from dogana_provider.connectors.log_capture import KeyedReading
 from dogana_provider.connectors.pg_logical import (
-    KeyedReading,
     LogReading,
     PgLogicalConnector,
     SnapshotReading,

@@ -72,7 +72,6 @@ from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
 from dogana_provider.connectors import pgoutput
 from dogana_provider.connectors.contract import (
-    Connector,
     ConnectorError,
     Health,
     Proof,
@@ -81,17 +80,12 @@ from dogana_provider.connectors.contract import (
     ReleasedPosition,
     Stream,
     StreamColumn,
-    check_bounded,
-    check_limit,
 )
 from dogana_provider.connectors.log_capture import (
-    INSIDE,
-    KeyedReading,
+    LogConnector,
     TableReading,
-    inside,
     inside_position,
     key_position,
-    keys,
     undeclared,
     unproven,
 )
@@ -110,7 +104,7 @@ FLUSH_WAIT = timedelta(seconds=30)
 RELEASE_WAIT = timedelta(seconds=30)
 
 
-class PgLogicalConnector(Connector):
+class PgLogicalConnector(LogConnector):
     """A PostgreSQL table read from its log through a logical replication slot (module text)."""
 
     kind = "pg_logical"
@@ -127,16 +121,7 @@ class PgLogicalConnector(Connector):
     required = ("conn_id", "table", "slot")
     snapshot_clock = SNAPSHOT_CLOCK
 
-    def __init__(self, config: Mapping[str, Any]) -> None:
-        super().__init__(config)
-        self.hook: Any = None
-        self.dialect: Any = None
-
     # Configuration ----------------------------------------------------------------------------
-
-    @property
-    def table(self) -> str:
-        return str(self.config.get("table", ""))
 
     @property
     def slot(self) -> str:
@@ -146,20 +131,8 @@ class PgLogicalConnector(Connector):
     def publication(self) -> str:
         return str(self.config.get("publication", self.slot))
 
-    @property
-    def deleted_column(self) -> str:
-        return str(self.config.get("deleted_column", "deleted"))
-
-    @property
-    def fetch_rows(self) -> int:
-        return int(self.config.get("fetch_rows", 10_000))
-
     def check(self) -> tuple[str, ...]:
-        problems: list[str] = []
-        for option in ("conn_id", "table", "deleted_column"):
-            value = self.config.get(option)
-            if option in self.config and (not isinstance(value, str) or not value):
-                problems.append(f"{option}: {value!r} is not a name")
+        problems = self.name_problems()
         for option in ("slot", "publication"):
             value = self.config.get(option)
             if option in self.config and (
@@ -169,35 +142,13 @@ class PgLogicalConnector(Connector):
                     f"{option}: {value!r} is not a slot's name (lower-case letters, digits and _, "
                     "at most 63)"
                 )
-        columns = self.config.get("columns")
-        if columns is not None and (
-            not isinstance(columns, Mapping)
-            or not columns
-            or not all(isinstance(n, str) and isinstance(t, str) for n, t in columns.items())
-        ):
-            problems.append("columns: a mapping from column to logical type, not empty")
-        size = self.config.get("fetch_rows", 1)
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            problems.append(f"fetch_rows: {size!r} is not a positive number of rows")
+        problems += self.shape_problems()
         return tuple(problems)
 
     def open(self) -> None:
-        from dogana_provider.dialects import POSTGRES, dialect_for
-        from dogana_provider.hooks.sql import sql_hook
+        from dogana_provider.dialects import POSTGRES
 
-        self.hook = sql_hook(str(self.config["conn_id"]), "source")
-        self.dialect = dialect_for(self.hook)
-        if self.dialect is not POSTGRES:
-            raise ConnectorError(
-                f"connection {self.config['conn_id']!r} is {self.dialect}, not postgres: logical "
-                "decoding is PostgreSQL's"
-            )
-
-    def close(self) -> None:
-        self.hook = None
-
-    def quoted(self) -> str:
-        return ".".join(self.dialect.quote(part) for part in self.table.split("."))
+        self.open_source(POSTGRES, "postgres", "logical decoding is PostgreSQL's")
 
     def session(self) -> Any:
         """A connection to the source, autocommit, in UTC with ISO dates: the text the log's
@@ -304,13 +255,7 @@ class PgLogicalConnector(Connector):
             key = self.primary_key(connection)
         finally:
             connection.close()
-        if self.deleted_column in {c.name for c in columns}:
-            raise ConnectorError(
-                f"{self.table}: {self.deleted_column!r} is a column of the table; name another "
-                "deleted_column"
-            )
-        columns.append(StreamColumn(self.deleted_column, "bool"))
-        return (Stream(self.table, tuple(columns), key, self.deleted_column),)
+        return (self.table_stream(columns, key),)
 
     def health(self) -> Health:
         problems = self.validate()
@@ -339,34 +284,21 @@ class PgLogicalConnector(Connector):
             "of WAL",
         )
 
-    def read(
-        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
-    ) -> Reading:
-        self.connect()
-        check_limit(limit)
-        found = self.stream(stream)
-        if since is None and limit is None:
-            return SnapshotReading(self, found)
-        if isinstance(since, str) and since.startswith(INSIDE):
-            commit, read = inside(since)
-            return LogReading(self, found, commit, limit=limit, end=None, skip=read)
-        if since is None or isinstance(since, str):
-            return KeyedReading(self, found, keys(since), None, limit=limit)
-        return LogReading(self, found, _position(since), limit=limit, end=None)
+    # Reads (LogConnector chooses which) ------------------------------------------------------
 
-    def backfill(
-        self, stream: str, low: Position, high: Position, *, limit: int | None = None
+    def snapshot_reading(self, stream: Stream) -> Reading:
+        return SnapshotReading(self, stream)
+
+    def log_reading(
+        self, stream: Stream, since: int, *, limit: int | None, end: int | None, skip: int = 0
     ) -> Reading:
-        check_bounded(low, high)
-        self.connect()
-        check_limit(limit)
-        found = self.stream(stream)
-        if isinstance(low, str) and isinstance(high, str):
-            return KeyedReading(self, found, keys(low), keys(high), limit=limit)
-        first, last = _position(low), _position(high)
-        if last < first:
-            raise RefusedRead("reversed_backfill", f"{lsn_text(last)} is before {lsn_text(first)}")
-        return LogReading(self, found, first, limit=limit, end=last)
+        return LogReading(self, stream, since, limit=limit, end=end, skip=skip)
+
+    def log_position(self, value: Scalar | None) -> int:
+        return _position(value)
+
+    def reversed_backfill(self, first: int, last: int) -> str | None:
+        return f"{lsn_text(last)} is before {lsn_text(first)}" if last < first else None
 
 
 def slots(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -106,6 +106,11 @@ class PgTable:
     table: str
     conn_id: str
     slot: str
+    now: ClassVar[str] = "now()"
+
+    @property
+    def quoted(self) -> str:
+        return f'"{self.table}"'
 
     def execute(self, sql: str, params: Any = None) -> Any:
         return self.db.execute(sql, params)
@@ -233,6 +238,11 @@ class MariaTable:
     db: Any
     table: str
     conn_id: str
+    now: ClassVar[str] = "NOW(6)"
+
+    @property
+    def quoted(self) -> str:
+        return f"`{self.table}`"
 
     def execute(self, sql: str, params: Any = None) -> Any:
         cursor = self.db.cursor()
@@ -279,3 +289,104 @@ def read_in_cuts(
         shapes.append(reading.proof().shape)
         position = reading.checkpoint()
     return parts, shapes
+
+
+# What the tests of both log connectors share ---------------------------------------------------
+
+FULL_READ = "a full read resets the chain"
+TASKS = ("plan", "extract", "gate", "publish")
+
+
+def log_connector(source: PgTable | MariaTable, **options: Any) -> Any:
+    """The source's log connector (pg_logical or mariadb_binlog), its columns declared."""
+    from dogana_provider.connectors import MariadbBinlogConnector, PgLogicalConnector
+
+    config = source.config(**{"columns": COLUMNS, **options})
+    kind = config.pop("kind")
+    return {"pg_logical": PgLogicalConnector, "mariadb_binlog": MariadbBinlogConnector}[kind](
+        config
+    )
+
+
+def started(source: PgTable | MariaTable) -> tuple[Any, int]:
+    """A first full read (on PostgreSQL, the one that makes the slot); the position it issued."""
+    source.execute(f"INSERT INTO {source.quoted} VALUES (1, 1, {source.now}, 'one', true)")
+    reader = log_connector(source)
+    reading = reader.read(source.table)
+    list(reading)
+    position = reading.proof().position
+    assert isinstance(position, int)
+    return reader, position
+
+
+def refused(reader: Any, table: str, since: int) -> Any:
+    """The refusal of a log read from since, which tells the person to run a full read."""
+    from dogana_provider.connectors import RefusedRead
+
+    with pytest.raises(RefusedRead) as raised:
+        list(reader.read(table, since=since))
+    assert FULL_READ in str(raised.value)
+    return raised.value
+
+
+def delivered(run: Any) -> tuple[Any, Any]:
+    """A run's manifest and receipt, every task of it a success."""
+    from airflow_runs import states, xcom
+
+    from dogana_core.gate import Receipt
+    from dogana_core.manifest import Manifest
+
+    assert states(run) == dict.fromkeys(TASKS, "success")
+    return Manifest.from_dict(xcom(run, "extract")["manifest"]), Receipt.from_dict(
+        xcom(run, "publish")
+    )
+
+
+class Folded:
+    """A table's state built from its log: each key's last live row, tombstones removing it."""
+
+    def __init__(self) -> None:
+        self.rows: dict[int, dict[str, Any]] = {}
+
+    def apply(self, batches: list[Any]) -> None:
+        for batch in batches:
+            for row in batch.to_pylist():
+                deleted = row.pop("deleted")
+                if deleted:
+                    self.rows.pop(row["id"], None)
+                else:
+                    self.rows[row["id"]] = row
+
+
+def snapshot_state(source: PgTable | MariaTable) -> dict[int, dict[str, Any]]:
+    """The table read in one snapshot by the SQL connector, rows by id."""
+    from dogana_provider.connectors import SqlConnector
+
+    reader = SqlConnector(
+        {"conn_id": source.conn_id, "tables": [source.table], "key": {source.table: ["id"]}}
+    )
+    with reader:
+        return {row["id"]: row for b in reader.read(source.table) for row in b.to_pylist()}
+
+
+def assert_log_folds_to_the_snapshot(
+    reader: Any, source: PgTable | MariaTable, batches: list[list[Any]], upsert: str
+) -> None:
+    """A whole read, then after each batch of writes (upsert, or delete by id) a read of the
+    log from the last position: the state folded from the reads equals the table read in one
+    snapshot, each time."""
+    folded = Folded()
+    with reader:
+        reading = reader.read(source.table)
+        folded.apply(list(reading))
+        position = reading.proof().position
+        for batch in batches:
+            for op, key, row in batch:
+                if op == "delete":
+                    source.execute(f"DELETE FROM {source.quoted} WHERE id = %s", (key,))
+                    continue
+                source.execute(upsert, (key, *row))
+            reading = reader.read(source.table, since=position)
+            folded.apply(list(reading))
+            position = reading.proof().position
+            assert folded.rows == snapshot_state(source)

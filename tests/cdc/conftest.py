@@ -77,3 +77,15 @@ def binlog_source(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
     finally:
         db.cursor().execute(f"DROP TABLE IF EXISTS `{table}`")
         db.close()
+
+
+@pytest.fixture(
+    params=[
+        pytest.param("source", marks=pytest.mark.postgres, id="postgres"),
+        pytest.param("binlog_source", marks=pytest.mark.mariadb, id="mariadb"),
+    ]
+)
+def log_source(request: pytest.FixtureRequest) -> PgTable | MariaTable:
+    """The source table of each log connector in turn: a rule both logs hold is one test."""
+    source: PgTable | MariaTable = request.getfixturevalue(request.param)
+    return source

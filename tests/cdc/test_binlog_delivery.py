@@ -10,23 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from airflow_runs import states, xcom
-from cdc_pipeline import MariaTable, comparable, write_pipeline
+from cdc_pipeline import MariaTable, comparable, delivered, write_pipeline
 
-from dogana_core.gate import Receipt
-from dogana_core.manifest import Manifest
 from dogana_provider.connectors.mariadb_binlog import BinlogPosition
 
 pytestmark = [pytest.mark.mariadb, pytest.mark.airflow]
-
-TASKS = ("plan", "extract", "gate", "publish")
-
-
-def delivered(run: Any) -> tuple[Manifest, Receipt]:
-    assert states(run) == dict.fromkeys(TASKS, "success")
-    return Manifest.from_dict(xcom(run, "extract")["manifest"]), Receipt.from_dict(
-        xcom(run, "publish")
-    )
 
 
 def clock(source: MariaTable) -> Any:
@@ -66,32 +54,6 @@ def test_a_full_read_at_the_snapshots_binlog_position_then_the_log_publishes_eac
     claims = pipeline.ledger().claims(changes.produced_at, limit=timedelta.max)
     assert claims.exact_as_of == changes.produced_at
     assert pipeline.ledger().generation == changes.generation > first.generation
-
-
-def test_a_rejected_delivery_reads_the_same_changes_again(
-    airflow_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, binlog_source: MariaTable
-) -> None:
-    source = binlog_source
-    block = '"column_mapping": {"amount": {"min": {"geq_to": 0, "on_violation": "block"}}}'
-    pipeline = write_pipeline(
-        airflow_home, tmp_path, monkeypatch, source, gate_options=f", expectations={{{block}}}"
-    )
-    source.execute(f"INSERT INTO `{source.table}` VALUES (1, 1, NOW(6), 'one', true)")
-    first, _ = delivered(pipeline.run())
-    before = pipeline.published()
-    source.execute(f"INSERT INTO `{source.table}` VALUES (2, -2, NOW(6), 'two', true)")
-    source.execute(f"DELETE FROM `{source.table}` WHERE id = 1")
-    rejected = pipeline.run()
-    assert states(rejected)["gate"] == "failed" and states(rejected)["publish"] != "success"
-    refused = Manifest.from_dict(xcom(rejected, "extract")["manifest"])
-    assert (refused.since, refused.rows, refused.tombstones) == (first.generation, 1, 1)
-    assert pipeline.published() == before
-
-    source.execute(f"UPDATE `{source.table}` SET amount = 2 WHERE id = 2")
-    accepted, _ = delivered(pipeline.run())
-    assert accepted.since == first.generation, "the rejected changes are read again"
-    assert (accepted.rows, accepted.tombstones) == (1, 1)
-    assert comparable(pipeline.published()) == comparable(source.rows())
 
 
 def test_writes_during_the_snapshot_are_in_it_or_in_the_log_never_both_never_neither(

@@ -4,51 +4,15 @@ stays as it was."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, MariaTable, write_pipeline
+from cdc_pipeline import COLUMNS, MariaTable, log_connector, refused, started, write_pipeline
 
 from dogana_core.manifest import Manifest
-from dogana_provider.connectors import MariadbBinlogConnector, RefusedRead
 from dogana_provider.connectors.mariadb_binlog import BinlogPosition, unfit
 
 pytestmark = pytest.mark.mariadb
-
-FULL_READ = "a full read resets the chain"
-
-
-def connector(source: MariaTable, **options: Any) -> MariadbBinlogConnector:
-    config = source.config(**{"columns": COLUMNS, **options})
-    config.pop("kind")
-    return MariadbBinlogConnector(config)
-
-
-def started(source: MariaTable) -> tuple[MariadbBinlogConnector, int]:
-    """A first full read; the position it issued."""
-    source.execute(f"INSERT INTO `{source.table}` VALUES (1, 1, NOW(6), 'one', true)")
-    reader = connector(source)
-    reading = reader.read(source.table)
-    list(reading)
-    position = reading.proof().position
-    assert isinstance(position, int)
-    return reader, position
-
-
-def refused(reader: MariadbBinlogConnector, table: str, since: int) -> RefusedRead:
-    with pytest.raises(RefusedRead) as raised:
-        list(reader.read(table, since=since))
-    assert FULL_READ in str(raised.value)
-    return raised.value
-
-
-def test_a_truncate_in_the_log_refuses_the_read_as_truncate_in_log(
-    binlog_source: MariaTable,
-) -> None:
-    reader, position = started(binlog_source)
-    binlog_source.execute(f"TRUNCATE TABLE `{binlog_source.table}`")
-    assert refused(reader, binlog_source.table, position).rule == "truncate_in_log"
 
 
 def test_a_truncate_of_another_table_is_no_refusal(binlog_source: MariaTable) -> None:
@@ -67,11 +31,11 @@ def test_a_column_added_in_the_log_refuses_the_read_as_relation_changed(
 ) -> None:
     _, position = started(binlog_source)
     binlog_source.execute(f"ALTER TABLE `{binlog_source.table}` ADD COLUMN extra INT DEFAULT 7")
-    undeclared = connector(binlog_source)
+    undeclared = log_connector(binlog_source)
     assert "extra added" in str(refused(undeclared, binlog_source.table, position))
     # Declared as the table is now, the ALTER in the log still refuses: its default was filled
     # in without a row event.
-    declared = connector(binlog_source, columns={**COLUMNS, "extra": "int"})
+    declared = log_connector(binlog_source, columns={**COLUMNS, "extra": "int"})
     error = refused(declared, binlog_source.table, position)
     assert error.rule == "relation_changed" and "ALTER" in str(error)
 
@@ -92,7 +56,7 @@ def test_a_table_map_unlike_the_table_refuses_the_read_as_relation_changed(
     _, position = started(binlog_source)
     binlog_source.execute(f"INSERT INTO `{binlog_source.table}` VALUES (2, 2, NOW(6), 'two', 0)")
     binlog_source.execute(f"ALTER TABLE `{binlog_source.table}` MODIFY name VARCHAR(20)")
-    declared = connector(binlog_source)  # name is str either way: only the log tells
+    declared = log_connector(binlog_source)  # name is str either way: only the log tells
     error = refused(declared, binlog_source.table, position)
     assert error.rule == "relation_changed" and "name retyped" in str(error)
 
@@ -121,7 +85,7 @@ def test_a_server_without_full_row_images_is_unfit() -> None:
 
 
 def test_health_reports_the_binlog_and_its_retention(binlog_source: MariaTable) -> None:
-    health = connector(binlog_source).health()
+    health = log_connector(binlog_source).health()
     assert health.ok and "kept for" in health.detail
 
 

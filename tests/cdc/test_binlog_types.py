@@ -10,11 +10,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from cdc_pipeline import MariaTable
+from cdc_pipeline import MariaTable, assert_log_folds_to_the_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dogana_provider.connectors import MariadbBinlogConnector, SqlConnector
+from dogana_provider.connectors import MariadbBinlogConnector
 
 pytestmark = pytest.mark.mariadb
 
@@ -40,30 +40,6 @@ writes = st.lists(
 )
 
 
-class Folded:
-    """A table's state built from its log: each key's last live row, tombstones removing it."""
-
-    def __init__(self) -> None:
-        self.rows: dict[int, dict[str, Any]] = {}
-
-    def apply(self, batches: list[Any]) -> None:
-        for batch in batches:
-            for row in batch.to_pylist():
-                deleted = row.pop("deleted")
-                if deleted:
-                    self.rows.pop(row["id"], None)
-                else:
-                    self.rows[row["id"]] = row
-
-
-def snapshot_state(source: MariaTable) -> dict[int, dict[str, Any]]:
-    reader = SqlConnector(
-        {"conn_id": source.conn_id, "tables": [source.table], "key": {source.table: ["id"]}}
-    )
-    with reader:
-        return {row["id"]: row for b in reader.read(source.table) for row in b.to_pylist()}
-
-
 def recreate(source: MariaTable) -> MariadbBinlogConnector:
     source.execute(f"DROP TABLE IF EXISTS `{source.table}`")
     source.execute(f"CREATE TABLE `{source.table}` (id BIGINT PRIMARY KEY, {TYPED})")
@@ -81,27 +57,10 @@ def test_state_built_from_the_binlog_equals_the_snapshot_read(
 ) -> None:
     source = binlog_source
     reader = recreate(source)
-    folded = Folded()
     marks = ", ".join(["%s"] * len(NAMES))
     updates = ", ".join(f"{n} = VALUES({n})" for n in NAMES[1:])
-    with reader:
-        reading = reader.read(source.table)
-        folded.apply(list(reading))
-        position = reading.proof().position
-        for batch in batches:
-            for op, key, row in batch:
-                if op == "delete":
-                    source.execute(f"DELETE FROM `{source.table}` WHERE id = %s", (key,))
-                    continue
-                source.execute(
-                    f"INSERT INTO `{source.table}` VALUES ({marks}) "
-                    f"ON DUPLICATE KEY UPDATE {updates}",
-                    (key, *row),
-                )
-            reading = reader.read(source.table, since=position)
-            folded.apply(list(reading))
-            position = reading.proof().position
-            assert folded.rows == snapshot_state(source)
+    upsert = f"INSERT INTO `{source.table}` VALUES ({marks}) ON DUPLICATE KEY UPDATE {updates}"
+    assert_log_folds_to_the_snapshot(reader, source, batches, upsert)
 
 
 def test_edge_values_from_the_binlog_are_exact(binlog_source: MariaTable) -> None:

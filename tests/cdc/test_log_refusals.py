@@ -4,43 +4,24 @@ stays as it was."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, PgTable, drop_slot, write_pipeline
+from cdc_pipeline import (
+    COLUMNS,
+    PgTable,
+    drop_slot,
+    log_connector,
+    refused,
+    started,
+    write_pipeline,
+)
 
 from dogana_core.manifest import Manifest
-from dogana_provider.connectors import PgLogicalConnector, RefusedRead
+from dogana_provider.connectors import RefusedRead
 from dogana_provider.connectors.pgoutput import lsn_text
 
 pytestmark = pytest.mark.postgres
-
-FULL_READ = "a full read resets the chain"
-
-
-def connector(source: PgTable, **options: Any) -> PgLogicalConnector:
-    config = source.config(columns=COLUMNS, **options)
-    config.pop("kind")
-    return PgLogicalConnector(config)
-
-
-def started(source: PgTable) -> tuple[PgLogicalConnector, int]:
-    """The slot made by a first full read; the position it issued."""
-    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
-    reader = connector(source)
-    reading = reader.read(source.table)
-    list(reading)
-    position = reading.proof().position
-    assert isinstance(position, int)
-    return reader, position
-
-
-def refused(reader: PgLogicalConnector, table: str, since: int) -> RefusedRead:
-    with pytest.raises(RefusedRead) as raised:
-        list(reader.read(table, since=since))
-    assert FULL_READ in str(raised.value)
-    return raised.value
 
 
 def test_a_dropped_slot_refuses_the_read_as_slot_dropped(source: PgTable) -> None:
@@ -59,12 +40,6 @@ def test_a_position_the_slot_has_passed_refuses_the_read_as_slot_behind(source: 
     list(reader.read(source.table, since=later))  # the slot is confirmed at later
     error = refused(reader, source.table, position)
     assert error.rule == "slot_behind" and lsn_text(position) in str(error)
-
-
-def test_a_truncate_in_the_log_refuses_the_read_as_truncate_in_log(source: PgTable) -> None:
-    reader, position = started(source)
-    source.execute(f'TRUNCATE "{source.table}"')
-    assert refused(reader, source.table, position).rule == "truncate_in_log"
 
 
 @pytest.mark.parametrize(
@@ -89,7 +64,7 @@ def test_a_change_logged_under_other_columns_refuses_the_read_without_declared_c
     source: PgTable,
 ) -> None:
     source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
-    reader = connector(source)
+    reader = log_connector(source)
     del reader.config["columns"]
     reading = reader.read(source.table)
     list(reading)
@@ -121,7 +96,7 @@ def test_a_refused_log_read_keeps_what_is_published(
 def test_a_full_read_under_other_declared_columns_is_refused_before_a_slot_is_made(
     source: PgTable,
 ) -> None:
-    reader = connector(source)
+    reader = log_connector(source)
     reader.config["columns"] = {**COLUMNS, "extra": "int"}
     with pytest.raises(RefusedRead) as raised:
         list(reader.read(source.table))

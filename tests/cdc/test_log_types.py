@@ -9,11 +9,11 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from cdc_pipeline import PgTable
+from cdc_pipeline import PgTable, assert_log_folds_to_the_snapshot
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dogana_provider.connectors import PgLogicalConnector, SqlConnector
+from dogana_provider.connectors import PgLogicalConnector
 
 pytestmark = pytest.mark.postgres
 
@@ -37,30 +37,6 @@ writes = st.lists(
 )
 
 
-class Folded:
-    """A table's state built from its log: each key's last live row, tombstones removing it."""
-
-    def __init__(self) -> None:
-        self.rows: dict[int, dict[str, Any]] = {}
-
-    def apply(self, batches: list[Any]) -> None:
-        for batch in batches:
-            for row in batch.to_pylist():
-                deleted = row.pop("deleted")
-                if deleted:
-                    self.rows.pop(row["id"], None)
-                else:
-                    self.rows[row["id"]] = row
-
-
-def snapshot_state(source: PgTable) -> dict[int, dict[str, Any]]:
-    reader = SqlConnector(
-        {"conn_id": source.conn_id, "tables": [source.table], "key": {source.table: ["id"]}}
-    )
-    with reader:
-        return {row["id"]: row for b in reader.read(source.table) for row in b.to_pylist()}
-
-
 @settings(
     max_examples=25,
     deadline=None,
@@ -76,27 +52,12 @@ def test_state_built_from_the_log_equals_the_snapshot_read(
     reader = PgLogicalConnector(
         {"conn_id": source.conn_id, "table": source.table, "slot": source.slot}
     )
-    folded = Folded()
-    with reader:
-        reading = reader.read(source.table)
-        folded.apply(list(reading))
-        position = reading.proof().position
-        for batch in batches:
-            for op, key, row in batch:
-                if op == "delete":
-                    source.execute(f'DELETE FROM "{source.table}" WHERE id = %s', (key,))
-                    continue
-                marks = ", ".join(["%s"] * len(NAMES))
-                updates = ", ".join(f"{n} = excluded.{n}" for n in NAMES[1:])
-                source.execute(
-                    f'INSERT INTO "{source.table}" VALUES ({marks}) '
-                    f"ON CONFLICT (id) DO UPDATE SET {updates}",
-                    (key, *row),
-                )
-            reading = reader.read(source.table, since=position)
-            folded.apply(list(reading))
-            position = reading.proof().position
-            assert folded.rows == snapshot_state(source)
+    marks = ", ".join(["%s"] * len(NAMES))
+    updates = ", ".join(f"{n} = excluded.{n}" for n in NAMES[1:])
+    upsert = (
+        f'INSERT INTO "{source.table}" VALUES ({marks}) ON CONFLICT (id) DO UPDATE SET {updates}'
+    )
+    assert_log_folds_to_the_snapshot(reader, source, batches, upsert)
 
 
 def test_edge_values_from_the_log_are_exact(source: PgTable) -> None:
