@@ -424,8 +424,13 @@ def test_a_stored_chunk_that_does_not_match_its_index_is_refused_naming_it() -> 
     index = json.loads(text)
     index["chunks"][1][0] += 1  # one region more than its bytes hold
     loaded = Index.read(json.dumps(index)).ledger(CONTRACT, chunks)
-    with pytest.raises(SerializationError, match=r"a stored chunk holds .* its index says"):
+    count, head, _ = Index.read(json.dumps(index)).chunks[1]
+    with pytest.raises(SerializationError) as refused:
         tuple(loaded.regions)
+    assert str(refused.value) == (
+        f"Ledger.regions: a stored chunk holds {count - 1} regions from {head!r}, its index says "
+        f"{count} from {head!r}"
+    )
     del chunks[index["chunks"][2][2]]
     with pytest.raises(SerializationError, match=r"chunk [0-9a-f]{64} is missing"):
         Index.read(text).ledger(CONTRACT, chunks)
@@ -531,3 +536,74 @@ def test_a_stored_date_where_an_instant_belongs_is_refused_though_an_end_held_it
     chunk = Chunk.stored(f"{end},{dated}".encode(), 2, None)
     with pytest.raises(SerializationError, match=r"regions\[1\]\.complete_as_of"):
         chunk.regions  # noqa: B018
+
+
+def test_stored_bytes_that_are_not_regions_are_refused_naming_the_region() -> None:
+    """A stored chunk is its regions' identity forms, comma separated: anything else is refused
+    naming the region it stopped at."""
+    region = '{"kind":"Region"}'
+    other = '{"kind":"Manifest"}'
+    for text, expected in (
+        (f"{region},{other}", "Ledger.regions[1]: expected the identity form of a Region"),
+        (f"{region} {region}", "Ledger.regions[0]: regions are separated by commas"),
+    ):
+        with pytest.raises(SerializationError) as refused:
+            Chunk.stored(text.encode(), 2, None).regions  # noqa: B018
+        assert str(refused.value) == expected
+
+
+def test_a_stored_ledger_starts_with_the_chunk_holding_the_domains_low_end() -> None:
+    """Regions partition the domain: a stored index whose first chunk starts at a value (here the
+    first two chunks swapped) is refused before a chunk is decoded."""
+    text, chunks = stored_form(daily(100))
+    index = json.loads(text)
+    index["chunks"][:2] = index["chunks"][1::-1]
+    with pytest.raises(SerializationError) as refused:
+        Index.read(json.dumps(index)).ledger(CONTRACT, chunks)
+    assert str(refused.value) == (
+        "Ledger.regions: the first of at least one chunk starts unbounded"
+    )
+
+
+def test_a_region_index_beyond_the_ledger_is_out_of_range() -> None:
+    """Ledger.regions is a sequence: an index past either end raises IndexError, as a tuple's."""
+    regions = daily(100).regions
+    for index in (len(regions), -len(regions) - 1):
+        with pytest.raises(IndexError) as refused:
+            regions[index]
+        assert str(refused.value) == "region index out of range"
+    assert regions[-1] == tuple(regions)[-1]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"stored": 1}, "stored ledger.stored: 1 is not 2"),
+        ({"chunks": {}}, "stored ledger.chunks: expected a list"),
+        ({"generation": []}, "stored ledger.generation: expected an integer, got array []"),
+        ({"publication_id": ""}, "stored ledger.publication_id: must not be empty"),
+        (
+            {"chunks": [[1, None]]},
+            "stored ledger.chunks[0]: expected [regions, first low end, digest]",
+        ),
+        (
+            {"chunks": [[0, None, "a" * 64]]},
+            "stored ledger.chunks[0]: a chunk holds a region or more, named by its SHA-256",
+        ),
+        (
+            {"chunks": [[1, None, "A" * 64]]},
+            "stored ledger.chunks[0]: a chunk holds a region or more, named by its SHA-256",
+        ),
+        (
+            {"extra": 1},
+            "stored ledger: an index has the fields chunks, generation, publication_id, stored",
+        ),
+    ],
+)
+def test_a_stored_index_out_of_its_form_is_refused_naming_the_field(
+    change: dict[str, Any], message: str
+) -> None:
+    text, _ = stored_form(daily(3))
+    with pytest.raises(SerializationError) as refused:
+        Index.read(json.dumps({**json.loads(text), **change}))
+    assert str(refused.value) == message

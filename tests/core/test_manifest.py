@@ -8,6 +8,7 @@ under Manifest.check, which the gate reports as its "manifest" check.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
 
@@ -355,3 +356,83 @@ def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> Non
     with pytest.raises(InvalidContract) as refused:
         fits(ORDERS, "full", generation=5)
     assert str(refused.value) == "Manifest.generation: this table's positions are strings, got 5"
+
+
+# A refusal names the field and the rule ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: Manifest(5, "full", T), "Manifest.table: expected a string, got int"),
+        (lambda: Manifest("orders", 5, T), "Manifest.shape: expected a string, got int"),
+        (lambda: manifest(""), "Manifest.shape: names a shape of the contract"),
+        (
+            lambda: manifest("full", produced_at=datetime(2026, 10, 18)),
+            "Manifest.produced_at: naive datetime 2026-10-18T00:00:00 carries no UTC offset",
+        ),
+        (
+            lambda: manifest("day", window=(date(2026, 10, 1),)),
+            "Manifest.window: a window is a pair [low, high]",
+        ),
+        (
+            lambda: manifest("changes", since=datetime(2026, 10, 17)),
+            "Manifest.since: naive datetime 2026-10-17T00:00:00 carries no UTC offset",
+        ),
+        (
+            lambda: manifest("feed", since="g41", generation=4.5),
+            "Manifest.generation: an integer or a nonempty string",
+        ),
+        (
+            lambda: manifest("feed", since="g41", generation=""),
+            "Manifest.generation: a generation is a nonempty string",
+        ),
+        (
+            lambda: manifest("full", schema_hash=5),
+            "Manifest.schema_hash: expected a string, got int",
+        ),
+        (lambda: manifest("full", schema_hash=""), "Manifest.schema_hash: nonempty when present"),
+        (
+            lambda: fits(LOG, "tail", since=42, generation=42, rows=1),
+            "Manifest.rows: a zero-length interval holds no rows and no tombstones, got 1 rows "
+            "and 0 tombstones",
+        ),
+        (
+            lambda: fits(
+                ORDERS, "day", window=(date(2026, 10, 1), date(2026, 10, 1)), generation="g42"
+            ),
+            "Manifest.generation: a complete window never issues a position",
+        ),
+        (
+            lambda: fits(ORDERS, "changes", since=EARLIER, generation="g42"),
+            "Manifest.generation: a timestamp read issues no position",
+        ),
+        (
+            lambda: fits(ORDERS, "feed", since="g41"),
+            "Manifest.generation: a generation feed issues its next generation",
+        ),
+        (
+            lambda: fits(LOG, "tail", since=40),
+            "Manifest.generation: a sequence read covers (since, generation]; name generation",
+        ),
+        (
+            lambda: manifest("changes", since=EARLIER, rows=-1),
+            "Manifest.rows: -1 must be a nonnegative integer",
+        ),
+        (
+            lambda: manifest("changes", since=EARLIER, tombstones=True),
+            "Manifest.tombstones: True must be a nonnegative integer",
+        ),
+        (
+            lambda: manifest("full", content_hash="AB"),
+            "Manifest.content_hash: 'AB' is not a lowercase hex SHA-256",
+        ),
+    ],
+)
+def test_a_refused_manifest_is_told_the_field_and_the_rule_in_full(
+    make: Callable[[], object], message: str
+) -> None:
+    """Bad input raises a clear error naming what is wrong: the field's path, then the rule."""
+    with pytest.raises(InvalidContract) as refused_with:
+        make()
+    assert str(refused_with.value) == message

@@ -42,6 +42,7 @@ from dogana_core.wire import (
     Object,
     Optional,
     Text,
+    Value,
     decode_duration,
     encode_datetime,
     encode_duration,
@@ -124,8 +125,9 @@ def test_a_missing_version_or_kind_is_refused() -> None:
     for name in ("version", "kind"):
         data = SHAPE.to_dict()
         del data[name]
-        with pytest.raises(SerializationError, match=f"missing field {name}"):
+        with pytest.raises(SerializationError) as refused:
             read(Shape, data)
+        assert str(refused.value) == f"Shape: missing field {name}"
 
 
 @pytest.mark.parametrize("kind", ["Contract", "shape", "SHAPE", "Frobnicator", "", None, 4])
@@ -914,3 +916,24 @@ def test_a_mapping_field_is_refused_naming_its_path_and_what_it_got() -> None:
     with pytest.raises(SerializationError) as caught:
         Object(Text()).decode({1: "int"}, "Contract.types")
     assert caught.value.path == "Contract.types"
+
+
+@pytest.mark.parametrize(
+    ("codec", "data", "message"),
+    [
+        (Text(nonempty=True), "", "Manifest.shape: must not be empty"),
+        (
+            Value(),
+            {"$x": 1},
+            "Manifest.shape: expected an integer, a string, $date or $datetime, got object "
+            "{'$x': 1}",
+        ),
+        (Array(Text()), "a", "Manifest.shape: expected an array, got string 'a'"),
+    ],
+)
+def test_a_value_of_the_wrong_type_is_refused_naming_its_path_and_what_was_expected(
+    codec: Any, data: Any, message: str
+) -> None:
+    with pytest.raises(SerializationError) as refused:
+        codec.decode(data, "Manifest.shape")
+    assert str(refused.value) == message

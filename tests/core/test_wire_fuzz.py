@@ -22,6 +22,7 @@ from wire_strategies import wire_values
 from dogana_core import InvalidContract, SerializationError, Wire
 from dogana_core.kinds import wire_kind, wire_kinds
 from dogana_core.vectors import load_vectors
+from dogana_core.wire import parse_json
 
 FUZZ = settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 
@@ -239,6 +240,9 @@ def test_a_document_nested_too_deeply_is_refused() -> None:
         deep = [deep]
     with pytest.raises(SerializationError):
         wire_kind("Shape").from_dict({**SEEDS[0][1], "coverage": deep})
+    with pytest.raises(SerializationError) as refused:
+        parse_json("[" * 100_000 + "]" * 100_000)
+    assert str(refused.value) == "JSON nested too deeply"
 
 
 def test_an_integer_too_long_to_print_is_refused() -> None:
