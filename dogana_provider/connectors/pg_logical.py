@@ -157,13 +157,13 @@ class PgLogicalConnector(LogConnector):
         values are printed in."""
         connection = self.hook.get_conn()
         connection.autocommit = True
-        for statement in (
-            "SET TIME ZONE 'UTC'",
-            "SET DateStyle = 'ISO, MDY'",
-            "SET extra_float_digits = 3",
-            "SET bytea_output = 'hex'",
-        ):
-            connection.execute(statement)
+        # One round trip for the four settings, as SET would make them: for the session.
+        connection.execute(
+            "SELECT set_config('TimeZone', 'UTC', false), "
+            "set_config('DateStyle', 'ISO, MDY', false), "
+            "set_config('extra_float_digits', '3', false), "
+            "set_config('bytea_output', 'hex', false)"
+        )
         return connection
 
     @contextmanager
@@ -183,15 +183,16 @@ class PgLogicalConnector(LogConnector):
 
     def catalog(self, connection: Any) -> tuple[int, tuple[tuple[str, int, int], ...]]:
         """The table's oid and its columns now: (name, type oid, typmod), in order."""
-        row = connection.execute("SELECT to_regclass(%s)::oid", (self.quoted(),)).fetchone()
-        if row is None or row[0] is None:
-            raise ConnectorError(f"{self.table}: no such table")
-        columns = connection.execute(
-            "SELECT attname, atttypid::int, atttypmod FROM pg_attribute WHERE attrelid = %s "
-            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-            (row[0],),
+        rows = connection.execute(
+            "SELECT c.oid::bigint, a.attname, a.atttypid::int, a.atttypmod "
+            "FROM (SELECT to_regclass(%s)::oid) AS c (oid) LEFT JOIN pg_attribute AS a "
+            "ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (self.quoted(),),
         ).fetchall()
-        return int(row[0]), tuple((str(n), int(t), int(m)) for n, t, m in columns)
+        if not rows or rows[0][0] is None:
+            raise ConnectorError(f"{self.table}: no such table")
+        columns = tuple((str(n), int(t), int(m)) for _, n, t, m in rows if n is not None)
+        return int(rows[0][0]), columns
 
     def primary_key(self, connection: Any) -> tuple[str, ...]:
         rows = connection.execute(
@@ -542,12 +543,14 @@ class SnapshotReading(TableReading):
 def _wait_for_flush(connection: Any, lsn: str) -> None:
     """Until the WAL is flushed to lsn: logical decoding reads only flushed WAL."""
     deadline = time.monotonic() + FLUSH_WAIT.total_seconds()
+    pause = 0.001  # the WAL writer flushes within wal_writer_delay; most waits are far shorter
     while not connection.execute(
         "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)
     ).fetchone()[0]:
         if time.monotonic() > deadline:
             raise ConnectorError(f"the WAL was not flushed to {lsn} within {FLUSH_WAIT}")
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _wait_until_released(connection: Any, slot: str) -> None:
@@ -583,6 +586,14 @@ def _first_commit(
         if isinstance(message, pgoutput.Begin) and start <= message.final_lsn < end:
             return message.committed_at
     return None
+
+
+def _fetched(cursor: Any, size: int) -> Iterator[bytes]:
+    """A cursor's one column, fetched size rows at a time: a call into the driver per batch,
+    not per row."""
+    while rows := cursor.fetchmany(size):
+        for (data,) in rows:
+            yield data
 
 
 class LogReading(Reading):
@@ -703,13 +714,13 @@ class LogReading(Reading):
         take = False
         connection.autocommit = False
         cursor = connection.cursor(name="dogana_log")
-        cursor.itersize = connector.fetch_rows
         cursor.execute(
             "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
             "'proto_version', '1', 'publication_names', %s)",
             (connector.slot, lsn_text(end), connector.publication),
+            binary=True,  # the messages as their bytes, not spelled in hexadecimal
         )
-        for (data,) in cursor:
+        for data in _fetched(cursor, connector.fetch_rows):
             message = pgoutput.decode(data)
             if isinstance(message, ROW_MESSAGES):  # most messages: first
                 target = targets.get(message.relation_id) if take else None

@@ -120,7 +120,7 @@ _COMMIT = struct.Struct("!bQQq")  # flags, commit LSN, end LSN, commit timestamp
 _ID = struct.Struct("!I")  # a relation id
 _ID_KIND = struct.Struct("!Ic")  # a relation id, then the mark of the tuple after it
 _COUNT = struct.Struct("!h")  # a tuple's number of values, a Relation's number of columns
-_SIZE = struct.Struct("!i")  # a text value's length in bytes
+_SIZE = struct.Struct("!I")  # a text value's length in bytes (a negative one: past the end)
 _IDENTITY = struct.Struct("!bh")  # a Relation's replica identity, then its number of columns
 _COLUMN = struct.Struct("!Ii")  # a Relation column's type oid and typmod
 _TRUNCATE = struct.Struct("!ib")  # the number of relations, the options
@@ -143,20 +143,13 @@ def _tuple(data: bytes, at: int) -> tuple[tuple[Value, ...], int]:
     (count,) = _COUNT.unpack_from(data, at)
     at += 2
     values: list[Value] = []
-    append, size_at, length = values.append, _SIZE.unpack_from, len(data)
+    append, size_at = values.append, _SIZE.unpack_from
     for _ in range(count):
         kind = data[at]
         if kind == 116:  # t: the value's length, then its text
-            (size,) = size_at(data, at + 1)
-            at += 5
-            end = at + size
-            if size < 0 or end > length:
-                raise MalformedMessage(
-                    f"a pgoutput message ends at byte {length}, before the {size} bytes of text "
-                    f"expected at {at}"
-                )
-            append(data[at:end].decode("utf-8"))
-            at = end
+            start = at + 5
+            at = start + size_at(data, at + 1)[0]
+            append(data[start:at].decode())
         elif kind == 110:  # n
             append(None)
             at += 1
@@ -168,6 +161,13 @@ def _tuple(data: bytes, at: int) -> tuple[tuple[Value, ...], int]:
                 f"a tuple value of kind {chr(kind)!r}: protocol version 1 sends only text (t), "
                 "null (n) and unchanged TOAST (u)"
             )
+    # A length past the end: once here, not per value (a slice past the end is only shorter,
+    # and the next value's mark there raises IndexError, which decode reports).
+    if at > len(data):
+        raise MalformedMessage(
+            f"a pgoutput message ends at byte {len(data)}, before the end of the text values "
+            f"expected up to byte {at}"
+        )
     return tuple(values), at
 
 
@@ -196,11 +196,13 @@ def _decode(data: bytes) -> Message:
             old, at = _tuple(data, at)
             kind = data[at : at + 1]
             at += 1
-        _expect(kind, "Update")
+        if kind != b"N":
+            raise _unmarked(kind, "an Update")
         return Update(relation_id, old, old_is_key, _tuple(data, at)[0])
     if tag == 73:  # I
         relation_id, kind = _ID_KIND.unpack_from(data, 1)
-        _expect(kind, "Insert")
+        if kind != b"N":
+            raise _unmarked(kind, "an Insert")
         return Insert(relation_id, _tuple(data, 6)[0])
     if tag == 68:  # D
         relation_id, kind = _ID_KIND.unpack_from(data, 1)
@@ -238,11 +240,8 @@ def _decode(data: bytes) -> Message:
     raise MalformedMessage(f"{chr(tag)!r} is not a pgoutput message of protocol version 1")
 
 
-def _expect(found: bytes, message: str) -> None:
-    if found != b"N":
-        raise MalformedMessage(
-            f"an {message}'s new tuple is marked {found.decode('latin-1')!r}, not N"
-        )
+def _unmarked(found: bytes, message: str) -> MalformedMessage:
+    return MalformedMessage(f"{message}'s new tuple is marked {found.decode('latin-1')!r}, not N")
 
 
 def lsn_text(lsn: int) -> str:
