@@ -11,13 +11,18 @@ database's own application of the same changes, over tables of growing size, in 
                 staged (temporary) table of the changed keys, in one transaction
 
 For each table size the table is made in the server (generate_series) with N rows, a slot is
-created, the changed keys are staged, a CHECKPOINT is taken, then CHANGES rows are updated or
-deleted (nine updates to each delete, spread over the table). The CHECKPOINT puts both sizes
-where a table in service is: each page the changes touch is written to the WAL whole once
-after a checkpoint, so the WAL the log read decodes grows with the pages touched, and it is
-printed. The log and cursor deliveries read the same committed changes and are repeated
-(REPEAT times, the best kept: a peek does not move the slot); the apply happens once.
-Not a timed test: it prints times and ratios measured in this one run.
+created and advanced as a pipeline's reads advance it (in_service), the changed keys are
+staged, a CHECKPOINT is taken, then CHANGES rows are updated or deleted (nine updates to each
+delete, spread over the table). The CHECKPOINT puts both sizes where a table in service is:
+each page the changes touch is written to the WAL whole once after a checkpoint, so the WAL
+the log read decodes grows with the pages touched, and it is printed. The log and cursor
+deliveries read the same committed changes and are repeated (REPEAT times, the best kept: a
+peek does not move the slot); the apply happens once.
+Not a timed test: it prints times and ratios measured in this one run. Beside the log delivery,
+its parts: peek, the server's decoding alone (the slot's changes fetched, best of REPEAT), and
+the WAL it read for them (read MiB, from the slot's restart point: the changes' WAL and what
+the rest of the server wrote meanwhile); decode, the CPU seconds pgoutput.py takes over the
+same messages.
 
 On MariaDB (measure_mariadb) the log is the row binlog read by the mariadb_binlog connector.
 
@@ -36,6 +41,7 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
+from math import nan
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -109,9 +115,8 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         db.execute(f"CREATE INDEX ON {table} (updated_at)")
         db.execute(f"VACUUM ANALYZE {table}")
         db.execute(f"CREATE PUBLICATION {slot} FOR TABLE {table}")
-        (position,) = db.execute(
-            "SELECT lsn::text FROM pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,)
-        ).fetchone()
+        db.execute("SELECT pg_create_logical_replication_slot(%s, 'pgoutput')", (slot,))
+        position = in_service(db, slot)
         keys = random.Random(rows).sample(range(1, rows + 1), changes)
         db.execute("CREATE TEMPORARY TABLE changed (id bigint PRIMARY KEY, gone bool NOT NULL)")
         db.execute(
@@ -142,6 +147,8 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         )
         connector = {"kind": "pg_logical", "conn_id": SOURCE, "table": table, "slot": slot}
         log, by_log = best(lambda: _extract(home, log_contract, log_request, connector=connector))
+        peek, (decoded, messages) = best(lambda: _peek(db, slot))
+        decode = min(_decode(messages) for _ in range(REPEAT))
         cursor_request = ExtractionRequest(table, "changes", now, since=since)
         cursor, by_cursor = best(
             lambda: _extract(home, cursor_contract, cursor_request, source_conn_id=SOURCE)
@@ -149,7 +156,16 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         manifests = by_log["manifest"], by_cursor["manifest"]
         assert (manifests[0]["rows"] + manifests[0]["tombstones"]) == changes, manifests[0]
         assert manifests[1]["rows"] == updates, manifests[1]
-        return {"rows": rows, "log": log, "cursor": cursor, "apply": apply, "wal": float(wal)}
+        return {
+            "rows": rows,
+            "log": log,
+            "peek": peek,
+            "decode": decode,
+            "cursor": cursor,
+            "apply": apply,
+            "wal": float(wal),
+            "decoded": float(decoded),
+        }
     finally:
         db.execute(
             "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
@@ -159,6 +175,51 @@ def measure(rows: int, changes: int, home: Path) -> dict[str, float]:
         db.execute(f"DROP PUBLICATION IF EXISTS {slot}")
         db.execute(f"DROP TABLE IF EXISTS {table}")
         db.close()
+
+
+def in_service(db: Any, slot: str) -> str:
+    """The slot as a pipeline in service holds it, and its position: advanced to the log's end
+    twice, a checkpoint (a record of the running transactions) between. A new slot's restart
+    point, where each read's decoding starts, is where it began waiting for the transactions
+    running anywhere in the server to end (on a shared server, hundreds of MiB of others' WAL
+    before its position); each advance moves it up to the last such record the slot confirmed,
+    as a pipeline's reads do."""
+    position = ""
+    for _ in range(2):
+        db.execute("CHECKPOINT")
+        (position,) = db.execute(
+            "SELECT end_lsn::text FROM "
+            "pg_replication_slot_advance(%s, pg_current_wal_insert_lsn())",
+            (slot,),
+        ).fetchone()
+    return str(position)
+
+
+def _peek(db: Any, slot: str) -> tuple[int, list[bytes]]:
+    """The server's part of a log read alone: the slot's changes to the log's end, and how many
+    bytes of WAL it decoded for them (from the slot's restart point)."""
+    (end,) = db.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+    messages = db.execute(
+        "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
+        "'proto_version', '1', 'publication_names', %s)",
+        (slot, end, slot),
+    ).fetchall()
+    (decoded,) = db.execute(
+        "SELECT pg_wal_lsn_diff(%s::pg_lsn, restart_lsn) FROM pg_replication_slots "
+        "WHERE slot_name = %s",
+        (end, slot),
+    ).fetchone()
+    return int(decoded), [bytes(data) for (data,) in messages]
+
+
+def _decode(messages: list[bytes]) -> float:
+    """The worker's decoding of the messages (pgoutput.py) alone: the seconds of CPU it took."""
+    from dogana_provider.connectors.pgoutput import decode
+
+    start = time.process_time()
+    for data in messages:
+        decode(data)
+    return time.process_time() - start
 
 
 def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
@@ -280,7 +341,7 @@ def main() -> None:
     )
     print(
         f"{'database':>10} {'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} "
-        f"{'log/apply':>10} {'log MiB':>8}"
+        f"{'log/apply':>10} {'log MiB':>8} {'peek':>8} {'read MiB':>8} {'decode':>8}"
     )
     lines = []
     for database in args.databases.split(","):
@@ -289,7 +350,9 @@ def main() -> None:
         for r in results:
             print(
                 f"{database:>10} {r['rows']:>12,} {r['log']:>8.3f} {r['cursor']:>8.3f} "
-                f"{r['apply']:>8.3f} {r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f}",
+                f"{r['apply']:>8.3f} {r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f} "
+                f"{r.get('peek', nan):>8.3f} {r.get('decoded', nan) / 2**20:>8.1f} "
+                f"{r.get('decode', nan):>8.3f}",
                 flush=True,
             )
         first, last = results[0], results[-1]

@@ -102,6 +102,8 @@ FLUSH_WAIT = timedelta(seconds=30)
 # A worker killed mid-read leaves its server process holding the slot until that process sees
 # the connection gone: at its next message to the worker, after the decoding under way.
 RELEASE_WAIT = timedelta(seconds=30)
+RowMessage = pgoutput.Insert | pgoutput.Update | pgoutput.Delete
+ROW_MESSAGES = (pgoutput.Insert, pgoutput.Update, pgoutput.Delete)
 
 
 class PgLogicalConnector(LogConnector):
@@ -155,13 +157,13 @@ class PgLogicalConnector(LogConnector):
         values are printed in."""
         connection = self.hook.get_conn()
         connection.autocommit = True
-        for statement in (
-            "SET TIME ZONE 'UTC'",
-            "SET DateStyle = 'ISO, MDY'",
-            "SET extra_float_digits = 3",
-            "SET bytea_output = 'hex'",
-        ):
-            connection.execute(statement)
+        # One round trip for the four settings, as SET would make them: for the session.
+        connection.execute(
+            "SELECT set_config('TimeZone', 'UTC', false), "
+            "set_config('DateStyle', 'ISO, MDY', false), "
+            "set_config('extra_float_digits', '3', false), "
+            "set_config('bytea_output', 'hex', false)"
+        )
         return connection
 
     @contextmanager
@@ -181,15 +183,16 @@ class PgLogicalConnector(LogConnector):
 
     def catalog(self, connection: Any) -> tuple[int, tuple[tuple[str, int, int], ...]]:
         """The table's oid and its columns now: (name, type oid, typmod), in order."""
-        row = connection.execute("SELECT to_regclass(%s)::oid", (self.quoted(),)).fetchone()
-        if row is None or row[0] is None:
-            raise ConnectorError(f"{self.table}: no such table")
-        columns = connection.execute(
-            "SELECT attname, atttypid::int, atttypmod FROM pg_attribute WHERE attrelid = %s "
-            "AND attnum > 0 AND NOT attisdropped ORDER BY attnum",
-            (row[0],),
+        rows = connection.execute(
+            "SELECT c.oid::bigint, a.attname, a.atttypid::int, a.atttypmod "
+            "FROM (SELECT to_regclass(%s)::oid) AS c (oid) LEFT JOIN pg_attribute AS a "
+            "ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum",
+            (self.quoted(),),
         ).fetchall()
-        return int(row[0]), tuple((str(n), int(t), int(m)) for n, t, m in columns)
+        if not rows or rows[0][0] is None:
+            raise ConnectorError(f"{self.table}: no such table")
+        columns = tuple((str(n), int(t), int(m)) for _, n, t, m in rows if n is not None)
+        return int(rows[0][0]), columns
 
     def primary_key(self, connection: Any) -> tuple[str, ...]:
         rows = connection.execute(
@@ -402,31 +405,32 @@ def parser(logical: str) -> Callable[[str], Any]:
 
 
 class _Rows:
-    """The log's text values collected column by column, and cast once per batch by Arrow into
-    a record batch of the stream (a value Arrow refuses is parsed alone, to name it)."""
+    """The log's text values collected row by row, turned into columns once per batch and cast
+    by Arrow into a record batch of the stream (a value Arrow refuses is parsed alone, to name
+    it)."""
 
     def __init__(self, stream: Stream) -> None:
         self.schema = stream.schema()
         # The deleted column is the last, and no value of the log's tuples.
         self.types = [c.type for c in stream.columns[:-1]]
-        self.columns: list[list[Any]] = [[] for _ in stream.columns]
+        self.rows: list[tuple[str | None, ...]] = []
+        self.deleted: list[bool] = []
 
     def __len__(self) -> int:
-        return len(self.columns[-1])
+        return len(self.rows)
 
     def add(self, values: tuple[pgoutput.Value, ...], deleted: bool) -> None:
-        for index, value in enumerate(values):
-            assert not isinstance(value, pgoutput.Unchanged)
-            self.columns[index].append(value)
-        self.columns[-1].append(deleted)
+        self.rows.append(values)  # type: ignore[arg-type]  # rows_of leaves no UNCHANGED
+        self.deleted.append(deleted)
 
     def batch(self) -> pa.RecordBatch:
+        columns = zip(*self.rows, strict=True)
         arrays = [
-            _column(values, logical, field.type)
-            for values, logical, field in zip(self.columns, self.types, self.schema, strict=False)
+            _column(list(values), logical, field.type)
+            for values, logical, field in zip(columns, self.types, self.schema, strict=False)
         ]
-        arrays.append(pa.array(self.columns[-1], pa.bool_()))
-        self.columns = [[] for _ in self.columns]
+        arrays.append(pa.array(self.deleted, pa.bool_()))
+        self.rows, self.deleted = [], []
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
@@ -539,12 +543,14 @@ class SnapshotReading(TableReading):
 def _wait_for_flush(connection: Any, lsn: str) -> None:
     """Until the WAL is flushed to lsn: logical decoding reads only flushed WAL."""
     deadline = time.monotonic() + FLUSH_WAIT.total_seconds()
+    pause = 0.001  # the WAL writer flushes within wal_writer_delay; most waits are far shorter
     while not connection.execute(
         "SELECT pg_current_wal_flush_lsn() >= %s::pg_lsn", (lsn,)
     ).fetchone()[0]:
         if time.monotonic() > deadline:
             raise ConnectorError(f"the WAL was not flushed to {lsn} within {FLUSH_WAIT}")
-        time.sleep(0.01)
+        time.sleep(pause)
+        pause = min(pause * 2, 0.05)
 
 
 def _wait_until_released(connection: Any, slot: str) -> None:
@@ -580,6 +586,14 @@ def _first_commit(
         if isinstance(message, pgoutput.Begin) and start <= message.final_lsn < end:
             return message.committed_at
     return None
+
+
+def _fetched(cursor: Any, size: int) -> Iterator[bytes]:
+    """A cursor's one column, fetched size rows at a time: a call into the driver per batch,
+    not per row."""
+    while rows := cursor.fetchmany(size):
+        for (data,) in rows:
+            yield data
 
 
 class LogReading(Reading):
@@ -700,14 +714,19 @@ class LogReading(Reading):
         take = False
         connection.autocommit = False
         cursor = connection.cursor(name="dogana_log")
-        cursor.itersize = connector.fetch_rows
         cursor.execute(
             "SELECT data FROM pg_logical_slot_peek_binary_changes(%s, %s::pg_lsn, NULL, "
             "'proto_version', '1', 'publication_names', %s)",
             (connector.slot, lsn_text(end), connector.publication),
+            binary=True,  # the messages as their bytes, not spelled in hexadecimal
         )
-        for (data,) in cursor:
+        for data in _fetched(cursor, connector.fetch_rows):
             message = pgoutput.decode(data)
+            if isinstance(message, ROW_MESSAGES):  # most messages: first
+                target = targets.get(message.relation_id) if take else None
+                if target is not None and not self._collect(target, target.rows_of(message)):
+                    break
+                continue
             if isinstance(message, pgoutput.Begin):
                 if message.final_lsn >= end:
                     break
@@ -738,22 +757,6 @@ class LogReading(Reading):
                             f"{lsn_text(self.at)}: a truncate deletes rows the log does not "
                             f"name; {_full_read(table)}",
                         )
-                continue
-            if isinstance(message, pgoutput.Other) or message.relation_id not in targets:
-                continue
-            target = targets[message.relation_id]
-            for values, deleted in target.rows_of(message):
-                if self.inside == self.since and self.inside_rows < self.skip:
-                    self.inside_rows += 1
-                    continue
-                if self.limit is not None and self.rows >= self.limit:
-                    self.stopped_by_limit = True
-                    break
-                target.rows.add(values, deleted)
-                self.rows += 1
-                self.inside_rows += 1
-            if self.stopped_by_limit:
-                break
         cursor.close()
         connection.rollback()
         if not self.stopped_by_limit:
@@ -761,6 +764,28 @@ class LogReading(Reading):
         for target in targets.values():
             if len(target.rows):
                 yield target.member.table, target.rows.batch()
+
+    def _collect(
+        self, target: _Target, changed: list[tuple[tuple[pgoutput.Value, ...], bool]]
+    ) -> bool:
+        """One change's rows into its table's; False once the limit stops the read."""
+        if not self.skip and self.limit is None:
+            for values, deleted in changed:
+                target.rows.add(values, deleted)
+            self.rows += len(changed)
+            self.inside_rows += len(changed)
+            return True
+        for values, deleted in changed:
+            if self.inside == self.since and self.inside_rows < self.skip:
+                self.inside_rows += 1
+                continue
+            if self.limit is not None and self.rows >= self.limit:
+                self.stopped_by_limit = True
+                return False
+            target.rows.add(values, deleted)
+            self.rows += 1
+            self.inside_rows += 1
+        return True
 
     def proof(self) -> Proof:
         if not self.finished:
@@ -805,6 +830,7 @@ class _Target:
         self.declared = declared
         names = [name for name, _, _ in declared]
         self.key = [names.index(k) for k in stream.key]
+        self.width = len(stream.columns) - 1  # the deleted column is no value of the log's
         self.rows = _Rows(stream)
 
     def same_columns(self, relation: pgoutput.Relation) -> None:
@@ -817,16 +843,13 @@ class _Target:
                 f"in, a rewrite) may be behind it: {_full_read(self.member.table)}",
             )
 
-    def rows_of(
-        self, message: pgoutput.Message
-    ) -> Iterator[tuple[tuple[pgoutput.Value, ...], bool]]:
-        key, width, table = self.key, len(self.stream.columns) - 1, self.member
-        if isinstance(message, pgoutput.Insert):
-            yield message.new, False
-        elif isinstance(message, pgoutput.Update):
-            new = message.new
-            if any(isinstance(v, pgoutput.Unchanged) for v in new):
-                if message.old is None or message.old_is_key:
+    def rows_of(self, message: RowMessage) -> list[tuple[tuple[pgoutput.Value, ...], bool]]:
+        """The rows a change becomes: (values, deleted)."""
+        if isinstance(message, pgoutput.Update):
+            new, old = message.new, message.old
+            if pgoutput.UNCHANGED in new:
+                if old is None or message.old_is_key:
+                    table = self.member
                     raise RefusedRead(
                         "unchanged_toast",
                         f"{table.table}: an update left a large value unchanged and "
@@ -835,13 +858,14 @@ class _Target:
                     )
                 new = tuple(
                     o if isinstance(v, pgoutput.Unchanged) else v
-                    for v, o in zip(new, message.old, strict=True)
+                    for v, o in zip(new, old, strict=True)
                 )
-            if message.old is not None and [message.old[i] for i in key] != [new[i] for i in key]:
-                yield _key_only(message.old, key, width), True
-            yield new, False
-        elif isinstance(message, pgoutput.Delete):
-            yield _key_only(message.old, key, width), True
+            if old is not None and [old[i] for i in self.key] != [new[i] for i in self.key]:
+                return [(_key_only(old, self.key, self.width), True), (new, False)]
+            return [(new, False)]
+        if isinstance(message, pgoutput.Insert):
+            return [(message.new, False)]
+        return [(_key_only(message.old, self.key, self.width), True)]
 
 
 def _key_only(

@@ -114,125 +114,134 @@ class Other:
 Message = Begin | Commit | Relation | Insert | Update | Delete | Truncate | Other
 
 
-class _Bytes:
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.at = 0
+# Each fixed part of a message, compiled once: a read is one unpack_from at an offset, no slice.
+_BEGIN = struct.Struct("!QqI")  # final LSN, commit timestamp, xid
+_COMMIT = struct.Struct("!bQQq")  # flags, commit LSN, end LSN, commit timestamp
+_ID = struct.Struct("!I")  # a relation id
+_ID_KIND = struct.Struct("!Ic")  # a relation id, then the mark of the tuple after it
+_COUNT = struct.Struct("!h")  # a tuple's number of values, a Relation's number of columns
+_SIZE = struct.Struct("!I")  # a text value's length in bytes (a negative one: past the end)
+_IDENTITY = struct.Struct("!bh")  # a Relation's replica identity, then its number of columns
+_COLUMN = struct.Struct("!Ii")  # a Relation column's type oid and typmod
+_TRUNCATE = struct.Struct("!ib")  # the number of relations, the options
 
-    def take(self, size: int) -> bytes:
-        if self.at + size > len(self.data):
+
+def _timestamp(microseconds: int) -> datetime:
+    return POSTGRES_EPOCH + timedelta(microseconds=microseconds)
+
+
+def _string(data: bytes, at: int) -> tuple[str, int]:
+    """A NUL-terminated string at a byte, and the byte after its NUL."""
+    end = data.find(b"\0", at)
+    if end < 0:
+        raise MalformedMessage(f"a pgoutput string at byte {at} has no terminating NUL")
+    return data[at:end].decode("utf-8"), end + 1
+
+
+def _tuple(data: bytes, at: int) -> tuple[tuple[Value, ...], int]:
+    """A tuple's values from a byte (its number of values), and the byte after them."""
+    (count,) = _COUNT.unpack_from(data, at)
+    at += 2
+    values: list[Value] = []
+    append, size_at = values.append, _SIZE.unpack_from
+    for _ in range(count):
+        kind = data[at]
+        if kind == 116:  # t: the value's length, then its text
+            start = at + 5
+            at = start + size_at(data, at + 1)[0]
+            append(data[start:at].decode())
+        elif kind == 110:  # n
+            append(None)
+            at += 1
+        elif kind == 117:  # u
+            append(UNCHANGED)
+            at += 1
+        else:
             raise MalformedMessage(
-                f"a pgoutput message ends at byte {len(self.data)}, before the {size} bytes "
-                f"expected at {self.at}"
+                f"a tuple value of kind {chr(kind)!r}: protocol version 1 sends only text (t), "
+                "null (n) and unchanged TOAST (u)"
             )
-        part = self.data[self.at : self.at + size]
-        self.at += size
-        return part
-
-    def unpack(self, layout: str) -> tuple[int, ...]:
-        return struct.unpack(layout, self.take(struct.calcsize(layout)))
-
-    def int8(self) -> int:
-        return self.unpack("!b")[0]
-
-    def int16(self) -> int:
-        return self.unpack("!h")[0]
-
-    def int32(self) -> int:
-        return self.unpack("!i")[0]
-
-    def uint32(self) -> int:
-        return self.unpack("!I")[0]
-
-    def int64(self) -> int:
-        return self.unpack("!q")[0]
-
-    def lsn(self) -> int:
-        return self.unpack("!Q")[0]
-
-    def byte(self) -> str:
-        return self.take(1).decode("ascii")
-
-    def string(self) -> str:
-        end = self.data.find(b"\0", self.at)
-        if end < 0:
-            raise MalformedMessage(f"a pgoutput string at byte {self.at} has no terminating NUL")
-        text = self.data[self.at : end].decode("utf-8")
-        self.at = end + 1
-        return text
-
-    def timestamp(self) -> datetime:
-        return POSTGRES_EPOCH + timedelta(microseconds=self.int64())
-
-    def tuple_(self) -> tuple[Value, ...]:
-        values: list[Value] = []
-        for _ in range(self.int16()):
-            kind = self.byte()
-            if kind == "n":
-                values.append(None)
-            elif kind == "u":
-                values.append(UNCHANGED)
-            elif kind == "t":
-                values.append(self.take(self.int32()).decode("utf-8"))
-            else:
-                raise MalformedMessage(
-                    f"a tuple value of kind {kind!r}: protocol version 1 sends only text (t), "
-                    "null (n) and unchanged TOAST (u)"
-                )
-        return tuple(values)
+    # A length past the end: once here, not per value (a slice past the end is only shorter,
+    # and the next value's mark there raises IndexError, which decode reports).
+    if at > len(data):
+        raise MalformedMessage(
+            f"a pgoutput message ends at byte {len(data)}, before the end of the text values "
+            f"expected up to byte {at}"
+        )
+    return tuple(values), at
 
 
 def decode(data: bytes | memoryview) -> Message:
     """One pgoutput message from its bytes."""
-    reader = _Bytes(bytes(data))
-    tag = reader.byte()
-    if tag == "B":
-        return Begin(reader.lsn(), reader.timestamp(), reader.uint32())
-    if tag == "C":
-        reader.int8()
-        return Commit(reader.lsn(), reader.lsn(), reader.timestamp())
-    if tag == "R":
-        relation_id, namespace, name = reader.uint32(), reader.string(), reader.string()
-        identity = chr(reader.int8())
-        columns = []
-        for _ in range(reader.int16()):
-            flags, column = reader.int8(), reader.string()
-            columns.append(RelationColumn(column, reader.uint32(), reader.int32(), bool(flags & 1)))
-        return Relation(relation_id, namespace, name, identity, tuple(columns))
-    if tag == "I":
-        relation_id = reader.uint32()
-        _expect(reader.byte(), "N", "Insert")
-        return Insert(relation_id, reader.tuple_())
-    if tag == "U":
-        relation_id = reader.uint32()
-        kind = reader.byte()
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    try:
+        return _decode(data)
+    except (struct.error, IndexError):
+        # A fixed field, or a tuple value's mark, past the message's end.
+        raise MalformedMessage(
+            f"a pgoutput message of {len(data)} bytes ends before the fields expected of its "
+            f"tag {data[:1]!r}"
+        ) from None
+
+
+def _decode(data: bytes) -> Message:
+    tag = data[0]
+    if tag == 85:  # U
+        relation_id, kind = _ID_KIND.unpack_from(data, 1)
         old: tuple[Value, ...] | None = None
-        if kind in ("K", "O"):
-            old = reader.tuple_()
-            old_is_key = kind == "K"
-            kind = reader.byte()
-        else:
-            old_is_key = False
-        _expect(kind, "N", "Update")
-        return Update(relation_id, old, old_is_key, reader.tuple_())
-    if tag == "D":
-        relation_id = reader.uint32()
-        kind = reader.byte()
-        if kind not in ("K", "O"):
-            raise MalformedMessage(f"a Delete's old tuple is marked {kind!r}, not K or O")
-        return Delete(relation_id, reader.tuple_(), kind == "K")
-    if tag == "T":
-        count, options = reader.int32(), reader.int8()
-        relation_ids = tuple(reader.uint32() for _ in range(count))
+        old_is_key = kind == b"K"
+        at = 6
+        if old_is_key or kind == b"O":
+            old, at = _tuple(data, at)
+            kind = data[at : at + 1]
+            at += 1
+        if kind != b"N":
+            raise _unmarked(kind, "an Update")
+        return Update(relation_id, old, old_is_key, _tuple(data, at)[0])
+    if tag == 73:  # I
+        relation_id, kind = _ID_KIND.unpack_from(data, 1)
+        if kind != b"N":
+            raise _unmarked(kind, "an Insert")
+        return Insert(relation_id, _tuple(data, 6)[0])
+    if tag == 68:  # D
+        relation_id, kind = _ID_KIND.unpack_from(data, 1)
+        if kind not in (b"K", b"O"):
+            raise MalformedMessage(
+                f"a Delete's old tuple is marked {kind.decode('latin-1')!r}, not K or O"
+            )
+        return Delete(relation_id, _tuple(data, 6)[0], kind == b"K")
+    if tag == 66:  # B
+        final_lsn, committed, xid = _BEGIN.unpack_from(data, 1)
+        return Begin(final_lsn, _timestamp(committed), xid)
+    if tag == 67:  # C
+        _, commit_lsn, end_lsn, committed = _COMMIT.unpack_from(data, 1)
+        return Commit(commit_lsn, end_lsn, _timestamp(committed))
+    if tag == 82:  # R
+        (relation_id,) = _ID.unpack_from(data, 1)
+        namespace, at = _string(data, 5)
+        name, at = _string(data, at)
+        identity, count = _IDENTITY.unpack_from(data, at)
+        at += 3
+        columns = []
+        for _ in range(count):
+            flags = data[at]
+            column, at = _string(data, at + 1)
+            type_oid, typmod = _COLUMN.unpack_from(data, at)
+            at += 8
+            columns.append(RelationColumn(column, type_oid, typmod, bool(flags & 1)))
+        return Relation(relation_id, namespace, name, chr(identity), tuple(columns))
+    if tag == 84:  # T
+        count, options = _TRUNCATE.unpack_from(data, 1)
+        relation_ids = struct.unpack_from(f"!{count}I", data, 6)
         return Truncate(relation_ids, bool(options & 1), bool(options & 2))
-    if tag in ("Y", "O", "M"):
-        return Other(tag)
-    raise MalformedMessage(f"{tag!r} is not a pgoutput message of protocol version 1")
+    if tag in (89, 79, 77):  # Y, O, M
+        return Other(chr(tag))
+    raise MalformedMessage(f"{chr(tag)!r} is not a pgoutput message of protocol version 1")
 
 
-def _expect(found: str, wanted: str, message: str) -> None:
-    if found != wanted:
-        raise MalformedMessage(f"an {message}'s new tuple is marked {found!r}, not {wanted}")
+def _unmarked(found: bytes, message: str) -> MalformedMessage:
+    return MalformedMessage(f"{message}'s new tuple is marked {found.decode('latin-1')!r}, not N")
 
 
 def lsn_text(lsn: int) -> str:
