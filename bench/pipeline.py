@@ -1410,6 +1410,11 @@ def main(argv: list[str] | None = None) -> int:
         help="with --large, not the 50,000,000 rows",
     )
     parser.add_argument(
+        "--large-only",
+        action="store_true",
+        help="with --large, the large sizes alone (not --rows)",
+    )
+    parser.add_argument(
         "--databases",
         default="postgresql,sqlite,mysql",
         help="comma-separated, of " + ", ".join(DATABASES),
@@ -1447,6 +1452,8 @@ def main(argv: list[str] | None = None) -> int:
         sizes += [(name, 10_000_000) for name, _ in sizes if name in ("postgresql", "sqlite")]
     if args.large and not args.no_huge:
         sizes += [(name, 50_000_000) for name, _ in sizes if name == "postgresql"][:1]
+    if args.large and args.large_only:
+        sizes = [(name, rows) for name, rows in sizes if rows > args.rows]
     added: dict[str, dict[int, float]] = {}
     changed: dict[str, dict[int, tuple[float, float | None]]] = {}
     try:
