@@ -19,7 +19,8 @@ date, timestamptz with microseconds, boolean) is moved into an empty target data
                       skipped, saying why, when it cannot be made
     dogana N=2        (PostgreSQL) the same, the extract's readers=2: the table read by two
                       readers in its one exported snapshot, each writing a Parquet part
-                      (sources/parallel.py); the speed-up over one reader, and what limits it
+                      (sources/parallel.py), staged by two loaders at once (staging/parts.py);
+                      the speed-up over one reader, and what limits it (each step's CPU)
     Sling             (PostgreSQL) sling run --mode full-refresh, the Go data mover, when a
                       binary runs here (SLING_BINARY or sling on PATH); skipped, saying why
     dogana dag.test   (PostgreSQL) the same four operators as a DAG run with dag.test(), beside
@@ -55,8 +56,8 @@ prints ratios measured in this one run, it never fails on time.
 
     PYTHONPATH=. .venv/bin/python bench/pipeline.py                   # 1,000,000 rows
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 100000 --databases postgresql
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large           # and 10M: PostgreSQL, SQLite
-    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large --huge    # and 50M: PostgreSQL
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large    # and 10M (PostgreSQL, SQLite), 50M
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --large --no-huge --databases postgresql
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's runs
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --quick --databases sqlite --rounds 5
 """
@@ -75,6 +76,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -562,11 +564,71 @@ class Pushed:
         self.values[key] = value
 
 
+class ServerCpu:
+    """The CPU seconds the PostgreSQL server's processes of this run have spent, from /proc.
+
+    A backend's process title names its database, which names the run (its parallel workers
+    name their leader's pid), so a thread sampling /proc every SAMPLE seconds keeps each one's
+    last CPU time; a backend that ends between two samples loses at most SAMPLE of it. What a
+    step spends waiting is its seconds less its own process's CPU and the server's, when the
+    two do not overlap, and at least that much when they do."""
+
+    SAMPLE = 0.1
+
+    def __init__(self, run: str) -> None:
+        self.run = run
+        self.spent: dict[int, float] = {}
+        self.others: set[int] = set()  # processes not the run's: never read again
+        self.tick = os.sysconf("SC_CLK_TCK")
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> None:
+        while not self.stopped.wait(self.SAMPLE):
+            self.sample()
+
+    def sample(self) -> None:
+        leaders = set(self.spent)
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit() or int(entry.name) in self.others:
+                continue
+            try:
+                with open(f"/proc/{entry.name}/cmdline", "rb") as cmdline:
+                    title = cmdline.read().decode(errors="replace")
+                worker = title.rsplit("parallel worker for PID ", 1)
+                ours = self.run in title or (len(worker) == 2 and int(worker[1]) in leaders)
+                if title and not title.startswith(("postgres", "/usr/lib/postgresql")):
+                    self.others.add(int(entry.name))  # a backend still starting has no title
+                if not title.startswith("postgres:") or not ours:
+                    continue
+                with open(f"/proc/{entry.name}/stat", encoding="ascii") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except (OSError, ValueError):
+                continue
+            self.spent[int(entry.name)] = (int(fields[11]) + int(fields[12])) / self.tick
+
+    def seconds(self) -> float:
+        self.sample()
+        return sum(self.spent.values())
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
 def dogana_steps(
-    home: Path, shape: str, peaks: dict[str, float] | None = None, readers: int = 1
+    home: Path,
+    shape: str,
+    peaks: dict[str, float] | None = None,
+    readers: int = 1,
+    cpu: dict[str, dict[str, float]] | None = None,
+    bench_run: str = "",
 ) -> dict[str, float]:
     """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
-    into peaks, when given, each step's peak RSS in MiB. readers: the extract's readers."""
+    into peaks, when given, each step's peak RSS in MiB. readers: the extract's readers. cpu,
+    when given, gets each step's CPU seconds: this process's (every thread) and the server
+    processes' of the bench's run (bench_run) (PostgreSQL: ServerCpu; none elsewhere)."""
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.gate import GateOperator
     from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -581,6 +643,16 @@ def dogana_steps(
     # What a task's context holds that the operators read: its DAG and run (a publication's
     # lineage edge names them), and a scheduled run's data interval.
     run = {"dag": SimpleNamespace(dag_id="bench_pipeline"), "run_id": f"bench__{folder.name}"}
+    server = ServerCpu(bench_run) if cpu is not None else None
+    mark = (time.process_time(), server.seconds() if server else 0.0)
+
+    def spent(step: str) -> None:
+        nonlocal mark
+        if server is not None and cpu is not None:  # both or neither
+            now = (time.process_time(), server.seconds())
+            cpu[step] = {"client": now[0] - mark[0], "server": now[1] - mark[1]}
+            mark = now
+
     reset_peak()
     started = time.perf_counter()
     request = PlanDeliveryOperator(
@@ -588,6 +660,7 @@ def dogana_steps(
     ).execute({**run, "data_interval_end": datetime.now(UTC), "ti": Pushed()})
     seconds["plan"] = time.perf_counter() - started
     peaks["plan"] = peak_mib()
+    spent("plan")
     reset_peak()
     started = time.perf_counter()
     delivery = ExtractOperator(
@@ -600,6 +673,7 @@ def dogana_steps(
     ).execute(run)
     seconds["extract"] = time.perf_counter() - started
     peaks["extract"] = peak_mib()
+    spent("extract")
     reset_peak()
     started = time.perf_counter()
     decision = GateOperator(
@@ -607,6 +681,7 @@ def dogana_steps(
     ).execute(run)
     seconds["gate"] = time.perf_counter() - started
     peaks["gate"] = peak_mib()
+    spent("gate")
     reset_peak()
     started = time.perf_counter()
     PublishOperator(task_id="publish", receiver_conn_id="bench_target", decision=decision).execute(
@@ -614,6 +689,9 @@ def dogana_steps(
     )
     seconds["publish"] = time.perf_counter() - started
     peaks["publish"] = peak_mib()
+    spent("publish")
+    if server is not None:
+        server.stop()
     return seconds
 
 
@@ -714,8 +792,16 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             profiler = cProfile.Profile()
             profiler.enable()
         peaks: dict[str, float] = {}
+        cpu: dict[str, dict[str, float]] = {}
         started = time.perf_counter()
-        steps = dogana_steps(home, "full", peaks, readers=int(args.readers or 1))
+        steps = dogana_steps(
+            home,
+            "full",
+            peaks,
+            readers=int(args.readers or 1),
+            cpu=cpu if args.database == "postgresql" else None,
+            bench_run=args.run,
+        )
         seconds = time.perf_counter() - started
         if profiler is not None:
             profiler.disable()
@@ -745,6 +831,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             "baseline_mib": baseline,
             "peak_mib": max(peaks.values()),
             "step_peaks_mib": peaks,
+            "step_cpu": cpu,
         }
         if turns:
             changes_seconds = statistics.median_low(took for took, _ in turns)
@@ -1102,7 +1189,7 @@ def median_round(runs: list[dict]) -> dict:
     median = statistics.median_low(run["seconds"] for run in done)
     middle = next(run for run in done if run["seconds"] == median)
     merged = {**runs[0], "seconds": median, "rounds": [run["seconds"] for run in done]}
-    for measure in ("steps", "step_peaks_mib", "peak_mib", "baseline_mib"):
+    for measure in ("steps", "step_peaks_mib", "step_cpu", "peak_mib", "baseline_mib"):
         if measure in middle:
             merged[measure] = middle[measure]
     if "same" in runs[0]:
@@ -1143,8 +1230,7 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
     lines = []
     if "seconds" not in dogana:
         return [f"{database}: dogana did not run"]
-    steps = ", ".join(f"{step} {s:.2f} s" for step, s in dogana["steps"].items())
-    print(f"dogana execute() by step: {steps}")
+    print(f"dogana execute() by step: {by_step(dogana)}")
     if "dag.test" in found and "tasks" in found["dag.test"]:
         tasks = found["dag.test"]["tasks"]
         apart = ", ".join(
@@ -1159,14 +1245,14 @@ def report(database: str, rows: int, found: dict[str, dict]) -> list[str]:
                 "(the run's fixed cost, before and after its tasks)"
             )
     added = dogana["peak_mib"] - dogana["baseline_mib"]
-    by_step = ", ".join(
+    memory = ", ".join(
         f"{step} {peak - dogana['baseline_mib']:.0f} MB"
         for step, peak in dogana["step_peaks_mib"].items()
     )
     print(
         f"dogana memory: import baseline {dogana['baseline_mib']:.0f} MB, peak "
         f"{dogana['peak_mib']:.0f} MB, rows add {added:.0f} MB (peak RSS above the baseline by "
-        f"step: {by_step})"
+        f"step: {memory})"
     )
     lines += parallel(found, floor)
     changes = dogana["changes_seconds"]
@@ -1222,6 +1308,7 @@ def parallel(found: dict[str, dict], floor: float | None) -> list[str]:
         f"{step} {took:.2f} s ({one['steps'][step] / took:.2f}x)"
         for step, took in two["steps"].items()
     )
+    print(f"{PARALLEL} execute() by step: {by_step(two)}")
     speedup = one["seconds"] / two["seconds"]
     added = two["peak_mib"] - two["baseline_mib"]
     print(
@@ -1230,9 +1317,10 @@ def parallel(found: dict[str, dict], floor: float | None) -> list[str]:
     )
     print(
         f"what limits it: {os.cpu_count()} cores, shared (load average now {load()}); two "
-        "readers add a server backend each beside the extract's own threads, so the extract "
-        "gains at most what a free core gives; the gate stages the parts one after another "
-        "on one connection, and publish is one statement: neither is split"
+        "readers (extract) and two loaders (gate) each add a server backend beside this "
+        "process's threads, so a step gains at most what a free core gives: its CPU beside its "
+        "seconds above says how much it had; the row checks are one scan and publish one "
+        "statement (the swap and the key index): neither is split"
     )
     sling = found.get("Sling", {})
     if "seconds" in sling:
@@ -1244,6 +1332,20 @@ def parallel(found: dict[str, dict], floor: float | None) -> list[str]:
         f"PostgreSQL N=2 speed-up over N=1: {speedup:.2f}x",
         f"PostgreSQL N=2 rows add under 100 MB: {added:.0f} MB, {met(added < 100)}",
     ]
+
+
+def by_step(run: dict[str, Any]) -> str:
+    """Each step's seconds and, where measured, the CPU seconds its process and the server's
+    processes spent in it (ServerCpu): what is left of the seconds was spent waiting."""
+    cpu = run.get("step_cpu") or {}
+    texts = []
+    for step, took in run["steps"].items():
+        text = f"{step} {took:.2f} s"
+        if step in cpu:
+            spent = cpu[step]
+            text += f" (CPU: dogana {spent['client']:.2f} s, server {spent['server']:.2f} s)"
+        texts.append(text)
+    return ", ".join(texts)
 
 
 def rounds_text(run: dict[str, Any]) -> str:
@@ -1299,12 +1401,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--large",
         action="store_true",
-        help="also 10,000,000 rows (PostgreSQL and SQLite: floor, dogana)",
+        help="also 10,000,000 rows (PostgreSQL and SQLite: floor, dogana; PostgreSQL dogana "
+        "N=2 and Sling too) and 50,000,000 rows (PostgreSQL)",
     )
     parser.add_argument(
-        "--huge",
+        "--no-huge",
         action="store_true",
-        help="also 50,000,000 rows PostgreSQL (floor, dogana, dogana N=2, Sling)",
+        help="with --large, not the 50,000,000 rows",
+    )
+    parser.add_argument(
+        "--large-only",
+        action="store_true",
+        help="with --large, the large sizes alone (not --rows)",
     )
     parser.add_argument(
         "--databases",
@@ -1342,8 +1450,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.large:
         # MariaDB's 10M rows would take as long again as the rest together.
         sizes += [(name, 10_000_000) for name, _ in sizes if name in ("postgresql", "sqlite")]
-    if args.huge:
+    if args.large and not args.no_huge:
         sizes += [(name, 50_000_000) for name, _ in sizes if name == "postgresql"][:1]
+    if args.large and args.large_only:
+        sizes = [(name, rows) for name, rows in sizes if rows > args.rows]
     added: dict[str, dict[int, float]] = {}
     changed: dict[str, dict[int, tuple[float, float | None]]] = {}
     try:

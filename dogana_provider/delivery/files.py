@@ -96,6 +96,22 @@ def parts_sha256(parts: Sequence[str | Path]) -> str:
     return sha.hexdigest()
 
 
+def parts_sha256_as_read(folder: str | Path, parts: Sequence[tuple[Path, str]]) -> str:
+    """parts_sha256 of (part, digest) pairs, each part's bytes checked on the way against the
+    digest of the bytes its reader parsed: the content hash then names the rows loaded, as a
+    DeliveredFile's does. A part whose bytes changed since: UnreadableFile naming it."""
+    sha = hashlib.sha256()
+    for part, parsed in parts:
+        own = hashlib.sha256()
+        with open(part, "rb", buffering=0) as source:
+            while chunk := source.read(CHUNK):
+                sha.update(chunk)
+                own.update(chunk)
+        if own.hexdigest() != parsed:
+            raise UnreadableFile(folder, f"part {part.name} changed after it was read")
+    return sha.hexdigest()
+
+
 class UnreadableFile(Exception):
     """A file that cannot be read as a delivery of its contract: names file, column and rule."""
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cached_property
@@ -39,7 +40,8 @@ from dogana_provider.receiver.store import Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.schema import conformance
 from dogana_provider.schema.versions import SchemaVersions
-from dogana_provider.staging import Staged, drop, stage_file
+from dogana_provider.staging import PARALLEL_LOADS, Staged, create_table, drop, stage_file
+from dogana_provider.staging.parts import Parts, load_parts, parts_of
 from dogana_provider.staging.sqlite import attaching, preloaded
 
 STAGING_PREFIX = "dogana_stage_"
@@ -185,6 +187,11 @@ class Steps:
         """Step 3's load: the file's rows in a new staging table (name, or a new one),
         committed for publish."""
         name = self.staging_name(manifest) if name is None else name
+        parts = parts_of(path, contract) if self.dialect in PARALLEL_LOADS else None
+        if parts is not None:
+            staged = self._stage_parts(parts, contract, name)
+            if staged is not None:
+                return staged
         # SQLite reads the file into a private one first, attached to the transaction's
         # connection, from which its rows are copied in one statement (staging/sqlite.py).
         with preloaded(path, contract, self.dialect) as loaded:
@@ -204,6 +211,44 @@ class Steps:
                 else:  # stage_file dropped it already
                     self.store.remove_staging(connection, name)
         return staged
+
+    def _stage_parts(self, parts: Parts, contract: Contract, name: str) -> Staged | None:
+        """stage's load of a parted delivery by one loader per part at once (staging/parts.py);
+        None, the table dropped, when a part is refused: one loader stages it then, and its
+        refusal names file, column and rule."""
+        # Committed first, for the loaders' sessions to see it: noted LOADING, which sweep
+        # keeps while the decision's mark (scratch.deciding) is held, and drops after.
+        with transaction(self.connect, self.dialect) as connection:
+            self.dialect.lock_name(connection, name)
+            self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
+            create_table(connection, self.dialect, name, parts.types)
+        try:
+            loaded = load_parts(
+                lambda: transaction(self.connect, self.dialect),
+                self.dialect,
+                name,
+                parts,
+                contract,
+            )
+        except BaseException:
+            with suppress(Exception):
+                self._drop_staging(name)
+            raise
+        if loaded is None:
+            self._drop_staging(name)
+            return None
+        rows, sha256 = loaded
+        staged = Staged(parts.folder, name, parts.types, parts.columns, rows, sha256)
+        with transaction(self.connect, self.dialect) as connection:
+            create_published(connection, self.dialect, staged, contract)
+            index_staged_keys(connection, self.dialect, staged, contract)
+            self.store.staging_loaded(connection, name)
+        return staged
+
+    def _drop_staging(self, name: str) -> None:
+        with transaction(self.connect, self.dialect) as connection:
+            drop(connection, self.dialect, name)
+            self.store.remove_staging(connection, name)
 
     def row_checks(
         self, connection: Any, state: TableState, manifest: Manifest, staged: Staged

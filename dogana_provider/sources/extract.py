@@ -207,13 +207,7 @@ def _in_parts(
         sql = reading.rows(snapshot.produced_at)
         if any(value is None for value in numbered(sql, params)[1]):
             raise SlowPath("a bound parameter is null, which the bulk read cannot type")
-        columns = settled_schema(
-            snapshot,
-            snapshot.describe(sql, params),
-            typed,
-            reading.renames(),
-            contract.deleted_column,
-        )
+        columns = _settled(snapshot, reading, sql, params, typed)
         written = read_parts(
             snapshot,
             lambda within: reading.rows(snapshot.produced_at, within),
@@ -247,13 +241,7 @@ def _bulk(
     sql = reading.rows(snapshot.produced_at)
     with ExitStack() as stack:
         try:
-            columns = settled_schema(
-                snapshot,
-                snapshot.describe(sql, params),
-                typed,
-                reading.renames(),
-                contract.deleted_column,
-            )
+            columns = _settled(snapshot, reading, sql, params, typed)
             bulk = stack.enter_context(
                 snapshot.source.bulk_read(snapshot, sql, params, columns, reading.relation)
             )
@@ -263,6 +251,24 @@ def _bulk(
         else:
             log.info("%s: bulk read", contract.table)
         yield bulk
+
+
+def _settled(
+    snapshot: Snapshot,
+    reading: Reading,
+    sql: str,
+    params: Mapping[str, Any],
+    typed: Mapping[str, str],
+) -> Columns:
+    """The bulk read's columns of the statement (bulk.settled_schema), as the source describes
+    them; SlowPath when the bulk read cannot serve them."""
+    return settled_schema(
+        snapshot,
+        snapshot.describe(sql, params),
+        typed,
+        reading.renames(),
+        reading.contract.deleted_column,
+    )
 
 
 def _writer(read: Read, schema: Any, row_group_rows: int, overwrite: bool) -> DeliveryWriter:

@@ -12,7 +12,8 @@ names this: "one exported snapshot shared by workers in Postgres" is one read.
 The delivery stays one: a folder ``<table>.parquet`` of parts ``part-00000.parquet`` ... in page
 order, one manifest whose rows and tombstones are the parts' sums and whose content_hash is the
 SHA-256 of the parts' bytes end to end (delivery/files.py), one produced_at, one row check, one
-publication. The receiver reads the folder as one delivery.
+publication. The receiver stages the folder as one delivery, its parts by one loader each at
+once where its database allows (staging/parts.py).
 
 A part that fails (a lost connection, a reader killed) is read again alone, at most
 ``PART_ATTEMPTS`` times, while the others go on; a value that does not fit its column fails the

@@ -69,6 +69,12 @@ BULK_LOADS: dict[Dialect, Callable[[Any, Dialect, str, str, Sequence[str]], Bulk
 """Each database's bulk load, given the connection, the dialect, the staging table, its quoted
 column list and the staged columns' logical types; executemany where none is."""
 
+PARALLEL_LOADS = frozenset({POSTGRES})
+"""The databases whose staging table takes one loader per part of a parted delivery at once
+(staging/parts.py): COPY into one table from several sessions, each waiting on none of the
+others, and a table created by a committed transaction kept by sweep while its decision's mark
+is held (no session lock to lose)."""
+
 TABLE_OPTIONS: dict[Dialect, Callable[[Any], str]] = {MARIADB: mariadb.table_options}
 """What a database's staging table's CREATE TABLE ends with, asked of its connection."""
 
@@ -106,7 +112,7 @@ def stage_file(
                         path, f"cannot be staged: {column.problem}", column=column.name
                     )
             types = tuple((c.name, str(c.logical)) for c in staged)
-            _create(connection, dialect, table, types)
+            create_table(connection, dialect, table, types)
             created = True
             digest: str | None
             if preloaded is None:
@@ -135,12 +141,37 @@ def stage_file(
         return Staged(path, table, types, file_columns, rows, digest)
 
 
-def _create(
+def create_table(
     connection: Any, dialect: Dialect, table: str, types: tuple[tuple[str, str], ...]
 ) -> None:
+    """The staging table of the staged columns types (name, logical type), empty."""
     columns = column_definitions(dialect, types)
     options = TABLE_OPTIONS.get(dialect, lambda _: "")(connection)
     execute(connection, f"CREATE TABLE {dialect.quote(table)} ({', '.join(columns)}){options}")
+
+
+def load_part(
+    connection: Any,
+    dialect: Dialect,
+    table: str,
+    path: str | Path,
+    contract: Contract,
+    types: tuple[tuple[str, str], ...],
+    first: int,
+    rows: int,
+) -> str:
+    """Stream one part of a parted delivery (staging/parts.py) into the staging table, which
+    exists, its rows numbered from first; the SHA-256 of the bytes read. UnreadableFile when
+    the part's columns are not types, it holds other than rows rows, or a value does not fit
+    (UnstorableValue)."""
+    with DeliveredFile(path, contract) as delivered:
+        found = tuple((c.name, str(c.logical)) for c in delivered.columns)
+        if found != types:
+            raise UnreadableFile(path, f"has the columns {found}, the first part {types}")
+        loaded = _insert(connection, dialect, table, delivered, types, first)
+        if loaded != rows:
+            raise UnreadableFile(path, f"holds {loaded} rows; its footer declares {rows}")
+        return delivered.sha256()
 
 
 def _insert(
@@ -149,7 +180,9 @@ def _insert(
     table: str,
     delivered: DeliveredFile,
     types: tuple[tuple[str, str], ...],
+    first: int = 1,
 ) -> int:
+    """The file's rows into the table, numbered from first; how many."""
     names = [ROW_COLUMN, *(name for name, _ in types)]
     row = row_number(dialect, names[1:])
     quoted = ", ".join([row, *(dialect.quote(n) for n in names[1:])])
@@ -168,9 +201,9 @@ def _insert(
     cursor = connection.cursor()
     try:
         cursor.execute("SAVEPOINT dogana_stage")
-        for batch, following in _paired(delivered.batches([name for name, _ in types])):
-            numbers = range(rows + 1, rows + batch.num_rows + 1)
-            try:
+        try:
+            for batch, following in _paired(delivered.batches([name for name, _ in types])):
+                numbers = range(first + rows, first + rows + batch.num_rows)
                 refuse_unstorable(dialect, delivered.path, batch, types)
                 if loader is None or not loader.load(cursor, numbers, batch.columns, following):
                     if loader is not None:
@@ -180,26 +213,44 @@ def _insert(
                         dialect.values(batch.column(i), kind) for i, (_, kind) in enumerate(types)
                     ]
                     cursor.executemany(statement, zip(numbers, *values, strict=True))
-            except (OverflowError, ValueError, data_error) as exc:
-                # ValueError: a date Python cannot hold (year 10000), met converting to bind it.
-                cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
-                rule = str(exc).split("\n")[0]
-                # Drivers name the column in the message (PostgreSQL's COPY context, MariaDB's
-                # "for column 'x'"); only a staged column's name is taken from it.
-                named = re.findall(r"column '?(\w+)'?", str(exc))
-                column = next((n for n in named if n in dict(types)), None)
-                raise UnstorableValue(
-                    delivered.path,
-                    f"a value does not fit the {dialect} column it is staged in: {rule}",
-                    column=column,
-                ) from None
-            rows += batch.num_rows
+                rows += batch.num_rows
+            if loader is not None:
+                ending, loader = loader, None
+                ending.close()  # a load streamed across batches (COPY) is refused here, if at all
+        except UnreadableFile:
+            # Refused while the rows stream (a part of the file unreadable, a value no column
+            # holds): an open COPY ends failed, which the savepoint's rollback clears.
+            _abort(loader)
+            loader = None
+            cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
+            raise
+        except (OverflowError, ValueError, data_error) as exc:
+            # ValueError: a date Python cannot hold (year 10000), met converting to bind it.
+            _abort(loader)
+            loader = None
+            cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
+            rule = str(exc).split("\n")[0]
+            # Drivers name the column in the message (PostgreSQL's COPY context, MariaDB's
+            # "for column 'x'"); only a staged column's name is taken from it.
+            named = re.findall(r"column '?(\w+)'?", str(exc))
+            column = next((n for n in named if n in dict(types)), None)
+            raise UnstorableValue(
+                delivered.path,
+                f"a value does not fit the {dialect} column it is staged in: {rule}",
+                column=column,
+            ) from None
         cursor.execute("RELEASE SAVEPOINT dogana_stage")
     finally:
-        if loader is not None:
-            loader.close()
+        _abort(loader)  # only a failure leaves one open
         cursor.close()
     return rows
+
+
+def _abort(loader: BulkLoad | None) -> None:
+    """End a load after a failure: a load streamed across batches (postgres.CopyBinary) ends
+    unfinished, so that the connection takes statements again; the others have nothing open."""
+    if loader is not None:
+        getattr(loader, "abort", loader.close)()
 
 
 def _paired(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[pa.RecordBatch, Any]]:
@@ -225,6 +276,7 @@ def _digest_or_none(delivered: DeliveredFile) -> str | None:
 
 __all__ = [
     "BULK_LOADS",
+    "PARALLEL_LOADS",
     "ROW_COLUMN",
     "TABLE_OPTIONS",
     "YEARS",
@@ -234,7 +286,9 @@ __all__ = [
     "UnstorableValue",
     "bound_columns",
     "column_definitions",
+    "create_table",
     "drop",
+    "load_part",
     "refuse_unstorable",
     "row_number",
     "stage_file",

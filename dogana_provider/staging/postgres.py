@@ -25,6 +25,7 @@ have a scale from 0 to their precision, the only ones a NUMERIC's digits are lai
 from __future__ import annotations
 
 import array
+import contextlib
 import io
 import sys
 from collections.abc import Sequence
@@ -49,13 +50,22 @@ _INT64_DIGITS = 18  # a decimal of up to 18 digits has its unscaled integer in a
 
 
 class CopyBinary:
-    """A staging table's bulk load: each batch through COPY FROM STDIN in the binary format."""
+    """A staging table's bulk load through COPY FROM STDIN in the binary format.
+
+    With psycopg 3, one COPY carries every batch: each is written as it is built, and the
+    server stores one batch while this process reads and builds the next, where a COPY per
+    batch would have each wait for the other. The COPY ends at close, where a value the server
+    refused raises; abort ends it unfinished (COPY's own failure message: nothing of it stays).
+    psycopg 2 sends a whole COPY per call, so it takes one per batch.
+    """
 
     def __init__(
         self, connection: Any, dialect: Dialect, table: str, quoted: str, logical: Sequence[str]
     ) -> None:
         self.statement = f"COPY {dialect.quote(table)} ({quoted}) FROM STDIN (FORMAT binary)"
         self.logical = list(logical)
+        self._streaming: Any = None  # psycopg 3's COPY context, open from the first batch
+        self._copy: Any = None
 
     def load(
         self,
@@ -65,11 +75,31 @@ class CopyBinary:
         following: pa.RecordBatch | None = None,
     ) -> bool:
         """Load one batch; always True: COPY needs nothing the connection could refuse."""
-        _copy(cursor, self.statement, SIGNATURE, tuples(numbers, columns, self.logical), TRAILER)
+        rows = tuples(numbers, columns, self.logical)
+        if not hasattr(cursor, "copy"):
+            _copy(cursor, self.statement, SIGNATURE, rows, TRAILER)
+            return True
+        if self._copy is None:
+            self._streaming = cursor.copy(self.statement)
+            self._copy = self._streaming.__enter__()
+            self._copy.write(SIGNATURE)
+        self._copy.write(memoryview(rows).cast("B"))
         return True
 
     def close(self) -> None:
-        """Nothing is built ahead."""
+        """End the COPY: every batch written is in, or the server's refusal raises."""
+        if self._copy is not None:
+            copy, streaming, self._copy, self._streaming = self._copy, self._streaming, None, None
+            copy.write(TRAILER)
+            streaming.__exit__(None, None, None)
+
+    def abort(self) -> None:
+        """End the COPY unfinished, after a failure: the server keeps none of its rows."""
+        if self._copy is not None:
+            streaming, self._copy, self._streaming = self._streaming, None, None
+            failure = RuntimeError("staging stopped")
+            with contextlib.suppress(Exception):
+                streaming.__exit__(RuntimeError, failure, None)
 
 
 def tuples(numbers: range, columns: Sequence[pa.Array], logical: Sequence[str]) -> pa.Buffer:
