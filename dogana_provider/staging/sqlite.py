@@ -177,35 +177,24 @@ def _load(dbapi: Any, database: str, delivered: DeliveredFile, dialect: Dialect)
             cursor.execute("BEGIN")
             insert = f"INSERT INTO {dialect.quote(LOADED)} VALUES ({marks})"
             fields = [f"c{i}" for i in range(len(definitions))]
-
-            def bind(batch: pa.RecordBatch, first: int) -> None:
-                """One batch converted as sqlite3 binds it, then bound by the driver."""
-                arrays = [_bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)]
-                if numbered:  # every rowid name is a column's: ROW_COLUMN numbers them
-                    numbers = range(first, first + batch.num_rows)
-                    arrays.insert(0, pa.array(numbers, pa.int64()))
-                cursor.executemany(insert, pa.RecordBatch.from_arrays(arrays, names=fields))
-
-            # The binder converts a batch and binds it (Arrow and the driver without the GIL)
-            # while this thread reads the next one from the file and checks it, the two on two
-            # cores where there are two. Each thread frees what it allocated, as Arrow's
-            # allocator wants (files.py's _raw_batches): the binder its conversions, this
-            # thread the batches it read, each let go here once the binder is past it. Each
-            # row gets the next rowid, so the rowids number the rows in file order from 1.
-            read: list[pa.RecordBatch] = []
+            # The driver binds a batch without the GIL: the next batch is read from the file
+            # and converted meanwhile, the two on two cores where there are two. Each row gets
+            # the next rowid, so the rowids number the rows in file order from 1.
             with ThreadPoolExecutor(1, thread_name_prefix="dogana-load") as binder:
                 binding: Future[Any] | None = None
                 for batch in delivered.batches([name for name, _ in types]):
                     refuse_unstorable(dialect, delivered.path, batch, types)
+                    arrays = [_bound(batch.column(i), kind) for i, (_, kind) in enumerate(types)]
+                    if numbered:  # every rowid name is a column's: ROW_COLUMN numbers them
+                        numbers = range(rows + 1, rows + batch.num_rows + 1)
+                        arrays.insert(0, pa.array(numbers, pa.int64()))
                     if binding is not None:
                         binding.result()
-                    del read[:-1]  # the binder has finished with all but the last
-                    read.append(batch)
-                    binding = binder.submit(bind, batch, rows + 1)
+                    bound = pa.RecordBatch.from_arrays(arrays, names=fields)
+                    binding = binder.submit(cursor.executemany, insert, bound)
                     rows += batch.num_rows
                 if binding is not None:
                     binding.result()
-            read.clear()
             cursor.execute("COMMIT")
         finally:
             cursor.close()
