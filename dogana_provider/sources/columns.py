@@ -398,8 +398,39 @@ def _number_decimals(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa
         )
         largest = pc.max(pc.abs(floats)).as_py()
         if largest is None or largest < 2**53:
-            return floats.cast(pa.string()).cast(arrow)
+            scaled = _scaled_decimals(floats, arrow)
+            return scaled if scaled is not None else floats.cast(pa.string()).cast(arrow)
     return None
+
+
+_EXACT_DIGITS = 15
+"""Up to this many digits, decimals of one scale are each the nearest float of no other."""
+
+
+def _scaled_decimals(floats: pa.Array, arrow: pa.DataType) -> pa.Array | None:
+    """The decimals _number_decimals gives, without printing a float; None where this cannot
+    prove them, and the floats are then printed.
+
+    Each float times 10**scale, rounded, is an integer u; when u / 10**scale (one IEEE
+    division of two exact doubles, so correctly rounded) gives the float back, the decimal
+    u / 10**scale has the float as its nearest. Within 15 digits no other decimal of that
+    scale has the same nearest float, and the float's shortest round-trip digits (what
+    printing it gives) spell a decimal whose nearest it is, with no more fractional digits
+    than the scale (else they would not be the shortest): so they spell u / 10**scale.
+    """
+    precision, scale = arrow.precision, arrow.scale
+    if precision > _EXACT_DIGITS or floats.null_count == len(floats):
+        return None
+    power = float(10**scale)
+    units = pc.round(pc.multiply(floats, power))
+    largest = pc.max(pc.abs(units)).as_py()
+    if largest >= 10**precision or not pc.all(pc.equal(pc.divide(units, power), floats)).as_py():
+        return None
+    # A decimal holds its unscaled integer: u as a decimal of scale 0, read at the scale.
+    unscaled = units.cast(pa.int64()).cast(pa.decimal128(19, 0))  # what int64 needs
+    return pa.Array.from_buffers(
+        arrow, len(unscaled), unscaled.buffers(), unscaled.null_count, unscaled.offset
+    )
 
 
 def cast_text(values: Sequence[str | None], arrow: pa.DataType) -> pa.Array | None:

@@ -86,6 +86,7 @@ def extract(
     if len(set(tables)) != len(tables):
         raise ValueError(f"a snapshot read reads each table once: {tables}")
     until = max(read.request.until for read in reads)
+    source.expect(reads)
     with source.snapshot(until) as snapshot:
         log.info(
             "snapshot of %s open: produced_at %s (boundary %s)",

@@ -206,6 +206,12 @@ class SnapshotSource(ABC):
         """Close the read: nothing was written, so roll back."""
         connection.rollback()
 
+    def expect(self, reads: Sequence[Any]) -> None:
+        """Told, before the snapshot opens, what will be read in it (extract.Read): a source may
+        start meanwhile what those reads will need (SQLite its reader process). By default
+        nothing."""
+        return None
+
     def bulk_read(
         self,
         snapshot: Snapshot,

@@ -28,6 +28,12 @@ they are whenever there is no reader: the driver is not installed, the database 
 (in memory), other databases are attached to the read's connection (the reader would not see
 them), or the statement compares through dogana_utc(), which the reader lacks (a changes read:
 few rows, looked up by text ranges). Each case is named in the log.
+
+The reader's process is started before the read's connection opens when a whole-table read is
+expected (SqliteSnapshots.expect), and asked to open the file before the clock reading: it
+imports the driver and pyarrow meanwhile, which the read would otherwise wait for. Its snapshot
+is still taken only after the witness's first marker, as above. A reader that took no snapshot
+is stopped at once when the read ends.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
@@ -154,6 +160,29 @@ class SqliteSnapshots(SnapshotSource):
         super().__init__(connect, **options)
         # Per open read connection (by id): its witness, or why it has none (SlowPath's text).
         self._witnesses: dict[int, Witness | str] = {}
+        self._spare: Reader | None = None
+
+    def expect(self, reads: Sequence[Any]) -> None:
+        """A whole-table read is read by the reader: its process starts now, and imports what
+        it reads with while the read's connection opens and its snapshot is taken. A read of
+        changes or of a window compares through dogana_utc() or reads few rows: none starts."""
+        whole = any(r.request.since is None and r.request.window is None for r in reads)
+        if whole and self._spare is None and importlib.util.find_spec("adbc_driver_sqlite"):
+            self._spare = Reader()
+
+    @contextmanager
+    def snapshot(self, until: datetime) -> Iterator[Snapshot]:
+        try:
+            with super().snapshot(until) as snapshot:
+                yield snapshot
+        finally:
+            self._drop_spare()
+
+    def _drop_spare(self) -> None:
+        """The reader process expect started, when no witness took it."""
+        if self._spare is not None:
+            self._spare.close()
+            self._spare = None
 
     def placeholder(self, name: str) -> str:
         return f":{name}"
@@ -181,9 +210,11 @@ class SqliteSnapshots(SnapshotSource):
         witness = self._witnesses.get(id(connection))
         if witness is None:
             try:
-                witness = Witness.beside(connection, self.connect)
+                witness = Witness.beside(connection, self.connect, self._spare)
+                self._spare = None
             except SlowPath as why:
                 witness = str(why)
+                self._drop_spare()
             self._witnesses[id(connection)] = witness
         if isinstance(witness, Witness):
             witness.before = witness.marker()
@@ -249,16 +280,21 @@ class Witness:
     """An idle sqlite3 connection to the read's file whose data_version, read before the clock
     and again after the reader's snapshot, proves the reader's snapshot is the read's."""
 
-    def __init__(self, connection: Any, path: str, timeout: int) -> None:
+    def __init__(
+        self, connection: Any, path: str, timeout: int, started: Reader | None = None
+    ) -> None:
         self.connection = connection
         self.path = path
         self.timeout = timeout
         self.before: Any = None
         self._reader: Reader | None = None
+        self._started = started
+        """A reader process started before, its file already asked open: reader() takes it."""
 
     @classmethod
-    def beside(cls, read: Any, connect: Connect) -> Witness:
-        """The witness of a read's connection, or SlowPath when no reader could serve it."""
+    def beside(cls, read: Any, connect: Connect, started: Reader | None = None) -> Witness:
+        """The witness of a read's connection, or SlowPath when no reader could serve it;
+        started: a reader process started before, which it takes."""
         if importlib.util.find_spec("adbc_driver_sqlite") is None:
             raise SlowPath("adbc-driver-sqlite is not installed")
         files = read.execute("PRAGMA database_list").fetchall()
@@ -273,7 +309,14 @@ class Witness:
         connection.isolation_level = None
         # A writer waiting on the read's lock (rollback-journal mode) makes the reader wait
         # too: a second at most, and the rows are read through sqlite3 instead.
-        return cls(connection, str(path), min(int(timeout), READER_BUSY_MS))
+        witness = cls(connection, str(path), min(int(timeout), READER_BUSY_MS), started)
+        if started is not None:
+            try:
+                started.open(witness.path, witness.timeout)
+            except SlowPath:
+                connection.close()
+                raise
+        return witness
 
     def marker(self) -> Any:
         return self.connection.execute("PRAGMA data_version").fetchone()[0]
@@ -281,23 +324,29 @@ class Witness:
     def reader(self) -> Reader:
         """The reader in its snapshot, proven the read's; started at the first call."""
         if self._reader is None:
-            reader = Reader(self.path, self.timeout)
+            reader, self._started = self._started, None
             try:
+                if reader is None:
+                    reader = Reader()
+                    reader.open(self.path, self.timeout)
+                reader.opened()
                 reader.begin()
                 if self.marker() != self.before:
                     raise SlowPath(
                         "a commit fell between the clock reading and the reader's snapshot"
                     )
             except BaseException:
-                reader.close()
+                if reader is not None:
+                    reader.close()
                 raise
             self._reader = reader
         return self._reader
 
     def close(self) -> None:
-        if self._reader is not None:
-            self._reader.close()
-            self._reader = None
+        for reader in (self._reader, self._started):
+            if reader is not None:
+                reader.close()
+        self._reader = self._started = None
         with suppress(Exception):
             self.connection.close()
 
@@ -307,7 +356,8 @@ class Reader:
 
     SCRIPT = Path(__file__).with_name("sqlite_reader.py")
 
-    def __init__(self, path: str, timeout: int) -> None:
+    def __init__(self) -> None:
+        """The process started, importing what it reads with; open() names its file."""
         # Without site (-S): the process imports the driver and pyarrow only, from the paths
         # this one imports them from, and so starts quickly.
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
@@ -318,19 +368,30 @@ class Reader:
             env=environment,
         )
         self.usable = True
-        try:
-            self._ask(op="open", path=path, busy_timeout=timeout)
-        except BaseException:
-            self.close()
-            raise
+        self.begun = False
+        self._opening = False
 
-    def _ask(self, **command: Any) -> Any:
+    def open(self, path: str, timeout: int) -> None:
+        """Ask the process to open the file, without waiting: opened() reads its answer."""
+        self._send(op="open", path=path, busy_timeout=timeout)
+        self._opening = True
+
+    def opened(self) -> None:
+        """The answer to open(): the file is open, or SlowPath why not."""
+        if self._opening:
+            self._opening = False
+            self._answer()
+
+    def _send(self, **command: Any) -> None:
         assert self.process.stdin is not None
         try:
             self.process.stdin.write(json.dumps(command).encode() + b"\n")
             self.process.stdin.flush()
         except OSError as exc:
             raise SlowPath(f"the reader process is gone: {exc}") from None
+
+    def _ask(self, **command: Any) -> Any:
+        self._send(**command)
         return self._answer()
 
     def _answer(self) -> Any:
@@ -346,6 +407,7 @@ class Reader:
 
     def begin(self) -> None:
         self._ask(op="begin")
+        self.begun = True
 
     @contextmanager
     def read(
@@ -367,8 +429,10 @@ class Reader:
         self.usable = True
 
     def close(self) -> None:
-        if not self.usable:
-            self.process.kill()  # stopped in the middle of a stream, it could wait forever
+        if not self.usable or not self.begun:
+            # Stopped in the middle of a stream, it could wait forever; never begun, it holds
+            # no transaction, and may still be importing what it would have read with.
+            self.process.kill()
         with suppress(Exception):
             assert self.process.stdin is not None
             self.process.stdin.close()  # the end of its input: it rolls back and leaves

@@ -306,3 +306,52 @@ def test_an_in_memory_database_is_read_row_by_row_and_named(
     keep.close()
     assert "t: read row by row: the database is in memory" in caplog.text
     assert table.column("id").to_pylist() == [1]
+
+
+def test_a_whole_table_read_starts_its_reader_before_the_snapshot_and_reads_with_it(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    file = database(tmp_path, [(1, "before", None, None, None, None, None, None, None)])
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    request = ExtractionRequest("t", "full", UNTIL)
+    read_ = Read(contract_of("t"), request, Relation(table="t"), tmp_path / "t.parquet")
+    caplog.set_level(logging.INFO, logger=LOGGER)
+    source.expect([read_])
+    started = source._spare
+    assert started is not None and started.process.poll() is None  # before any connection
+    with source.snapshot(UNTIL) as snapshot:
+        [done] = read_all(snapshot, [read_])
+        witness = source._witnesses[id(snapshot.connection)]
+        assert not isinstance(witness, str) and witness._reader is started
+    assert "t: bulk read" in caplog.text
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+    assert started.process.poll() is not None
+
+
+def test_a_read_of_changes_starts_no_reader_before_its_snapshot(tmp_path: Path) -> None:
+    file = database(tmp_path, [])
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    contract = Contract(
+        "t",
+        ("id",),
+        {"changes": Shape.changes(checkpoint="timestamp")},
+        cursor_column="at",
+        types={"id": "int", "at": "datetime"},
+    )
+    request = ExtractionRequest("t", "changes", UNTIL, since=UNTIL - timedelta(days=1))
+    source.expect([Read(contract, request, Relation(table="t"), tmp_path / "t.parquet")])
+    assert source._spare is None
+
+
+def test_a_reader_started_before_a_snapshot_nothing_read_with_is_stopped_with_it(
+    tmp_path: Path,
+) -> None:
+    file = database(tmp_path, [(1, "a", None, None, None, None, None, None, None)])
+    source = SqliteSnapshots(lambda: sqlite3.connect(file))
+    request = ExtractionRequest("t", "full", UNTIL)
+    source.expect([Read(contract_of("t"), request, Relation(table="t"), tmp_path / "t.parquet")])
+    started = source._spare
+    assert started is not None
+    with source.snapshot(UNTIL):
+        pass
+    assert started.process.poll() is not None and source._spare is None

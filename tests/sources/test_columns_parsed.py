@@ -19,6 +19,7 @@ from dogana_provider.sources.columns import (
     Columns,
     UnsupportedColumn,
     _decimal,
+    _scaled_decimals,
     arrow_type,
 )
 
@@ -89,6 +90,29 @@ def test_zero_one_integers_are_bools(values: list[Any]) -> None:
 )
 def test_real_and_integer_decimals_keep_their_digits(values: list[Any]) -> None:
     assert parsed("decimal(12,2)", values).equals(value_by_value("decimal(12,2)", values))
+
+
+@given(
+    st.sampled_from([(12, 2), (15, 4), (6, 0)]),
+    st.lists(st.floats(min_value=-(10**11), max_value=10**11) | st.none(), max_size=20),
+    st.lists(st.integers(-(10**11), 10**11), min_size=1, max_size=20),
+)
+def test_real_decimals_scaled_without_printing_are_the_printed_ones(
+    kind: tuple[int, int], floats: list[float | None], units: list[int]
+) -> None:
+    """REALs are converted to a decimal column without printing each float where that is
+    proven to give the decimals their printed digits spell (columns._scaled_decimals): any
+    floats convert to the printed ones or are left to printing, and floats that are decimals
+    of the column's scale (units / 10**scale) are converted so."""
+    precision, scale = kind
+    arrow = pa.decimal128(precision, scale)
+    for values in (floats, [unit / 10**scale for unit in units if abs(unit) < 10**precision]):
+        array = pa.array(values, pa.float64())
+        scaled = _scaled_decimals(array, arrow)
+        if scaled is None:
+            assert values is floats or not values
+            continue
+        assert scaled.equals(array.cast(pa.string()).cast(arrow))
 
 
 def test_a_value_neither_path_reads_is_refused_naming_the_column() -> None:
