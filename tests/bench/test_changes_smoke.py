@@ -17,7 +17,9 @@ pytestmark = [pytest.mark.airflow]
 def test_changes_bench_applies_the_same_updates_and_deletes_both_ways_at_two_sizes() -> None:
     printed = run_bench("changes.py", "--rows", "2000", "4000", "--databases", "sqlite")
     for rows in ("2,000", "4,000"):
-        line = next(line for line in printed.splitlines() if line.startswith(f"sqlite, {rows}"))
+        line = next(
+            line for line in printed.splitlines() if line.startswith(f"sqlite, {rows} rows (")
+        )
         assert "floor same as the source dogana same as the source" in line, printed
     assert printed.count("x the floor") == 2, printed
     assert printed.count("a 10-row changes delivery: ") == 4, printed
