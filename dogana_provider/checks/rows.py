@@ -48,7 +48,13 @@ from dogana_core.manifest import Manifest
 from dogana_core.shape import Checkpoint
 from dogana_core.values import LogicalType
 from dogana_provider.delivery.files import UnreadableFile, file_column_hash
-from dogana_provider.dialects import Dialect, StatementFailed, declared_types, display, run_or_fail
+from dogana_provider.dialects import (
+    Dialect,
+    StatementFailed,
+    declared_types_of,
+    display,
+    run_or_fail,
+)
 from dogana_provider.report.table import plural
 from dogana_provider.staging import Staged, row_number
 
@@ -278,8 +284,7 @@ def column_types(
     the publication widens the published column (actions.widen_columns).
     """
     widened = widened or {}
-    have = declared_types(connection, dialect, published)
-    got = declared_types(connection, dialect, staged.table)
+    have, got = declared_types_of(connection, dialect, (published, staged.table))
     folded = {name.lower(): name for name in have}
     files = [n for n, _ in staged.columns if n != contract.deleted_column]
     recased = {n: folded[n.lower()] for n in files if n not in have and n.lower() in folded}

@@ -377,6 +377,22 @@ def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, s
         cursor.close()
 
 
+def declared_types_of(
+    connection: Any, dialect: Dialect, tables: Sequence[str]
+) -> list[dict[str, str]]:
+    """declared_types of each of tables, in one statement."""
+    queries: list[str] = []
+    params: list[Any] = []
+    for number, table in enumerate(tables):
+        sql, bound = dialect.declared_types_query(table)
+        queries.append(f"SELECT {number}, d.* FROM ({sql}) d")
+        params.extend(bound)
+    found: list[dict[str, str]] = [{} for _ in tables]
+    for number, name, kind in fetch_all(connection, " UNION ALL ".join(queries), tuple(params)):
+        found[int(number)][str(name)] = str(kind).lower()
+    return found
+
+
 def create_index(connection: Any, dialect: Dialect, table: str, name: str, columns: str) -> None:
     """CREATE INDEX name ON table (columns), unless the table has an index of that name.
 

@@ -29,7 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from dogana_core.contract import check_identifier
-from dogana_provider.dialects import Dialect, execute, fetch_one
+from dogana_provider.dialects import Dialect, execute, fetch_all, fetch_one
 from dogana_provider.receiver.activation import SourceRecord, Status
 from dogana_provider.receiver.own_tables import OwnTables, table_exists
 from dogana_provider.receiver.store import stamp
@@ -156,6 +156,24 @@ class SourceStore:
             (table,),
         )
         return None if row is None else _record(row)
+
+    def required_and_record(
+        self, connection: Any, table: str, *, lock: bool = False
+    ) -> tuple[bool, SourceRecord | None]:
+        """required() and record() together: one statement where no lock is taken (a locking
+        read cannot join the two: FOR UPDATE refuses a UNION)."""
+        if lock or not self.ready(connection):
+            return self.required(connection), self.record(connection, table, lock=lock)
+        blanks = ", ".join("NULL" for _ in range(_COLUMNS.count(",")))
+        rows = fetch_all(
+            connection,
+            f"SELECT 0, setting_value, {blanks} FROM {self.settings} WHERE name = {self.p} "
+            f"UNION ALL SELECT 1, {_COLUMNS} FROM {self.sources} WHERE table_name = {self.p}",
+            (REQUIRE_ACTIVATION, table),
+        )
+        required = any(int(row[0]) == 0 and row[1] == "on" for row in rows)
+        record = next((_record(row[1:]) for row in rows if int(row[0]) == 1), None)
+        return required, record
 
     def records(self, connection: Any) -> dict[str, SourceRecord]:
         """Every table's record by table name: one row per table, read whole."""

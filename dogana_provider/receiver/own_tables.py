@@ -32,6 +32,10 @@ class OwnTables:
             self.found |= self.dialect.existing_names(connection, self.names)
         return wanted <= self.found
 
+    def known(self, name: str) -> bool:
+        """Whether name was found to exist already; asks nothing."""
+        return name in self.found
+
 
 def table_exists(connection: Any, dialect: Dialect, name: str, own: OwnTables | None) -> bool:
     """Whether the receiver's table name exists: through own, where a receiver's steps gave the

@@ -253,16 +253,19 @@ class Receiver:
         self, connection: Any, contract: Contract, expectations: Expectations | None
     ) -> Ledger:
         """register's writes, in the caller's transaction, on a store that exists."""
-        self._refuse_collision(connection, contract.table)
         state = self.store.state(connection, contract.table, lock=True)
-        if state is None:
+        if state is None or state.contract.table != contract.table:
+            # A registered table's name was compared with every other when it was registered;
+            # a case twin (found where the store compares names without case) was not.
+            self._refuse_collision(connection, contract.table)
             # A row lock needs a row: insert it unless a concurrent registration just did,
             # then lock whichever was committed and evolve it like any registered table.
             self.store.insert_table(connection, Ledger.new(contract))
             state = self.store.state(connection, contract.table, lock=True)
             assert state is not None, "the row was inserted or committed by another"
         ledger = state.ledger.with_contract(contract)
-        self.store.update_table(connection, ledger)
+        if ledger.contract != state.contract:  # the same contract again changes nothing
+            self.store.update_table(connection, ledger)
         if expectations is not None:
             self.store.set_expectations(connection, contract.table, expectations)
         return ledger
@@ -330,8 +333,7 @@ class Receiver:
             state = self.steps.state(connection, table)
             original = self.store.accepted(connection, table, manifest.identity)
             activation = self.steps.activation(connection, table)
-            held = self.store.held_for(connection, table, manifest.identity)
-            discarded = self.store.discarded(connection, table, manifest.identity)
+            held, discarded = self.store.holds_for(connection, table, manifest.identity)
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
@@ -417,10 +419,12 @@ class Receiver:
         ddl_joins = self.dialect.transactional_ddl
         with transaction(self.connect, self.dialect) as connection:
             receipt = self._publish_locked(connection, decision.receipt, staged, origin)
-            # Whatever the outcome (published, refused, replayed), the staged rows are spent.
-            self.store.staging_recorded(connection, staged.table)
+            # Whatever the outcome (published, refused, replayed), the staged rows are spent:
+            # dropped in this transaction where DDL joins it, else marked for the drop after.
             if ddl_joins:
                 self.steps.drop(connection, staged)
+            else:
+                self.store.staging_recorded(connection, staged.table)
         if not ddl_joins:  # a DROP would commit the publication early: drop after it instead
             self.discard(decision)
         return receipt

@@ -143,8 +143,8 @@ class Steps:
     def activation(self, connection: Any, table: str, *, lock: bool = False) -> Activation:
         """Whether the receiver requires activation, and the table's record; lock=True locks
         the record, so that a deactivation waits for the publication that read it."""
-        required = self.sources.required(connection)
-        return Activation(table, required, self.sources.record(connection, table, lock=lock))
+        required, record = self.sources.required_and_record(connection, table, lock=lock)
+        return Activation(table, required, record)
 
     def inactive(
         self, ledger: Ledger, manifest: Manifest, state: SourceState, now: datetime
@@ -200,14 +200,19 @@ class Steps:
                 # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash
                 # after it leaves the table LOADING where sweep finds it, and its loader gone.
                 self.dialect.lock_name(connection, name)
-                self.store.add_staging(connection, name, contract.table, stamp(self.clock()))
+                # Where the CREATE commits with the rows (transactional DDL), nobody can see
+                # the table LOADING: it is noted loaded at once.
+                joined = self.dialect.transactional_ddl
+                created_at = stamp(self.clock())
+                self.store.add_staging(connection, name, contract.table, created_at, loaded=joined)
                 staged = stage_file(
                     connection, self.dialect, name, path, contract, preloaded=loaded
                 )
                 if staged.unreadable is None:
                     create_published(connection, self.dialect, staged, contract)
                     index_staged_keys(connection, self.dialect, staged, contract)
-                    self.store.staging_loaded(connection, name)
+                    if not joined:
+                        self.store.staging_loaded(connection, name)
                 else:  # stage_file dropped it already
                     self.store.remove_staging(connection, name)
         return staged

@@ -92,6 +92,7 @@ from dogana_provider.dialects import (
     create_index,
     declared_types,
     execute,
+    fetch_all,
     fetch_one,
     run_or_fail,
 )
@@ -429,12 +430,12 @@ class Store:
     def expectations(self, connection: Any, table: str) -> Expectations:
         """A table's declared expectations; none where it declared none, or where the store
         predates them (its table is missing: the database refuses the statement)."""
-        found = run_or_fail(
-            connection,
-            self.dialect,
-            f"SELECT expectations FROM {self.expectations_table} WHERE table_name = {self.p}",
-            (table,),
-        )
+        sql = f"SELECT expectations FROM {self.expectations_table} WHERE table_name = {self.p}"
+        name = f"{self.prefix}_expectations"
+        if self.own_tables is not None and self.own_tables.known(name):
+            found: Any = fetch_all(connection, sql, (table,))
+        else:
+            found = run_or_fail(connection, self.dialect, sql, (table,))
         if isinstance(found, StatementFailed) or not found:
             return Expectations()
         return Expectations.from_dict(json.loads(found[0][0]), f"{table} expectations")
@@ -446,7 +447,7 @@ class Store:
         has; return its index. The caller holds the table's lock."""
         index, chunks = stored_form(ledger)
         table = ledger.contract.table
-        stored = set(self._digests(connection, table))
+        stored, summaries = self._stored(connection, table)
         for name in sorted(chunks.keys() - stored):
             # A registration racing another (insert_table) may find the other's chunk: its
             # bytes are these, since a digest names them.
@@ -464,26 +465,18 @@ class Store:
                 (table, name),
             )
         kept = named(ledger)
-        self._summarize(connection, table, kept)
+        if summaries is not None:
+            self._summarize(connection, table, kept, summaries)
         KEPT.keep(kept.items())
         return index
 
-    def _summarize(self, connection: Any, table: str, chunks: dict[str, Chunk]) -> None:
-        """Make the stored summaries those of chunks: write the missing ones and those in
-        another form, delete those of chunks gone. A publication writes the summaries of the
+    def _summarize(
+        self, connection: Any, table: str, chunks: dict[str, Chunk], found: dict[str, str]
+    ) -> None:
+        """Make the stored summaries (found) those of chunks: write the missing ones and those
+        in another form, delete those of chunks gone. A publication writes the summaries of the
         chunks its apply made; the first after a store had none writes every chunk's, decoding
         each chunk that has none yet, once."""
-        if not self._has_summaries(connection):
-            return
-        cursor = connection.cursor()
-        try:
-            cursor.execute(
-                f"SELECT digest, summary FROM {self.summaries} WHERE table_name = {self.p}",
-                (table,),
-            )
-            found = {str(name): str(text) for name, text in cursor.fetchall()}
-        finally:
-            cursor.close()
         # Read in full only when a state read needs it; here its form is enough.
         wrong = {name for name, text in found.items() if not text.startswith(SUMMARY_START)}
         for name in sorted((found.keys() - chunks.keys()) | wrong):
@@ -501,15 +494,20 @@ class Store:
                 (table, name, summary_form(chunks[name])),
             )
 
-    def _digests(self, connection: Any, table: str) -> list[str]:
-        cursor = connection.cursor()
-        try:
-            cursor.execute(
-                f"SELECT digest FROM {self.chunks} WHERE table_name = {self.p}", (table,)
-            )
-            return [str(name) for (name,) in cursor.fetchall()]
-        finally:
-            cursor.close()
+    def _stored(self, connection: Any, table: str) -> tuple[set[str], dict[str, str] | None]:
+        """The digests of the table's stored chunks, and its stored summaries by digest (None
+        where the store has no summaries table yet), in one statement."""
+        chunks = f"SELECT 0, digest, NULL FROM {self.chunks} WHERE table_name = {self.p}"
+        if not self._has_summaries(connection):
+            return {str(name) for (_, name, _) in fetch_all(connection, chunks, (table,))}, None
+        rows = fetch_all(
+            connection,
+            f"{chunks} UNION ALL SELECT 1, digest, summary FROM {self.summaries} "
+            f"WHERE table_name = {self.p}",
+            (table, table),
+        )
+        digests = {str(name) for kind, name, _ in rows if int(kind) == 0}
+        return digests, {str(name): str(text) for kind, name, text in rows if int(kind) == 1}
 
     def _ledger(
         self, connection: Any, table: str, contract: str, text: str, *, kept: bool = True
@@ -670,13 +668,16 @@ class Store:
 
     # Staging tables -------------------------------------------------------------------------
 
-    def add_staging(self, connection: Any, staging: str, table: str, created_at: str) -> None:
+    def add_staging(
+        self, connection: Any, staging: str, table: str, created_at: str, *, loaded: bool = False
+    ) -> None:
         """Note a staging table LOADING before creating it: a crash after the CREATE leaves it
-        found."""
+        found. loaded=True notes it WAITING at once, for a loader whose CREATE and rows commit
+        with the note, or not at all (transactional DDL): no one can see it LOADING."""
         execute(
             connection,
             f"INSERT INTO {self.staging} (staging_table, table_name, created_at, recorded) "
-            f"VALUES ({self.p}, {self.p}, {self.p}, {LOADING})",
+            f"VALUES ({self.p}, {self.p}, {self.p}, {WAITING if loaded else LOADING})",
             (staging, table, created_at),
         )
 
@@ -799,6 +800,21 @@ class Store:
             f"WHERE hold_id = {self.p} AND state = {self.p}",
             (state, by, at, reason, outcome, hold_id, HOLDING),
         )
+
+    def holds_for(
+        self, connection: Any, table: str, manifest_identity: str
+    ) -> tuple[str | None, Hold | None]:
+        """held_for and discarded together, in one read of the manifest's holds on the table."""
+        if not self._has_holds(connection):
+            return None, None
+        found = self._holds(
+            connection,
+            f"table_name = {self.p} AND manifest_identity = {self.p} "
+            f"AND state IN ({self.p}, {self.p})",
+            (table, manifest_identity, HOLDING, DISCARDED),
+        )
+        held = next((hold.hold_id for hold in found if hold.state == HOLDING), None)
+        return held, next((hold for hold in found if hold.state == DISCARDED), None)
 
     def held_for(self, connection: Any, table: str, manifest_identity: str) -> str | None:
         """The hold still holding this manifest identity on this table, if any."""

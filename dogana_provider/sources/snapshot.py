@@ -272,8 +272,7 @@ class SnapshotSource(ABC):
         connection = self.connect()
         try:
             self.prepare(connection)
-            self._wait_for(connection, until)
-            produced_at = self._open(connection, until)
+            produced_at = self._open(connection, until, self._wait_for(connection, until))
             try:
                 yield Snapshot(self, connection, produced_at, fetch_rows=self.fetch_rows)
             finally:
@@ -283,12 +282,15 @@ class SnapshotSource(ABC):
         finally:
             connection.close()
 
-    def _wait_for(self, connection: Any, until: datetime) -> None:
+    def _wait_for(self, connection: Any, until: datetime) -> tuple[Any, datetime]:
+        """The first reading (marker, clock) at or after until: the snapshot's first attempt
+        opens on it, as on a reading of its own."""
         deadline = time.monotonic() + self.max_wait.total_seconds()
         while True:
-            now = self.clock(connection)
+            reading = self.reading(connection)
+            now = reading[1]
             if now >= until:
-                return
+                return reading
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SourceNotReady(
@@ -300,9 +302,9 @@ class SnapshotSource(ABC):
             log.info("waiting %.3f s for the source's clock to reach %s", pause, until.isoformat())
             self.sleep(max(pause, 0.001))
 
-    def _open(self, connection: Any, until: datetime) -> datetime:
+    def _open(self, connection: Any, until: datetime, first: tuple[Any, datetime]) -> datetime:
         for attempt in range(1, self.settle_attempts + 1):
-            before, produced_at = self.reading(connection)
+            before, produced_at = first if attempt == 1 else self.reading(connection)
             inside = self.begin(connection)
             if produced_at >= until and self.settled(before, inside):
                 return produced_at
