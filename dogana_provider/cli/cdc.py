@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -30,7 +31,9 @@ from dogana_provider.cli.common import (
     Command,
     Refused,
     UsageError,
+    connection_of_id,
     connection_of_url,
+    open_receiver,
     stdout_to_stderr,
 )
 from dogana_provider.report.table import text_table
@@ -67,8 +70,10 @@ def add_commands(command: Command) -> None:
         --slot names): its confirmed position, the WAL's head, the bytes it has not confirmed
         (lag), how long ago its oldest unconfirmed change committed (for the slots this
         connector makes), the bytes of WAL it keeps from removal (retained), and whether a
-        session is reading it. drop-slot drops one, releasing its WAL; the pipeline it served
-        needs a full read to start again.
+        session is reading it, and the drop-slot command of each slot no session reads (a
+        live pipeline's too, between its reads: drop only one whose pipeline is gone).
+        drop-slot drops one, releasing its WAL; the pipeline it served needs a full read to
+        start again.
 
         A MariaDB source's binlog has no slot, so nothing to drop: status prints the binlog's
         end, the files the server keeps and for how long (binlog_expire_logs_seconds), and,
@@ -148,6 +153,16 @@ def _slot_status(args: argparse.Namespace) -> int:
             rows,
         )
     )
+    idle = [s["slot"] for s in found if not s["active"]]
+    if idle:
+        # The source as given, unless its URL carries a password: that is not printed again.
+        source = args.source if urlsplit(args.source).password is None else "SOURCE"
+        print(
+            "a slot no session reads keeps its WAL until its pipeline reads again; "
+            "one whose pipeline is gone, drop:"
+        )
+        for slot in idle:
+            print(f"  dogana cdc drop-slot {shlex.quote(source)} --slot {slot}")
     return OK
 
 
@@ -158,10 +173,8 @@ def _binlog_status(args: argparse.Namespace, conn_id: str, hook: Any) -> int:
     if position is None and (args.receiver or args.table):
         if not (args.receiver and args.table):
             raise UsageError("--receiver and --table go together: the ledger holding a position")
-        from dogana_provider.hooks.dogana import DoganaHook
-
-        with stdout_to_stderr():
-            held = DoganaHook(args.receiver).receiver.ledger(args.table).generation
+        with open_receiver(args.receiver) as (hook, _):
+            held = hook.receiver.ledger(args.table).generation
         if not isinstance(held, int):
             raise Refused(f"{args.table}: the receiver's ledger holds no binlog position")
         position = held
@@ -210,6 +223,7 @@ def _source(source: str) -> tuple[str, Any, str | None]:
     """The source's connection id (a URL made one), its hook, and the kind of connector that
     reads its log, as its dialect says."""
     conn_id = source
+    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
     if "://" in source:
         if urlsplit(source).scheme.split("+")[0].lower() not in LOG_SCHEMES:
             raise UsageError(
@@ -217,8 +231,11 @@ def _source(source: str) -> tuple[str, Any, str | None]:
             )
         os.environ[f"AIRFLOW_CONN_{URL_CONN_ID.upper()}"] = connection_of_url(source)[0]
         conn_id = URL_CONN_ID
-    os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")
     with stdout_to_stderr():
+        if conn_id == source:
+            # As the receiver's commands find theirs: the environment, a secrets backend, or
+            # the metadata database, where a terminal's Task SDK lookup does not reach.
+            os.environ[f"AIRFLOW_CONN_{conn_id.upper()}"] = connection_of_id(conn_id)
         from dogana_provider.dialects import dialect_for
         from dogana_provider.hooks.sql import sql_hook
 

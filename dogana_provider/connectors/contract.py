@@ -178,6 +178,14 @@ class Connector(ABC):
         self.config = dict(config)
         self.connected = False
 
+    def option(self, name: str, default: Any = None) -> Any:
+        """The configuration's value of one of the connector's options, or default when the
+        configuration leaves it out. A name that is not an option is a mistake in the
+        connector, refused rather than read as absent."""
+        if name not in self.options:
+            raise KeyError(f"{self.kind} connector has no option {name!r}")
+        return self.config.get(name, default)
+
     def validate(self) -> tuple[str, ...]:
         """Every problem of the configuration, named; empty when there is none. No I/O."""
         problems = [

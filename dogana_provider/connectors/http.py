@@ -136,20 +136,20 @@ class HttpJsonConnector(Connector):
 
     @property
     def pagination(self) -> dict[str, Any]:
-        given = dict(self.config.get("pagination") or {"type": "cursor"})
+        given = dict(self.option("pagination") or {"type": "cursor"})
         kind = str(given.get("type", "cursor"))
         return {"size": 100, **DEFAULT_PARAMS.get(kind, {}), **given, "type": kind}
 
     @property
     def paths(self) -> dict[str, tuple[str, ...]]:
         """Each column -> the path of the record's field it reads: its own name by default."""
-        given = dict(self.config.get("paths") or {})
+        given = dict(self.option("paths") or {})
         return {
             name: tuple(str(given.get(name, name)).split(".")) for name in self.config["columns"]
         }
 
     def number(self, option: str, default: float) -> float:
-        return float(self.config.get(option, default))
+        return float(self.option(option, default))
 
     def check(self) -> tuple[str, ...]:
         problems: list[str] = []
@@ -275,13 +275,13 @@ class HttpJsonConnector(Connector):
     def discover(self) -> tuple[Stream, ...]:
         self.connect()
         columns = tuple(StreamColumn(n, k) for n, k in dict(self.config["columns"]).items())
-        name = self.config.get("stream") or str(self.config["endpoint"]).strip("/").split("/")[-1]
+        name = self.option("stream") or str(self.config["endpoint"]).strip("/").split("/")[-1]
         return (
             Stream(
                 str(name),
                 columns,
-                tuple(self.config.get("key", ())),
-                self.config.get("deleted_field"),
+                tuple(self.option("key", ())),
+                self.option("deleted_field"),
             ),
         )
 
@@ -482,9 +482,9 @@ class HttpReading(Reading):
         self.schema = stream.schema()
         self.paths = connector.paths
         records = _record_type(self.paths, self.schema)
-        fields = [(str(connector.config.get("records", "data")), pa.list_(records))]
+        fields = [(str(connector.option("records", "data")), pa.list_(records))]
         fields.append((str(self.pagination.get("next_cursor", "next_cursor")), pa.string()))
-        instant = connector.config.get("instant_field")
+        instant = connector.option("instant_field")
         if instant:
             fields.append((str(instant), pa.string()))
         self.body_schema = pa.schema(fields)
@@ -549,7 +549,7 @@ class HttpReading(Reading):
             shape, why = None, "stopped by its limit before the last page"
         elif self.end is not None:
             shape, why = None, "a backfill rereads a past range; it proves no new shape"
-        elif not (self.connector.config.get("feed") and self.pagination["type"] == "cursor"):
+        elif not (self.connector.option("feed") and self.pagination["type"] == "cursor"):
             shape, why = None, NOT_ONE_SNAPSHOT
         elif self.start is None:
             shape = Shape.complete()
@@ -558,7 +558,7 @@ class HttpReading(Reading):
             deleted = self.stream.deleted_column is not None
             shape = Shape.changes(checkpoint="generation", tombstones=deleted)
             why = "the change log after the held position"
-        instant = self.connector.config.get("instant_field")
+        instant = self.connector.option("instant_field")
         clock = f"the server's {instant!r} in the last page" if instant else "its Date header"
         return Proof(
             shape,
@@ -638,7 +638,7 @@ class HttpReading(Reading):
     def _refusal(self, message: str, raw: bytes, where: str) -> RefusedRead:
         """Why Arrow could not read a page into the declared schema: a record that does not fit
         (named, with its field's path), else JSON that is not the page's."""
-        records = str(self.connector.config.get("records", "data"))
+        records = str(self.connector.option("records", "data"))
         pointer = re.search(r"Column\((/[^)]*)\) changed from (\w+) to (\w+)", message)
         inside = pointer is not None and pointer.group(1).startswith(f"/{records}/[]/")
         if not inside and "Failed to convert JSON" not in message:
@@ -666,7 +666,7 @@ class HttpReading(Reading):
         )
 
     def _instant(self, body: pa.Table, response: Any, where: str) -> datetime:
-        field = self.connector.config.get("instant_field")
+        field = self.connector.option("instant_field")
         try:
             if field:
                 text = body.column(str(field))[0].as_py()

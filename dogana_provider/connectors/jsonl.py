@@ -128,19 +128,19 @@ class JsonLinesConnector(Connector):
 
     @property
     def path(self) -> str:
-        return str(self.config.get("path", ""))
+        return str(self.option("path", ""))
 
     @property
     def op_column(self) -> str:
-        return str(self.config.get("op_column", "_op"))
+        return str(self.option("op_column", "_op"))
 
     @property
     def deleted_column(self) -> str:
-        return str(self.config.get("deleted_column", "deleted"))
+        return str(self.option("deleted_column", "deleted"))
 
     @property
     def batch_bytes(self) -> int:
-        return int(self.config.get("batch_bytes", 8 << 20))
+        return int(self.option("batch_bytes", 8 << 20))
 
     def check(self) -> tuple[str, ...]:
         problems: list[str] = []
@@ -206,7 +206,7 @@ class JsonLinesConnector(Connector):
         return filesystem.open(path, "rb")
 
     def stream_name(self) -> str:
-        name = self.config.get("stream")
+        name = self.option("stream")
         if name:
             return str(name)
         stem = self.path.rstrip("/").rsplit("/", 1)[-1]
@@ -225,7 +225,7 @@ class JsonLinesConnector(Connector):
             Stream(
                 self.stream_name(),
                 tuple(columns),
-                tuple(self.config.get("key", ())),
+                tuple(self.option("key", ())),
                 self.deleted_column if deletes else None,
             ),
         )
@@ -264,7 +264,7 @@ class JsonLinesConnector(Connector):
         return JsonLinesReading(self, found, first, limit=limit, end=last, from_start=False)
 
     def _file_columns(self) -> list[StreamColumn]:
-        declared = self.config.get("columns")
+        declared = self.option("columns")
         if declared is not None:
             return [StreamColumn(name, kind) for name, kind in declared.items()]
         with self.opened() as handle:

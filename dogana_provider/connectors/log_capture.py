@@ -259,15 +259,15 @@ class LogConnector(Connector):
 
     @property
     def table(self) -> str:
-        return str(self.config.get("table", ""))
+        return str(self.option("table", ""))
 
     @property
     def deleted_column(self) -> str:
-        return str(self.config.get("deleted_column", "deleted"))
+        return str(self.option("deleted_column", "deleted"))
 
     @property
     def fetch_rows(self) -> int:
-        return int(self.config.get("fetch_rows", 10_000))
+        return int(self.option("fetch_rows", 10_000))
 
     def name_problems(self) -> list[str]:
         """What is wrong with the options that name things every log connector has."""

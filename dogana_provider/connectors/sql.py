@@ -96,7 +96,7 @@ class SqlConnector(Connector):
         self.hook = None
 
     def key(self, table: str) -> tuple[str, ...]:
-        return tuple(dict(self.config.get("key", {})).get(table, ()))
+        return tuple(dict(self.option("key", {})).get(table, ()))
 
     def quoted(self, table: str) -> str:
         return ".".join(self.dialect.quote(part) for part in table.split("."))

@@ -118,23 +118,24 @@ def sweep(folder: ObjectStoragePath, older_than: timedelta, *, keep: str) -> int
     return removed
 
 
-def remove(uris: Iterable[str]) -> None:
-    """Remove published files under the delivery folder; a file elsewhere is its owner's, and
-    stays. Their run folder stays too (another task of the run may be about to write into
-    it): the sweep removes it once empty and older than the retention.
+def remove(uris: Iterable[str], spent: str = "published") -> None:
+    """Remove a delivery's files under the delivery folder once spent: published, or
+    superseded (refused, and another publication met its run). A file elsewhere is its
+    owner's, and stays. Their run folder stays too (another task of the run may be about to
+    write into it): the sweep removes it once empty and older than the retention.
 
     A file that cannot be removed is logged, not raised: the publication is committed, and the
     next sweep removes the file once it is older than the retention."""
     for uri in uris:
         if not owned(uri):
-            log.info("%s: published; outside the delivery folder, so left to its owner", uri)
+            log.info("%s: %s; outside the delivery folder, so left to its owner", uri, spent)
             continue
         try:
             delete(ObjectStoragePath(uri))
         except OSError as exc:
-            log.warning("%s: published, but not removed (%s); the sweep removes it later", uri, exc)
+            log.warning("%s: %s, but not removed (%s); the sweep removes it later", uri, spent, exc)
             continue
-        log.info("%s: published, removed", uri)
+        log.info("%s: %s, removed", uri, spent)
 
 
 def missing_delivery(uri: str) -> MissingDelivery:

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, task
+from airflow.sdk.bases.operator import ExecutorSafeguard
 from airflow.sdk.exceptions import AirflowSkipException
 
 from dogana_provider.hooks.dogana import DoganaHook
@@ -178,7 +179,14 @@ class _Steps:
     def run(self, step: BaseOperator) -> Any:
         ti = _StepInstance(self.context["ti"], step.task_id, self.pushed)
         context: Any = {**self.context, "ti": ti, "task_instance": ti}
-        returned = step.execute(context)
+        # Each step runs as the task runner runs a task's operator: Airflow's safeguard against
+        # an operator's execute() called by hand would otherwise warn, in every task's log,
+        # that each step "cannot be called outside of the Task Runner".
+        token = ExecutorSafeguard.tracker.set(step)
+        try:
+            returned = step.execute(context)
+        finally:
+            ExecutorSafeguard.tracker.reset(token)
         self.pushed[(step.task_id, "return_value")] = returned
         return returned
 

@@ -31,6 +31,7 @@ it (GateOperator's local_file), so the receiver always reads a local path.
 
 from __future__ import annotations
 
+import shlex
 import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
@@ -55,6 +56,7 @@ from dogana_provider.connectors import (
 )
 from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.connectors.extract import wait_for
+from dogana_provider.connectors.log_capture import LogConnector, full_read
 from dogana_provider.connectors.pg_group import OneOfGroup
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.files import delivery_parts
@@ -71,7 +73,7 @@ from dogana_provider.operators.arguments import (
     native,
     upstream_output,
 )
-from dogana_provider.operators.plan import PlanDeliveryOperator
+from dogana_provider.operators.plan import PlanDeliveryOperator, full_read_command
 from dogana_provider.operators.superseded import plan_tasks, planned, stale_read
 from dogana_provider.schema.policy import SchemaPolicy
 from dogana_provider.schema.proposals import held_versions, propose
@@ -319,11 +321,11 @@ class ExtractOperator(BaseOperator):
                     row_group_rows=self.row_group_rows,
                     overwrite=True,
                 )
-            except ReleasedPosition as exc:
-                self._released(exc, contract.table, context)
-                raise
             except ConnectorError as exc:
+                if isinstance(exc, ReleasedPosition):
+                    self._released(exc, contract.table, context)
                 self.log.error("%s connector refused the read: %s", connector.kind, exc)
+                self._full_read(exc, connector, contract, context)
                 raise
             self.log.info("the read proves: %s", delivered.proof.why)
             path = connector.config.get("path")
@@ -382,6 +384,22 @@ class ExtractOperator(BaseOperator):
         self.log.info("the read proves: %s", delivered.proof.why)
         return pushed
 
+    def _full_read(
+        self, refused: ConnectorError, connector: Any, contract: Contract, context: Any
+    ) -> None:
+        """A log's refusal that only a full read mends fails the task (a retry reads the same
+        log again) with the command that triggers one: a run of this DAG whose plan asks for
+        the contract's complete shape (PlanDeliveryOperator's RUN_SHAPE)."""
+        if not isinstance(connector, LogConnector) or full_read(connector.table) not in str(
+            refused
+        ):
+            return
+        command = full_read_command(str(context["dag"].dag_id), contract)
+        if command is None:
+            return
+        self.log.error("to run the full read: %s", command)
+        raise AirflowFailException(f"{refused}\nto run the full read: {command}") from refused
+
     def _released(self, refused: ReleasedPosition, table: str, context: Any) -> None:
         """A read from a position the log released: a stale plan when the receiver published
         past it since (skipped when the run's requirement is met, else failed asking for a new
@@ -397,7 +415,9 @@ class ExtractOperator(BaseOperator):
         self.log.info("%s", reason)
         if superseded:
             raise AirflowSkipException(reason) from refused
-        raise AirflowFailException(reason) from refused
+        command = f"airflow dags trigger {shlex.quote(str(context['dag'].dag_id))}"
+        self.log.error("to plan again: %s", command)
+        raise AirflowFailException(f"{reason}\nto plan again: {command}") from refused
 
     def _origin(self, contract: Contract, context: Any) -> Origin:
         """The source and this task instance, as the publication's lineage edge names them."""

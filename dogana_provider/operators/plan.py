@@ -23,7 +23,9 @@ authorization expired, and the `dogana activate` command that activates it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import shlex
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -49,6 +51,11 @@ from dogana_provider.operators.superseded import REQUIREMENT, Planned, requireme
 from dogana_provider.report.activation import inactive_message
 from dogana_provider.report.table import iso, iso_window
 
+RUN_SHAPE = "dogana_shape"
+"""The run's conf key naming, by table, the shape this run reads when it needs a delivery:
+{"dogana_shape": {"orders": "snapshot"}} asks one run for orders' snapshot shape, as the
+command a refusal prints for a full read does."""
+
 
 class PlanDeliveryOperator(BaseOperator):
     """Plan one table's (or one group's) next delivery, or skip when the claims suffice.
@@ -59,6 +66,7 @@ class PlanDeliveryOperator(BaseOperator):
     :param shape: read this shape when a delivery is needed (next_extraction), instead of the
         cheapest shape the planner finds; a scheduled job's routine read (templated: a rendering
         of "" or "None" is no shape, so "{{ dag_run.conf.get('shape') }}" picks one by hand).
+        A run whose conf names a shape for the table under "dogana_shape" reads that one.
     :param fresh_as_of: the table must be complete as of this instant (templated); RUN_END
         is the run's end. Without fresh_as_of, max_age or exact_at: the run's end.
     :param max_age: the table must be complete as of now - max_age (timedelta or seconds).
@@ -155,7 +163,7 @@ class PlanDeliveryOperator(BaseOperator):
                 f"{contract.table}: claims suffice ({claims_line(claims)}), met by publication "
                 f"{ledger.publication_id}; nothing to deliver"
             )
-        shape = _shape(self.shape)
+        shape = run_shape(context, contract.table) or _shape(self.shape)
         if shape is not None:
             request = next_extraction(ledger, shape, request.until, window=window)
         self.log.info("%s: plan %s", contract.table, _request_line(request))
@@ -239,6 +247,33 @@ class PlanDeliveryOperator(BaseOperator):
         ]
         context["ti"].xcom_push(REQUIREMENT, [item.to_dict() for item in stated])
         return [request.to_dict() for request in requests]
+
+
+def run_shape(context: Any, table: str) -> str | None:
+    """The shape the run's conf asks for table under RUN_SHAPE, or None. A refusal that needs a
+    full read prints the command triggering a run that asks for the table's complete shape."""
+    dag_run = context.get("dag_run")
+    conf = getattr(dag_run, "conf", None) or {}
+    asked = conf.get(RUN_SHAPE) if isinstance(conf, Mapping) else None
+    if asked is None:
+        return None
+    if not isinstance(asked, Mapping) or not all(isinstance(v, str) for v in asked.values()):
+        raise ValueError(
+            f"the run's conf {RUN_SHAPE}: a mapping from table to a shape's name, not {asked!r}"
+        )
+    return _shape(asked.get(table))
+
+
+def full_read_command(dag_id: str, contract: Contract) -> str | None:
+    """The command that triggers a run of dag_id reading the contract's complete shape (the
+    first that reads the whole table), or None when the contract declares none."""
+    complete = [
+        name for name, shape in contract.shapes if shape.is_complete and not shape.is_window
+    ]
+    if not complete:
+        return None
+    conf = json.dumps({RUN_SHAPE: {contract.table: complete[0]}})
+    return f"airflow dags trigger {shlex.quote(dag_id)} --conf {shlex.quote(conf)}"
 
 
 def _shape(value: Any) -> str | None:

@@ -163,7 +163,7 @@ class PublishOperator(BaseOperator):
             )
             if reason is not None:
                 self.log.info("%s", reason)
-                self._remove(delivered)
+                self._remove(delivered, "superseded, not published")
                 raise AirflowSkipException(reason)
             raise AirflowFailException(" | ".join(rejection_message(r) for r in rejected))
         self._emit(context, hook, receipts)
@@ -172,12 +172,12 @@ class PublishOperator(BaseOperator):
             return receipts[0].to_dict()
         return [receipt.to_dict() for receipt in receipts]
 
-    def _remove(self, delivered: list[str]) -> None:
+    def _remove(self, delivered: list[str], spent: str = "published") -> None:
         """Remove the delivery's files, spent once published or superseded, unless kept."""
         if settings.keep_published():
             self.log.info("delivered files kept (%s)", settings.named(settings.KEEP_PUBLISHED))
         else:
-            deliveries.remove(delivered)
+            deliveries.remove(delivered, spent)
 
     def _refuse_other_tables(self, hook: DoganaHook, decisions: list[Decision]) -> None:
         """Refuse decisions for tables this task is not configured for: each recorded as a

@@ -69,3 +69,25 @@ def test_a_slot_a_killed_test_run_left_is_swept_and_a_running_ones_is_kept(
         finally:
             for slot in (dead, alive):
                 drop_slot(db, slot)
+
+
+def test_status_prints_the_drop_slot_command_for_an_idle_slot_which_drops_it_as_printed(
+    source: PgTable, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import shlex
+
+    config = source.config()
+    config.pop("kind")
+    with PgLogicalConnector(config) as reader:
+        list(reader.read(source.table))
+    capsys.readouterr()
+    assert main(["cdc", "status", source.conn_id, "--slot", source.slot]) == 0
+    printed = [
+        line.strip()
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("dogana cdc drop-slot")
+    ]
+    assert printed == [f"dogana cdc drop-slot {source.conn_id} --slot {source.slot}"]
+    words = shlex.split(printed[0])
+    assert main(words[1:]) == 0
+    assert source.confirmed() is None

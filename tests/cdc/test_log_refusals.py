@@ -3,6 +3,8 @@ stays as it was."""
 
 from __future__ import annotations
 
+import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -102,3 +104,32 @@ def test_a_full_read_under_other_declared_columns_is_refused_before_a_slot_is_ma
         list(reader.read(source.table))
     assert raised.value.rule == "relation_changed" and "extra removed" in str(raised.value)
     assert source.confirmed() is None, "no slot made"
+
+
+def test_a_refusal_needing_a_full_read_prints_the_command_whose_run_resets_the_chain(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: PgTable,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    pipeline = write_pipeline(airflow_home, tmp_path, monkeypatch, source)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (1, 1, now(), 'one', true)")
+    assert states(pipeline.run())["publish"] == "success"
+    drop_slot(source.db, source.slot)
+    source.execute(f"INSERT INTO \"{source.table}\" VALUES (2, 2, now(), 'two', true)")
+    capfd.readouterr()
+    assert states(pipeline.run())["extract"] == "failed"
+    logged = capfd.readouterr().out
+    dag_id = pipeline.module.dag.dag_id
+    conf = json.dumps({"dogana_shape": {source.table: "snapshot"}})
+    printed = f"airflow dags trigger {dag_id} --conf '{conf}'"
+    assert f"to run the full read: {printed}" in logged
+    words = shlex.split(printed)
+    assert words[:4] == ["airflow", "dags", "trigger", dag_id] and words[4] == "--conf"
+    # The run the command triggers, with its conf: the table read whole, the slot made again.
+    reset = pipeline.module.dag.test(run_conf=json.loads(words[5]))
+    assert states(reset)["publish"] == "success"
+    assert xcom(reset, "extract")["manifest"]["shape"] == "snapshot"
+    assert sorted(pipeline.published()) == [1, 2]
+    assert source.confirmed() is not None

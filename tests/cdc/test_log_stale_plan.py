@@ -74,6 +74,7 @@ def test_a_plan_behind_a_published_position_is_stale_and_asks_for_a_new_plan_not
     assert states(run)["extract"] == "failed" and states(run)["publish"] != "success"
     logged = capfd.readouterr().out
     assert "stale plan" in logged and "Plan again" in logged and "nothing is lost" in logged
+    assert f"to plan again: airflow dags trigger {late.module.dag.dag_id}" in logged
     assert pipeline.published() == before and pipeline.ledger() == ledger
 
 

@@ -98,3 +98,18 @@ def test_a_missing_extra_names_the_url_typed_masked_and_prints_no_traceback(
     assert line.startswith("dogana status: usage error: connection postgresql://loader:***@127")
     assert "pip install 'airflow-provider-dogana[postgres]'" in line
     assert "dogana_cli_receiver" not in line and PASSWORD not in done.stdout + done.stderr
+
+
+@pytest.mark.postgres
+def test_cdc_status_and_drop_slot_find_a_source_kept_only_in_the_metadata_database(
+    airflow_home: Path, postgres_url: str, tmp_path: Path
+) -> None:
+    conn_id = f"shop_{uuid.uuid4().hex[:8]}"
+    add_connection(conn_id, postgres_url)
+    slot = f"dogana_none_{uuid.uuid4().hex[:8]}"
+    for command in (("status", conn_id, "--slot", slot), ("drop-slot", conn_id, "--slot", slot)):
+        result = dogana("cdc", *command, cwd=tmp_path)
+        # Refused for the slot, which is not there: the source's connection itself was found.
+        assert result.code == 1, result.err
+        assert "Traceback" not in result.err
+        assert f"{conn_id}: no " in result.err and slot in result.err

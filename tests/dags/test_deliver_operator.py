@@ -104,3 +104,34 @@ with dag:
         assert len(databases.published(table, ["id"])) == number + 1
         assert [r.outcome.value for r in databases.receipts(table)] == ["accepted"]
     assert databases.receipts(missing) == []
+
+
+@ON_SQLITE
+def test_the_steps_of_a_delivery_run_as_the_task_runner_runs_an_operator_with_no_warning(
+    databases: Databases,
+    airflow_home: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """A real worker is not in unit test mode, where Airflow's safeguard against an operator's
+    execute() called by hand warns: each step would say it "cannot be called outside of the
+    Task Runner", four times a delivery."""
+    from airflow.sdk.bases.operator import ExecutorSafeguard
+
+    monkeypatch.setattr(ExecutorSafeguard, "test_mode", False)
+    table = f"one_{databases.uid}"
+    source_tables(databases, [table])
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contract={contract(table).to_dict()!r})
+""",
+    )
+    capfd.readouterr()
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    logged = capfd.readouterr()
+    assert "cannot be called outside of the Task Runner" not in logged.out + logged.err

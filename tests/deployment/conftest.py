@@ -123,6 +123,8 @@ def deployment(
         "AIRFLOW_CONN_DOGANA_SOURCE": sqlite_connection(sources["examples"]),
         "AIRFLOW_CONN_DOGANA_TEST_SOURCE": sqlite_connection(sources["tests"]),
         "DOGANA_WEB_ORDERS_JSONL": str(sources["web_orders"]),
+        # The suffix of what dags/log_capture.py names in the shared servers (tables, a slot).
+        "DOGANA_TEST_RUN": uuid.uuid4().hex[:10],
     }
     # The receiver and the API in the metadata database, as `airflow connections add` keeps
     # them: where the tasks and a person's `dogana` commands at the deployment's terminal find them.

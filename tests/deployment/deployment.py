@@ -366,7 +366,10 @@ class Client:
         self, url: str, username: str, password: str, *, deployment: Deployment | None = None
     ) -> None:
         self.deployment = deployment
-        self.http = httpx.Client(base_url=url, timeout=30)
+        # A single API worker on a loaded 2-core machine can take over 30 s to answer (a token,
+        # while the DAG processor parses every file just after start): the runs' own deadlines
+        # (wait's timeout) bound a test, not one slow answer.
+        self.http = httpx.Client(base_url=url, timeout=120)
         token = self.http.post("/auth/token", json={"username": username, "password": password})
         token.raise_for_status()
         self.http.headers["Authorization"] = f"Bearer {token.json()['access_token']}"

@@ -135,3 +135,24 @@ def test_a_local_delivery_missing_under_a_distributed_executor_names_the_setting
     assert "[dogana] delivery_folder (environment variable AIRFLOW__DOGANA__DELIVERY_FOLDER)" in (
         message
     )
+
+
+def test_a_spent_deliverys_removal_is_logged_as_what_spent_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A superseded delivery's file is removed too, and its log line must not read as a
+    publication that did not happen."""
+    import logging
+
+    from dogana_provider.delivery import folders
+
+    monkeypatch.setenv("AIRFLOW__DOGANA__DELIVERY_FOLDER", (tmp_path / "deliveries").as_uri())
+    spent = tmp_path / "deliveries" / "dag" / "run" / "orders.parquet"
+    spent.parent.mkdir(parents=True)
+    spent.write_bytes(b"PAR1")
+    with caplog.at_level(logging.INFO, logger=folders.log.name):
+        folders.remove([spent.as_uri()], "superseded, not published")
+    assert not spent.exists()
+    assert [r.getMessage() for r in caplog.records] == [
+        f"{spent.as_uri()}: superseded, not published, removed"
+    ]

@@ -293,3 +293,47 @@ def test_the_plan_logs_a_window_and_its_start_in_iso_dates_as_people_read_them()
     planned = _request_line(request)
     assert ", window [2026-11-03, 2026-11-04], since 2026-11-05T00:00:00+00:00" in planned
     assert "datetime" not in required + planned
+
+
+def test_a_runs_conf_naming_a_shape_by_table_picks_it_and_anything_else_is_refused() -> None:
+    from types import SimpleNamespace
+
+    from dogana_provider.operators.plan import run_shape
+
+    def context(conf: object) -> dict[str, object]:
+        return {"dag_run": SimpleNamespace(conf=conf)}
+
+    assert run_shape(context({"dogana_shape": {"orders": "full"}}), "orders") == "full"
+    assert run_shape(context({"dogana_shape": {"lines": "full"}}), "orders") is None
+    assert run_shape(context({}), "orders") is None
+    assert run_shape({"dag_run": None}, "orders") is None
+    for wrong in ("full", {"orders": 3}):
+        with pytest.raises(ValueError, match="a mapping from table to a shape's name"):
+            run_shape(context({"dogana_shape": wrong}), "orders")
+
+
+def test_the_full_read_command_names_the_contracts_first_whole_table_complete_shape() -> None:
+    from dogana_core import Contract, Shape
+    from dogana_provider.operators.plan import full_read_command
+
+    logged = Contract(
+        "orders",
+        ("id",),
+        {
+            "log": Shape.changes(checkpoint="sequence", tombstones=True),
+            "snapshot": Shape.complete(),
+        },
+        deleted_column="deleted",
+        types={"id": "int", "deleted": "bool"},
+    )
+    assert full_read_command("shop daily", logged) == (
+        'airflow dags trigger \'shop daily\' --conf \'{"dogana_shape": {"orders": "snapshot"}}\''
+    )
+    changes_only = Contract(
+        "orders",
+        ("id",),
+        {"log": Shape.changes(checkpoint="sequence", tombstones=True)},
+        deleted_column="deleted",
+        types={"id": "int", "deleted": "bool"},
+    )
+    assert full_read_command("shop", changes_only) is None
