@@ -100,10 +100,16 @@ def test_types_are_empty_only_when_no_column_is_bound() -> None:
 
 
 def test_types_are_the_six_logical_type_names() -> None:
-    with pytest.raises(InvalidContract, match="not one of"):
-        contract(types={**dict(contract().types), "order_id": "bigint"})
-    with pytest.raises(InvalidContract, match="not one of"):
-        contract(types={**dict(contract().types), "order_id": 5})
+    for refused in ("bigint", 5):
+        types = {**dict(contract().types), "order_id": refused}
+        assert refusal(lambda types=types: contract(types=types)) == (
+            f"Contract.types.order_id: {refused!r} is not one of int, float, str, bool, date, "
+            "datetime"
+        )
+
+
+def test_types_are_a_mapping_of_column_names() -> None:
+    assert refusal(lambda: contract(types=5)) == "Contract.types: expected a mapping of names"
 
 
 def test_keys_use_ordered_scalar_types() -> None:
@@ -379,6 +385,11 @@ def test_every_name_a_contract_binds_is_an_identifier() -> None:
 def test_a_key_names_each_column_once() -> None:
     with pytest.raises(InvalidContract, match="twice"):
         Contract("t", ("k", "k"), {"full": FULL}, types={"k": "int"})
+
+
+def test_a_key_given_as_one_name_is_a_one_column_key() -> None:
+    assert contract(key="order_id").key == ("order_id",)
+    assert contract(key=["order_id"]).key == ("order_id",)
 
 
 def test_a_composite_key_keeps_its_order() -> None:
