@@ -469,10 +469,13 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
         Index.read(text).ledger(CONTRACT, kept)
 
 
-def test_a_region_map_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
+def test_a_region_map_equals_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
     """RegionMap stands for the tuple of its regions: equal, equally hashed, and shown so."""
     regions = daily(100).regions
     assert isinstance(regions, RegionMap)
+    assert regions == tuple(regions) and regions == list(regions)
+    assert regions != tuple(reversed(regions)), "the same regions in another order"
+    assert regions != tuple(regions)[:-1]
     assert hash(regions) == hash(tuple(regions)) == hash(regions)
     assert repr(regions) == f"RegionMap({tuple(regions)!r})"
 
