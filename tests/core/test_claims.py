@@ -241,6 +241,14 @@ def test_claims_round_trip_through_json_and_no_limit_is_null() -> None:
     assert RegionClaim.from_json(claim.to_json()) == claim
 
 
+def test_claims_list_their_regions_when_read_and_have_no_other_attribute() -> None:
+    claims = Ledger.new(ORDERS).claims(SUNDAY, limit=NO_LIMIT)
+    with pytest.raises(AttributeError) as lacking:
+        claims.nothing  # type: ignore[attr-defined]  # noqa: B018
+    assert lacking.value.args == ("nothing",)
+    assert [region.state for region in claims.regions] == [State.UNKNOWN]
+
+
 def test_claims_refuse_a_limit_written_as_timedelta_max_seconds() -> None:
     document = json.loads(orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK).to_json())
     document["limit"] = {"$seconds": -1}

@@ -108,6 +108,13 @@ def test_types_are_the_six_logical_type_names() -> None:
         )
 
 
+def test_a_column_outside_the_types_has_no_declared_type() -> None:
+    assert contract().type_of("order_date") == "date"
+    assert refusal(lambda: contract().type_of("amount")) == (
+        "Contract orders: column 'amount' has no declared type"
+    )
+
+
 def test_types_are_a_mapping_of_column_names() -> None:
     assert refusal(lambda: contract(types=5)) == "Contract.types: expected a mapping of names"
 

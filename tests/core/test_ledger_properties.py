@@ -15,6 +15,7 @@ import json
 import random
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from itertools import pairwise
 from typing import Any
 
 import pytest
@@ -376,6 +377,24 @@ def test_claims_over_hundreds_of_chunks_equal_claims_stated_region_by_region(see
     assert_claims_as_slow(reloaded(ledger), nows, windows[:2], limits)
 
 
+def test_a_window_ending_inside_a_chunks_edge_region_cuts_that_region() -> None:
+    """A chunk is claimed whole only when the window holds it whole: a window that starts or
+    ends inside its first or last region cuts that region, as claims stated region by region."""
+    ledger = Ledger.new(CONTRACT)
+    for number in range(200):  # regions three days wide, each proved at its own hour
+        low = FIRST + timedelta(days=3 * number)
+        window = (low, low + timedelta(days=2))
+        ledger = ledger.apply(CONTRACT.manifest("day", SUNDAY + number * HOUR, window=window))
+    chunks = ledger.regions.chunks  # type: ignore[attr-defined]
+    assert len(chunks) > 2
+    inside = timedelta(days=1)
+    windows = [
+        (this.regions[0].low + inside, after.regions[-1].low + inside)
+        for this, after in pairwise(chunks[1:])
+    ]
+    assert_claims_as_slow(ledger, [SUNDAY + 100 * HOUR], windows, [NO_LIMIT])
+
+
 @settings(deadline=None)  # timing is the benchmark's business, not a test's
 @given(histories)
 def test_a_stored_ledger_loads_as_the_same_ledger_with_the_same_identity(
@@ -541,6 +560,19 @@ def test_a_stored_date_where_an_instant_belongs_is_refused_though_an_end_held_it
         chunk.regions  # noqa: B018
 
 
+def test_a_value_met_twice_in_a_stored_chunk_is_decoded_once() -> None:
+    """A region's high end is its neighbour's low end, and its two dates are often one instant:
+    a stored chunk decodes each such value once and shares it."""
+    ledger = daily(3)
+    chunk = Chunk.stored(ledger.regions.chunks[0].canonical, len(ledger.regions), None)
+    regions = chunk.regions
+    assert regions == tuple(ledger.regions)
+    for left, right in pairwise(regions):
+        assert left.high is right.low
+    known = regions[1]
+    assert known.complete_as_of is known.deletions_as_of
+
+
 def test_stored_bytes_that_are_not_regions_are_refused_naming_the_region() -> None:
     """A stored chunk is its regions' identity forms, comma separated: anything else is refused
     naming the region it stopped at."""
@@ -549,6 +581,23 @@ def test_stored_bytes_that_are_not_regions_are_refused_naming_the_region() -> No
     for text, expected in (
         (f"{region},{other}", "Ledger.regions[1]: expected the identity form of a Region"),
         (f"{region} {region}", "Ledger.regions[0]: regions are separated by commas"),
+        (
+            '{"complete_as_of":5,"kind":"Region"}',
+            "Ledger.regions[0]: Ledger.regions[0].complete_as_of: expected a "
+            '{"$datetime": ...} tag, got number 5',
+        ),
+        *(
+            (
+                f'{{"high":{tagged},"kind":"Region"}}',
+                "Ledger.regions[0]: Ledger.regions[0].high: expected an integer, a string, $date "
+                f"or $datetime, got object {json.loads(tagged)}",
+            )
+            for tagged in ('{"$date":"2000-01-02","x":1}', "{}")
+        ),
+        (
+            '{"high":{"$date":[1]},"kind":"Region"}',
+            "Ledger.regions[0]: Ledger.regions[0].high: expected a string, got array [1]",
+        ),
     ):
         with pytest.raises(SerializationError) as refused:
             Chunk.stored(text.encode(), 2, None).regions  # noqa: B018

@@ -179,6 +179,11 @@ def test_timestamp_changes_have_since_no_later_than_produced_at() -> None:
     backwards = make(ORDERS, "changes", MONDAY, since=MONDAY + HOUR)
     with pytest.raises(RejectedDelivery, match=r"Transitions 4.*since .* is after produced_at"):
         ledger.apply(backwards)
+    # since = t is no later: a keyless table's first append, read at its start_at, proves (t, t).
+    at_once = make(EVENTS, "append", SUNDAY, since=SUNDAY)
+    assert [region.evidence for region in Ledger.new(EVENTS).apply(at_once).regions] == [
+        (SUNDAY, SUNDAY)
+    ]
 
 
 def test_timestamp_changes_have_since_no_later_than_every_covered_complete_as_of() -> None:
