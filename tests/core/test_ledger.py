@@ -104,12 +104,18 @@ def test_region_is_never_empty() -> None:
 
 
 def test_region_ends_share_one_ordered_domain() -> None:
-    with pytest.raises(InvalidContract, match="other end's type"):
-        Region(1, day(2), False)
-    with pytest.raises(InvalidContract, match="not an ordered domain"):
-        Region(True, None, False)
-    with pytest.raises(InvalidContract, match="not an ordered domain"):
-        Region(1.5, None, False)
+    for ends, expected in (
+        (
+            (1, day(2)),
+            "Region.high: date datetime.date(2026, 10, 2) is not of the other end's type int",
+        ),
+        ((True, None), "Region.low: bool is not an ordered domain"),
+        ((1.5, None), "Region.low: float is not an ordered domain"),
+        ((b"x", None), "Region.low: bytes is not one of the six logical types"),
+    ):
+        with pytest.raises(InvalidContract) as refused:
+            Region(*ends, False)
+        assert str(refused.value) == expected
 
 
 def test_closed_window_is_half_open_up_to_its_successor() -> None:

@@ -30,9 +30,9 @@ from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
-from dogana_core.region import Chunk, RegionMap
+from dogana_core.region import Chunk, Region, RegionMap
 from dogana_core.stored import Index, checked, named, stored_form
-from dogana_core.values import successor
+from dogana_core.values import LogicalType, successor
 
 CONTRACT = Contract(
     "stock",
@@ -488,6 +488,34 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
         Index.read(text).ledger(CONTRACT, kept)
 
 
+def test_a_splice_merges_equal_neighbours_across_chunk_edges() -> None:
+    """Regions always partition the domain with no equal neighbours: a region replaced by a
+    piece with its neighbour's dates merges with it, in its chunk or the one before or after."""
+    days = [FIRST + timedelta(days=n) for n in range(200)]  # 201 regions: chunks of 51 and 50
+    regions = [
+        Region.span(None, days[0]),
+        *(
+            Region.span(low, high, SUNDAY + n * HOUR, SUNDAY)
+            for n, (low, high) in enumerate(pairwise(days))
+        ),
+        Region.span(days[-1], None),
+    ]
+    regions_map = RegionMap.of(regions, LogicalType.DATE)
+    assert [chunk.count for chunk in regions_map.chunks] == [51, 50, 50, 50]
+    for index, region in enumerate(regions):
+        for other in (index - 1, index + 1):
+            if not 0 <= other < len(regions):
+                continue
+            piece = Region.span(region.low, region.high, *regions[other].evidence)
+            expected: list[Region] = []
+            for each in [*regions[:index], piece, *regions[index + 1 :]]:
+                if expected and expected[-1].evidence == each.evidence:
+                    each = Region.span(expected[-1].low, each.high, *each.evidence)
+                    expected.pop()
+                expected.append(each)
+            assert regions_map.replace(region.low, region.high, [piece]) == expected
+
+
 def test_a_region_map_equals_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
     """RegionMap stands for the tuple of its regions: equal, equally hashed, and shown so."""
     regions = daily(100).regions
@@ -510,8 +538,11 @@ def test_the_bytes_read_for_a_chunk_are_checked_against_its_digest() -> None:
     assert caught.value.message == f"the bytes read for chunk {second} are another's"
 
 
-def test_a_stored_ledger_of_another_window_type_is_refused_before_a_chunk_is_decoded() -> None:
-    ledger = daily(200)
+@pytest.mark.parametrize("days", [40, 200])  # two chunks, many chunks
+def test_a_stored_ledger_of_another_window_type_is_refused_before_a_chunk_is_decoded(
+    days: int,
+) -> None:
+    ledger = daily(days)
     text, chunks = stored_form(ledger)
     timed = CONTRACT.replace(
         types=tuple((n, "datetime" if n == "received_on" else t) for n, t in CONTRACT.types)
@@ -573,6 +604,28 @@ def test_a_value_met_twice_in_a_stored_chunk_is_decoded_once() -> None:
     assert known.complete_as_of is known.deletions_as_of
 
 
+def test_a_decoded_region_keeps_the_bytes_it_was_read_from_as_its_canonical_form() -> None:
+    """So that a chunk an apply rebuilds joins its regions' bytes instead of encoding them."""
+    canonical = daily(3).regions.chunks[0].canonical
+    regions = Chunk.stored(canonical, 7, None).regions
+    assert b",".join(vars(region)["canonical"] for region in regions) == canonical
+
+
+def test_a_stored_region_may_write_every_field_defaults_included() -> None:
+    region = daily(1).regions[1]
+    written = json.dumps({k: v for k, v in region.to_dict().items() if k != "version"})
+    assert Chunk.stored(written.encode(), 1, region.low).regions == (region,)
+
+
+def test_a_stored_chunk_has_no_attribute_but_its_regions_and_lows() -> None:
+    chunk = Chunk.stored(daily(3).regions.chunks[0].canonical, 7, None)
+    with pytest.raises(AttributeError) as lacking:
+        chunk.nothing  # type: ignore[attr-defined]  # noqa: B018
+    assert lacking.value.args == ("nothing",)
+    assert not chunk.decoded
+    assert chunk.lows[1] == FIRST and chunk.decoded
+
+
 def test_stored_bytes_that_are_not_regions_are_refused_naming_the_region() -> None:
     """A stored chunk is its regions' identity forms, comma separated: anything else is refused
     naming the region it stopped at."""
@@ -581,6 +634,16 @@ def test_stored_bytes_that_are_not_regions_are_refused_naming_the_region() -> No
     for text, expected in (
         (f"{region},{other}", "Ledger.regions[1]: expected the identity form of a Region"),
         (f"{region} {region}", "Ledger.regions[0]: regions are separated by commas"),
+        (
+            "{",
+            "Ledger.regions[0]: not JSON: Expecting property name enclosed in double quotes: "
+            "line 1 column 2 (char 1)",
+        ),
+        (
+            '{"kind":"Region","low_open":false}',
+            "Ledger.regions[0]: Region.low_open: canonical regions are closed at a bounded low "
+            "end and open at an unbounded one; got low=None with low_open=False",
+        ),
         (
             '{"complete_as_of":5,"kind":"Region"}',
             "Ledger.regions[0]: Ledger.regions[0].complete_as_of: expected a "
