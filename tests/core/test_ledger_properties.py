@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from ledger_fixtures import HOUR, SUNDAY, EvidenceModel
+from ledger_fixtures import HOUR, MONDAY, SUNDAY, EvidenceModel
 
 from dogana_core import Contract, InvalidContract, Manifest, RejectedDelivery, Shape
 from dogana_core.claims import NO_LIMIT, Claims
@@ -30,7 +30,7 @@ from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
-from dogana_core.region import Chunk, Region, RegionMap
+from dogana_core.region import CHUNK, Chunk, Region, RegionMap
 from dogana_core.stored import Index, checked, named, stored_form
 from dogana_core.values import LogicalType, successor
 
@@ -488,10 +488,9 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
         Index.read(text).ledger(CONTRACT, kept)
 
 
-def test_a_splice_merges_equal_neighbours_across_chunk_edges() -> None:
-    """Regions always partition the domain with no equal neighbours: a region replaced by a
-    piece with its neighbour's dates merges with it, in its chunk or the one before or after."""
-    days = [FIRST + timedelta(days=n) for n in range(200)]  # 201 regions: chunks of 51 and 50
+def daily_regions() -> tuple[list[Region], RegionMap]:
+    """201 regions a day wide, each proved at its own hour, in chunks of 51 and 50."""
+    days = [FIRST + timedelta(days=n) for n in range(200)]
     regions = [
         Region.span(None, days[0]),
         *(
@@ -502,6 +501,13 @@ def test_a_splice_merges_equal_neighbours_across_chunk_edges() -> None:
     ]
     regions_map = RegionMap.of(regions, LogicalType.DATE)
     assert [chunk.count for chunk in regions_map.chunks] == [51, 50, 50, 50]
+    return regions, regions_map
+
+
+def test_a_splice_merges_equal_neighbours_across_chunk_edges() -> None:
+    """Regions always partition the domain with no equal neighbours: a region replaced by a
+    piece with its neighbour's dates merges with it, in its chunk or the one before or after."""
+    regions, regions_map = daily_regions()
     for index, region in enumerate(regions):
         for other in (index - 1, index + 1):
             if not 0 <= other < len(regions):
@@ -514,6 +520,17 @@ def test_a_splice_merges_equal_neighbours_across_chunk_edges() -> None:
                     expected.pop()
                 expected.append(each)
             assert regions_map.replace(region.low, region.high, [piece]) == expected
+
+
+def test_a_splice_keeps_every_chunk_but_the_last_at_least_half_full() -> None:
+    """A span replaced by one piece: a run left short borrows a neighbouring chunk."""
+    regions, regions_map = daily_regions()
+    for first, last in ((5, 30), (5, 90), (61, 86), (110, 195), (20, 180), (150, 199), (0, 200)):
+        low, high = regions[first].low, regions[last].high
+        piece = Region.span(low, high, MONDAY, MONDAY)
+        spliced = regions_map.replace(low, high, [piece])
+        assert spliced == [*regions[:first], piece, *regions[last + 1 :]]
+        assert all(chunk.count >= CHUNK // 2 for chunk in spliced.chunks[:-1])
 
 
 def test_a_region_map_equals_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
