@@ -18,8 +18,8 @@ from ledger_fixtures import FEED, HOUR, LOG, MONDAY, NAMED, ORDERS, STAMPED, SUN
 from dogana_core import Contract, InvalidContract, SerializationError, Shape
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger, Region
-from dogana_core.region import CHUNK
-from dogana_core.values import DATETIME_MAX, DATETIME_MIN
+from dogana_core.region import CHUNK, RegionMap
+from dogana_core.values import DATETIME_MAX, DATETIME_MIN, LogicalType
 
 
 def evidence(ledger: Ledger) -> list[tuple[object, object, object, object]]:
@@ -54,6 +54,13 @@ def test_region_dates_are_normalised_to_utc_and_naive_ones_refused() -> None:
     rome = timezone(timedelta(hours=2))
     region = Region(complete_as_of=SUNDAY.astimezone(rome), deletions_as_of=SUNDAY)
     assert region.complete_as_of is not None and region.complete_as_of.tzinfo is UTC
+    in_rome = Region(complete_as_of=SUNDAY, deletions_as_of=SUNDAY.astimezone(rome))
+    assert in_rome.deletions_as_of is not None and in_rome.deletions_as_of.tzinfo is UTC
+    with pytest.raises(InvalidContract) as naive_end:
+        Region(datetime(2026, 1, 1), None, False)
+    assert str(naive_end.value) == (
+        "Region.low: naive datetime 2026-01-01T00:00:00 carries no UTC offset"
+    )
     with pytest.raises(InvalidContract) as refused:
         Region(complete_as_of=datetime(2026, 1, 1), deletions_as_of=SUNDAY)
     assert str(refused.value) == (
@@ -101,6 +108,19 @@ def test_region_is_never_empty() -> None:
         Region(day(3), day(2), False)
     with pytest.raises(InvalidContract, match="would be empty"):
         Region(None, "")
+
+
+def test_a_region_map_holds_regions_only_and_reads_as_their_tuple() -> None:
+    ledger = Ledger.new(ORDERS)
+    for n in range(1, 200, 2):  # days proved every other day: chunks of regions
+        ledger = ledger.apply(make(ORDERS, "day", SUNDAY + n * HOUR, window=(day(n), day(n))))
+    regions = ledger.regions
+    assert isinstance(regions, RegionMap) and len(regions.chunks) > 2
+    assert regions[1:] == tuple(regions)[1:]
+    assert [regions[i] for i in range(len(regions))] == list(regions)
+    with pytest.raises(InvalidContract) as refused:
+        RegionMap.of([regions[0], "region"], LogicalType.DATE)  # type: ignore[list-item]
+    assert str(refused.value) == "regions[1]: expected a Region, got str"
 
 
 def test_region_ends_share_one_ordered_domain() -> None:
@@ -302,15 +322,19 @@ def test_region_endpoints_are_of_the_window_columns_type() -> None:
         "Ledger.regions[0]: endpoint 5 is not no bounds (the contract has no window column)"
     )
     ledger = Ledger.new(ORDERS).apply(make(ORDERS, "day", SUNDAY, window=(day(1), day(1))))
-    with pytest.raises(InvalidContract) as refused:
-        Ledger(
-            ORDERS.replace(types=(*ORDERS.types[:2], ("order_date", "int"), ORDERS.types[3])),
-            ledger.regions,
-            publication_id=pid,
-        )
-    assert str(refused.value) == (
-        "Ledger.regions endpoint: expected int, got date datetime.date(2026, 10, 1)"
+    two = RegionMap.of(
+        [Region.span(None, day(1)), Region.span(day(1), None, SUNDAY, SUNDAY)], LogicalType.DATE
     )
+    for regions in (ledger.regions, two):
+        with pytest.raises(InvalidContract) as refused:
+            Ledger(
+                ORDERS.replace(types=(*ORDERS.types[:2], ("order_date", "int"), ORDERS.types[3])),
+                regions,
+                publication_id=pid,
+            )
+        assert str(refused.value) == (
+            "Ledger.regions endpoint: expected int, got date datetime.date(2026, 10, 1)"
+        )
 
 
 def test_a_table_without_a_window_column_has_one_region() -> None:
@@ -384,8 +408,12 @@ def test_region_endpoint_integers_must_be_exact_in_binary64() -> None:
     # from the wire with one is refused when built rather than failing later when hashed.
     wire = Region(0, 10, low_open=False).to_dict()
     wire["high"] = 2**53 + 1
-    with pytest.raises(InvalidContract, match="not exact in binary64"):
+    with pytest.raises(InvalidContract) as refused:
         Region.from_dict(wire)
+    assert str(refused.value) == (
+        "Region.high: a 54-bit integer is not exact in binary64, so it could have no identity; "
+        "send it as a string"
+    )
     assert Region.from_dict({**wire, "high": 2**60}).identity
 
 
