@@ -209,8 +209,8 @@ class Receiver:
     ) -> None:
         """require_activation=True switches the receiver's stored setting on at the next
         registration, when it is off (activating.py); it never switches it off."""
-        if dialect.reuses_connections:
-            connect = Reusing(connect)  # transactions.py: a connection per delivery step
+        # transactions.py: a connection per delivery step, not one per transaction
+        connect = Reusing(connect, lendable=dialect.lendable)
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
         self.dialect = dialect
