@@ -106,8 +106,9 @@ def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> It
         connection.commit()
         ended = True
     finally:
-        if isinstance(connect, Reusing):
-            connect.give_back(connection, ended=ended)
+        give_back = getattr(connect, "give_back", None)  # a Reusing's, or one wrapping it
+        if give_back is not None:
+            give_back(connection, ended=ended)
         else:
             connection.close()
 
