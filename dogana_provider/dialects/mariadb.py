@@ -59,6 +59,9 @@ _TYPES = {
 }
 _DECIMALS = (0, 246)
 
+_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""The isolation level each connection's session was last set to (MariadbDialect.begin)."""
+
 _NAMING: weakref.WeakSet[Any] = weakref.WeakSet()
 """The connections that asked for a named lock (lock_name): never lent to another transaction."""
 
@@ -141,6 +144,21 @@ class MariadbDialect(Dialect):
         level = "READ COMMITTED" if write else "REPEATABLE READ"
         snapshot = "" if write else " WITH CONSISTENT SNAPSHOT"
         return (f"SET TRANSACTION ISOLATION LEVEL {level}", f"START TRANSACTION{snapshot}")
+
+    def begin(self, connection: Any, *, write: bool) -> None:
+        # A connection lent on (lendable) keeps its session's level: set for the session, and
+        # only when it differs from the last one this connection was given, the begin is one
+        # statement where begin_statements are two.
+        set_level, start = self.begin_statements(write=write)
+        cursor = connection.cursor()
+        try:
+            if _LEVELS.get(connection) != set_level:
+                _LEVELS.pop(connection, None)  # unknown until the SET succeeds
+                cursor.execute(set_level.replace("SET TRANSACTION", "SET SESSION TRANSACTION"))
+                _LEVELS[connection] = set_level
+            cursor.execute(start)
+        finally:
+            cursor.close()
 
     def lendable(self, connection: Any) -> bool:
         # A named lock (lock_name) ends with its session, however the session ends: a
