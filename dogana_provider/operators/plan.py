@@ -27,7 +27,7 @@ import json
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -50,6 +50,9 @@ from dogana_provider.operators.arguments import (
 from dogana_provider.operators.superseded import REQUIREMENT, Planned, requirement_line
 from dogana_provider.report.activation import inactive_message
 from dogana_provider.report.table import iso, iso_window
+
+if TYPE_CHECKING:
+    from dogana_provider.receiver.activation import SourceState
 
 RUN_SHAPE = "dogana_shape"
 """The run's conf key naming, by table, the shape this run reads when it needs a delivery:
@@ -150,8 +153,8 @@ class PlanDeliveryOperator(BaseOperator):
         contract = contract_of(self.contract)
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
-        ledger = hook.receiver.register(contract)
-        self._refuse_inactive(hook, [contract.table])
+        ledger, state = hook.receiver.register_active(contract)
+        self._refuse(hook, [state])
         requirement = self._requirement(contract, now, end)
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
@@ -183,7 +186,9 @@ class PlanDeliveryOperator(BaseOperator):
 
     def _refuse_inactive(self, hook: DoganaHook, tables: Sequence[str]) -> None:
         """Fail the task when the receiver may not publish one of the tables now."""
-        states = [hook.receiver.sources.state(table) for table in tables]
+        self._refuse(hook, [hook.receiver.sources.state(table) for table in tables])
+
+    def _refuse(self, hook: DoganaHook, states: Sequence[SourceState]) -> None:
         refused = [state for state in states if not state.publishes]
         if refused:
             raise AirflowFailException(inactive_message(self.receiver_conn_id, refused))
