@@ -85,7 +85,6 @@ from dogana_provider.connectors.log_capture import (
     columns_difference,
     full_read,
     inside_position,
-    key_position,
     undeclared,
     unproven,
 )
@@ -597,15 +596,6 @@ class SnapshotReading(TableReading):
 
     def __init__(self, connector: MariadbBinlogConnector, stream: Stream) -> None:
         super().__init__(connector, stream, None, None, limit=None)
-        self.position: BinlogPosition | None = None
-
-    def checkpoint(self) -> Position:
-        if self.position is None:
-            raise ConnectorError("the read has not started: no snapshot, no position yet")
-        if not self.finished:
-            # Inside the snapshot, where the next rows are is a key, not yet a log position.
-            return key_position(self.last)
-        return self.position.as_int()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         from dogana_provider.dialects.base import fetch_all
@@ -622,19 +612,21 @@ class SnapshotReading(TableReading):
                     connection, "SHOW STATUS LIKE %s", ("binlog_snapshot_%",)
                 )
             }
-            self.position = BinlogPosition.of_file(
+            self.log_position = BinlogPosition.of_file(
                 status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-            )
+            ).as_int()
             self.produced_at = produced_at
             yield from self._select(connection)
         self.finished = True
 
     def proof(self) -> Proof:
-        if self.produced_at is None or self.position is None or not self.finished:
+        if self.produced_at is None or self.log_position is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        why = f"the whole table in a consistent snapshot at binlog {self.position}"
+        why = (
+            f"the whole table in a consistent snapshot at binlog {position_text(self.log_position)}"
+        )
         return Proof(
-            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.position.as_int(), why
+            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.log_position, why
         )
 
 
