@@ -175,14 +175,14 @@ def _decimal(precision: int, scale: int) -> _Field:
         if negative:
             value ^= all_bits
         whole = 0
-        for right, mask, weight in whole_groups:
-            whole += (value >> right & mask) * weight
+        for shift, mask, weight in whole_groups:
+            whole += (value >> shift & mask) * weight
         sign = "-" if negative else ""
         if not scale:
             return Decimal(f"{sign}{whole}")
         fraction = 0
-        for right, mask, weight in fraction_groups:
-            fraction += (value >> right & mask) * weight
+        for shift, mask, weight in fraction_groups:
+            fraction += (value >> shift & mask) * weight
         return Decimal(f"{sign}{whole}.{fraction:0{scale}d}")
 
     return _Field(f"{size}s", convert)

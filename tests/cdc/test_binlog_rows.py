@@ -310,3 +310,12 @@ def test_a_table_with_a_type_it_does_not_decode_is_decoded_by_the_library(
         (3, -3, "12:34:56.789", "y", 1999, ""),
     ]
     assert_compiled_equals_library(binlog_source, columns, rows, compiled=False)
+
+
+def test_an_event_without_whole_rows_is_decoded_by_the_library(binlog_source: MariaTable) -> None:
+    # A session may log partial images whatever the server's setting: those events, and only
+    # those, are the library's to decode (the table's decoder is compiled all the same).
+    binlog_source.execute("SET SESSION binlog_row_image = 'MINIMAL'")
+    columns = "a INT, v VARCHAR(5), n DECIMAL(6,2)"
+    rows = [(1, 1, "é", Decimal("1.50")), (2, None, None, None), (3, -3, "", Decimal("-2.25"))]
+    assert_compiled_equals_library(binlog_source, columns, rows)
