@@ -135,7 +135,11 @@ class TableSource(Protocol):
 
 
 class TableReading(Reading):
-    """Rows of the table itself (not its log) in key order, from after one key up to another."""
+    """Rows of the table itself (not its log) in key order, from after one key up to another.
+
+    A read whose snapshot the log continues from sets log_position (the integer the ledger
+    holds) once the snapshot is taken; checkpoint is then a key while its rows are read and
+    that position once they all are."""
 
     def __init__(
         self,
@@ -156,6 +160,15 @@ class TableReading(Reading):
         self.produced_at: datetime | None = None
         self.finished = False
         self.stopped_by_limit = False
+        self.log_position: int | None = None
+
+    def checkpoint(self) -> Position:
+        if self.log_position is None:
+            raise ConnectorError("the read has not started: no snapshot, no log position yet")
+        if not self.finished:
+            # Inside the snapshot, where the next rows are is a key, not yet a log position.
+            return key_position(self.last)
+        return self.log_position
 
     def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
         """The rows the open transaction sees, each batch cast to the stream's schema."""
