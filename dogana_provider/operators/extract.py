@@ -49,15 +49,16 @@ from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
 from dogana_provider import settings
 from dogana_provider.connectors import (
+    GROUP_CONNECTORS,
     ConnectorError,
+    RefusedRead,
     ReleasedPosition,
     connector_of,
     group_connector_of,
 )
 from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.connectors.extract import wait_for
-from dogana_provider.connectors.log_capture import LogConnector, full_read
-from dogana_provider.connectors.pg_group import OneOfGroup
+from dogana_provider.connectors.log_capture import FULL_READ, LogConnector, OneOfGroup, full_read
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.files import delivery_parts
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
@@ -209,10 +210,13 @@ class ExtractOperator(BaseOperator):
         if (source_conn_id is None) == (connector is None):
             raise ValueError(f"{self.task_id}: give either source_conn_id or connector")
         if connector is not None and group is not None:
-            raise ValueError(
-                f"{self.task_id}: a connector reads one table; a group is read in one snapshot "
-                "of a SQL source"
-            )
+            kind = native(connector, "connector").get("kind")
+            if kind not in GROUP_CONNECTORS:
+                raise ValueError(
+                    f"{self.task_id}: a {kind} connector reads one table; a group is read in "
+                    "one snapshot of a SQL source, or in one read of a log by "
+                    f"{', '.join(sorted(GROUP_CONNECTORS))}"
+                )
         self.source_conn_id = source_conn_id
         self.connector = None if connector is None else dict(connector)
         self.stream = stream
@@ -339,8 +343,9 @@ class ExtractOperator(BaseOperator):
             return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
 
     def _group_from_connector(self, context: Any, group: list[Any]) -> list[dict[str, Any]]:
-        """A group's tables in one read of the connector (one slot, one LSN): a delivery per
-        table, every one with the same produced_at and position."""
+        """A group's tables in one read of the connector (one log position: a slot's LSN, a
+        binlog's file:offset): a delivery per table, every one with the same produced_at and
+        position. A refusal names the full read of every table, which resets the group."""
         contracts = self._contracts(group)
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
@@ -355,6 +360,12 @@ class ExtractOperator(BaseOperator):
             readings = reader.read(since)
         except ReleasedPosition as exc:
             self._released(exc, requests[0].table, context)
+            raise
+        except RefusedRead as exc:
+            self.log.error("%s group refused the read: %s", reader.kind, exc)
+            command = full_read_command(str(context["dag"].dag_id), *contracts.values())
+            if FULL_READ in str(exc) and command is not None:
+                self.log.error("to run the full read of every table of the group: %s", command)
             raise
         pushed = []
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:

@@ -264,15 +264,19 @@ def run_shape(context: Any, table: str) -> str | None:
     return _shape(asked.get(table))
 
 
-def full_read_command(dag_id: str, contract: Contract) -> str | None:
-    """The command that triggers a run of dag_id reading the contract's complete shape (the
-    first that reads the whole table), or None when the contract declares none."""
-    complete = [
-        name for name, shape in contract.shapes if shape.is_complete and not shape.is_window
-    ]
-    if not complete:
-        return None
-    conf = json.dumps({RUN_SHAPE: {contract.table: complete[0]}})
+def full_read_command(dag_id: str, *contracts: Contract) -> str | None:
+    """The command that triggers a run of dag_id reading each contract's complete shape (the
+    first that reads the whole table; every table of a group at once), or None when a contract
+    declares none."""
+    shapes = {}
+    for contract in contracts:
+        complete = [
+            name for name, shape in contract.shapes if shape.is_complete and not shape.is_window
+        ]
+        if not complete:
+            return None
+        shapes[contract.table] = complete[0]
+    conf = json.dumps({RUN_SHAPE: shapes})
     return f"airflow dags trigger {shlex.quote(dag_id)} --conf {shlex.quote(conf)}"
 
 
