@@ -116,7 +116,8 @@ class ExtractOperator(BaseOperator):
     :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
     :param connector: instead of source_conn_id, a connector's configuration, its "kind" and
         options (templated): the request is read from its stream, and the manifest stamped from
-        what the read proves. One table only.
+        what the read proves. One table, or with group a log connector's group configuration
+        ("tables" for "table": pg_logical, mariadb_binlog), every table read at one position.
     :param stream: the connector's stream to read (templated; by default the contract's table).
     :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
     :param group: contracts of tables read together, instead of contract: every table is read
@@ -210,7 +211,7 @@ class ExtractOperator(BaseOperator):
         if (source_conn_id is None) == (connector is None):
             raise ValueError(f"{self.task_id}: give either source_conn_id or connector")
         if connector is not None and group is not None:
-            kind = native(connector, "connector").get("kind")
+            kind = connector.get("kind")
             if kind not in GROUP_CONNECTORS:
                 raise ValueError(
                     f"{self.task_id}: a {kind} connector reads one table; a group is read in "
