@@ -760,7 +760,7 @@ def _group_since(
     contracts: Mapping[str, Contract], requests: Sequence[ExtractionRequest]
 ) -> int | None:
     """Where a group's one read starts: None when every table is read whole, else the one
-    position every table's ledger holds. Tables read from one slot move together."""
+    position every table's ledger holds. Tables read at one log position move together."""
     whole = [
         contracts[r.table.lower()].shape(r.shape).checkpoint is Checkpoint.NONE for r in requests
     ]
@@ -770,8 +770,8 @@ def _group_since(
     asked = ", ".join(f"{r.table}: {r.shape} from {r.since}" for r in requests)
     if any(whole) or len(positions) != 1 or not isinstance(next(iter(positions)), int):
         raise ConnectorError(
-            "a group read from one slot reads every table whole, or every table's changes from "
-            f"one position; the plan asks {asked}: run one delivery of every table's complete "
-            "shape, which resets the group's slot"
+            "a group read at one log position reads every table whole, or every table's changes "
+            f"from one position; the plan asks {asked}: run one delivery of every table's "
+            "complete shape, which resets the group's position (and a PostgreSQL group's slot)"
         )
     return int(next(iter(positions)))  # type: ignore[arg-type]
