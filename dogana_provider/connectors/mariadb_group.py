@@ -51,9 +51,8 @@ from dogana_provider.connectors.mariadb_binlog import (
     BinlogPosition,
     LogReading,
     MariadbBinlogConnector,
+    Rows,
     SnapshotReading,
-    _Rows,
-    _text,
     binlog_reader,
 )
 
@@ -87,7 +86,7 @@ class _Target:
     reading: LogReading
     catalog: list[tuple[str, tuple[Any, ...], bool]]
     key: list[int]
-    rows: _Rows
+    rows: Rows
     pending: list[tuple[tuple[Any, ...], bool]] = field(default_factory=list)
 
 
@@ -124,7 +123,7 @@ class GroupLogReading(LogReading):
                     LogReading(member, stream, self.since, limit=None, end=self.end),
                     catalog,
                     [names.index(k) for k in stream.key],
-                    _Rows(stream),
+                    Rows(stream),
                 )
         finally:
             connection.close()
@@ -224,6 +223,11 @@ class GroupLogReading(LogReading):
             target.reading._same_columns(event, target.catalog)
         else:
             target.pending.extend(target.reading._rows_of(event, target.key))
+
+
+def _text(value: Any) -> str:
+    """A statement or a name as the server sent it: bytes from some drivers, text from others."""
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
 
 
 def _for_group(

@@ -364,9 +364,9 @@ class ExtractOperator(BaseOperator):
             raise
         except RefusedRead as exc:
             self.log.error("%s group refused the read: %s", reader.kind, exc)
-            command = full_read_command(str(context["dag"].dag_id), *contracts.values())
-            if FULL_READ in str(exc) and command is not None:
-                self.log.error("to run the full read of every table of the group: %s", command)
+            if FULL_READ in str(exc):
+                # One table's refusal resets the group: every table read whole at once.
+                self._fail_for_full_read(exc, context, *contracts.values())
             raise
         pushed = []
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
@@ -406,7 +406,13 @@ class ExtractOperator(BaseOperator):
             refused
         ):
             return
-        command = full_read_command(str(context["dag"].dag_id), contract)
+        self._fail_for_full_read(refused, context, contract)
+
+    def _fail_for_full_read(
+        self, refused: ConnectorError, context: Any, *contracts: Contract
+    ) -> None:
+        """Fail with the command that triggers the contracts' full read, where they have one."""
+        command = full_read_command(str(context["dag"].dag_id), *contracts)
         if command is None:
             return
         self.log.error("to run the full read: %s", command)

@@ -234,3 +234,38 @@ def test_a_group_plan_mixing_whole_reads_and_log_reads_is_refused_naming_the_fix
     for mixed in ([whole[0], logs[1]], [logs[0], replace(logs[1], since=8)]):
         with pytest.raises(ConnectorError, match="every table's complete shape"):
             _group_since(contracts, mixed)
+
+
+@pytest.mark.airflow
+def test_a_refused_group_read_keeps_what_is_published_and_prints_every_tables_full_read(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    log_source: PgTable | MariaTable,
+    second: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import json
+    import shlex
+
+    source, tables = log_source, [log_source.table, second]
+    connector = source.group_config(tables, columns=dict.fromkeys(tables, COLUMNS))
+    contracts = [log_contract(table) for table in tables]
+    module, receiver_id = write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
+    fill(source, tables)
+    assert set(states(module.dag.test()).values()) == {"success"}
+    hook = DoganaHook(receiver_id)
+    before = {t: ledger.generation for t, ledger in hook.ledgers(tables).items()}
+    source.execute(f"TRUNCATE TABLE {quoted(source, second)}")
+    capfd.readouterr()
+    refused = module.dag.test()
+    assert states(refused)["both.extract"] == "failed"
+    assert {t: ledger.generation for t, ledger in hook.ledgers(tables).items()} == before
+    conf = json.dumps({"dogana_shape": dict.fromkeys(tables, "snapshot")})
+    printed = f"airflow dags trigger {module.dag.dag_id} --conf {shlex.quote(conf)}"
+    assert f"to run the full read: {printed}" in capfd.readouterr().out
+    reset = module.dag.test(run_conf=json.loads(shlex.split(printed)[5]))
+    assert set(states(reset).values()) == {"success"}
+    with hook.committed() as connection:
+        counts = [connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables]
+    assert counts == [ROWS, 0]
