@@ -111,7 +111,7 @@ class GroupLogReading(LogReading):
             try:
                 state = self._prepare(connection)
             except RefusedRead as refused:
-                raise _for_group(refused, members) from None
+                raise _for_group(refused, members) from refused
             database = _text(scalar(connection, "SELECT DATABASE()"))
             targets: dict[tuple[str, str], _Target] = {}
             for member, stream in members:
