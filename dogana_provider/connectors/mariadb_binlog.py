@@ -605,6 +605,10 @@ class _Rows:
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
 
 
+Rows = _Rows
+"""The rows a log read collects, by the public name a group's read (mariadb_group.py) uses."""
+
+
 # Reads ----------------------------------------------------------------------------------------
 
 
