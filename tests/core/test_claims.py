@@ -285,6 +285,21 @@ def test_claims_of_several_tables_join_claims_stated_at_one_now_and_limit() -> N
         )
 
 
+def test_claims_joined_take_each_parts_table_however_the_part_was_built() -> None:
+    part = _claims()
+    decoded = Claims.from_json(part.to_json())  # built by the constructor, not by Claims.joined
+    items = Claims.at(MONDAY, WEEK, (("items", Region()),))
+    both = Claims.joined(MONDAY, WEEK, (decoded, items))
+    assert both.count == 2
+    assert both.of_table("orders") == part.regions
+    # Joined claims of one table are that table's claims; of two tables, no one table's.
+    assert Claims.joined(MONDAY, WEEK, (Claims.joined(MONDAY, WEEK, (part,)), items)) == both
+    lines = Claims.at(MONDAY, WEEK, (("lines", Region()),))
+    with pytest.raises(InvalidContract) as refused:
+        Claims.joined(MONDAY, WEEK, (both, lines))
+    assert str(refused.value) == "Claims.joined: each part holds the regions of one table"
+
+
 def _claims() -> Claims:
     return orders(full_on(SUNDAY)).claims(MONDAY, limit=WEEK)
 

@@ -192,6 +192,8 @@ def test_a_stored_summary_reads_back_as_its_chunks_summary() -> None:
         '"2026-10-01T00:00:00+00:00"]',
         '[1,false,false,"2026-10-01T00:00:00+00:00",null,null]',
         '[1,false,false,"yesterday",null,null]',
+        "[1,false,false,5,null,null]",  # a date that is not text
+        '[1,false,false,"2026-10-01T00:00:00+00:00",null,"2026-10-01T00:00:00+00:00"]',
         "[1,false,false,null,null,null]",  # no region, neither unknown nor known
         "[1,true,true,null,null,null]",  # patched, with no known region
         "[true,true,false,null,null,null]",
