@@ -25,6 +25,11 @@ the rest of the server wrote meanwhile); decode, the CPU seconds pgoutput.py tak
 same messages.
 
 On MariaDB (measure_mariadb) the log is the row binlog read by the mariadb_binlog connector.
+Beside the log delivery: read MiB, the binlog bytes its read went through (from the position
+before the changes to the binlog's end: the changes' row images and what the rest of the
+server logged meanwhile); log cpu, the CPU seconds the connector's read alone takes (reading
+the binlog's events and decoding their row images into record batches, no file written; best
+of REPEAT).
 
     PYTHONPATH=. .venv/bin/python bench/cdc.py                           # 1,000,000 and 10,000,000
     PYTHONPATH=. .venv/bin/python bench/cdc.py --sizes 100000 1000000 --databases postgresql
@@ -55,13 +60,16 @@ MARIADB_SOURCE = "bench_cdc_mariadb"
 REPEAT = 3
 
 
-def best(call: Callable[[], Any]) -> tuple[float, Any]:
-    """The shortest of REPEAT runs of call, and what the last returned."""
+def best(
+    call: Callable[[], Any], clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, Any]:
+    """The shortest of REPEAT runs of call on a clock (the wall's, or the process's CPU time),
+    and what the last returned."""
     times, value = [], None
     for _ in range(REPEAT):
-        start = time.perf_counter()
+        start = clock()
         value = call()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return min(times), value
 
 
@@ -279,6 +287,7 @@ def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
         log_request = ExtractionRequest(table, "log", now, since=position, issue_position=True)
         connector = {"kind": "mariadb_binlog", "conn_id": MARIADB_SOURCE, "table": table}
         log, by_log = best(lambda: _extract(home, log_contract, log_request, connector=connector))
+        log_cpu, read = best(lambda: _binlog_read(table, position), clock=time.process_time)
         cursor_request = ExtractionRequest(table, "changes", now, since=since)
         cursor_time, by_cursor = best(
             lambda: _extract(home, cursor_contract, cursor_request, source_conn_id=MARIADB_SOURCE)
@@ -292,10 +301,26 @@ def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
             "cursor": cursor_time,
             "apply": apply,
             "wal": float(wal),
+            "decoded": float(read),
+            "log_cpu": log_cpu,
         }
     finally:
         cursor.execute(f"DROP TABLE IF EXISTS {table}")
         db.close()
+
+
+def _binlog_read(table: str, position: int) -> float:
+    """The connector's read of the binlog from a position, alone (no file written): the binlog
+    bytes it went through, or nan where the binlog moved to another file meanwhile."""
+    from dogana_provider.connectors import MariadbBinlogConnector
+    from dogana_provider.connectors.mariadb_binlog import BinlogPosition
+
+    with MariadbBinlogConnector({"conn_id": MARIADB_SOURCE, "table": table}) as connector:
+        reading = connector.read(table, since=position)
+        for _ in reading:
+            pass
+        since, end = BinlogPosition.of_int(position), BinlogPosition.of_int(reading.checkpoint())
+    return float(end.offset - since.offset) if end.number == since.number else nan
 
 
 def _extract(home: Path, contract: str, request: Any, **source: Any) -> Any:
@@ -316,7 +341,7 @@ MEASURES = {"postgresql": measure, "mariadb": measure_mariadb}
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0].replace("\n", " "))
     parser.add_argument(
         "--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000], help="table rows"
     )
@@ -341,7 +366,8 @@ def main() -> None:
     )
     print(
         f"{'database':>10} {'table rows':>12} {'log':>8} {'cursor':>8} {'apply':>8} "
-        f"{'log/apply':>10} {'log MiB':>8} {'peek':>8} {'read MiB':>8} {'decode':>8}"
+        f"{'log/apply':>10} {'log MiB':>8} {'peek':>8} {'read MiB':>8} {'decode':>8} "
+        f"{'log cpu':>8}"
     )
     lines = []
     for database in args.databases.split(","):
@@ -352,7 +378,7 @@ def main() -> None:
                 f"{database:>10} {r['rows']:>12,} {r['log']:>8.3f} {r['cursor']:>8.3f} "
                 f"{r['apply']:>8.3f} {r['log'] / r['apply']:>10.2f} {r['wal'] / 2**20:>8.1f} "
                 f"{r.get('peek', nan):>8.3f} {r.get('decoded', nan) / 2**20:>8.1f} "
-                f"{r.get('decode', nan):>8.3f}",
+                f"{r.get('decode', nan):>8.3f} {r.get('log_cpu', nan):>8.3f}",
                 flush=True,
             )
         first, last = results[0], results[-1]

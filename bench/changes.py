@@ -26,7 +26,7 @@ with the source's live rows by count and an aggregate of every column.
 Then "a 10-row changes delivery": five changes deliveries of 10 spread rows (one deleted), the
 median, and one more counted: the statements the drivers were asked to run and the connections
 opened (sqlite3's trace callback, psycopg's and MySQLdb's cursors, wrapped in the bench's process
-alone), beside issue 26's count before (BEFORE).
+alone), beside the same count before (BEFORE) and when issue 26 was filed (FILED).
 
 Each database and size runs in a process of its own. The sources take longest to build: with
 --keep-sources they stay, named after this bench (dogana_bench_source_changes_<rows>; SQLite
@@ -58,13 +58,20 @@ import pipeline
 import psycopg
 from pipeline import COLUMNS, SQLITE_NOW, TABLE
 
+# The operator tests' keyed table whose source soft-deletes, its contract shared.
+sys.path.insert(0, str(pipeline.ROOT / "tests"))
+from soft_deletes import orders_contract
+
 CHANGED = 10_000
 ROUNDS = 5
 FEW = 10
 DELETED_EVERY = 10  # one changed row in ten is flagged deleted
 WITHIN = 1.3  # issue 26: the changes delivery within 1.3x of the floor
-# A 10-row changes delivery's statements before issue 26 (commit fbf4fce, this count).
-BEFORE = {"postgresql": 86, "sqlite": 109, "mysql": 98}
+# A 10-row changes delivery's statements and connections, this count, before the work to halve
+# both (commit 02f0ca5); and its statements when issue 26 was filed (commit fbf4fce).
+BEFORE = {"postgresql": (50, 4), "sqlite": (78, 10), "mysql": (75, 10)}
+BEFORE_AT = "02f0ca5"
+FILED = {"postgresql": 86, "sqlite": 109, "mysql": 98}
 CACHE = Path(tempfile.gettempdir()) / "dogana-bench-changes"
 LIVE = f"{TABLE} WHERE NOT deleted"  # the source's live rows, for the aggregate
 
@@ -98,6 +105,7 @@ class Changes:
 
     false = "false"
     now = "now()"
+    soft_delete = "deleted"  # pipeline's floor copies it and deletes the rows it flags
 
     def execute_source(self, sql: str) -> None: ...
 
@@ -132,32 +140,6 @@ class Postgres(Changes, pipeline.Postgres):
             source.execute(sql)
             if sql.startswith("ALTER"):
                 source.execute(f"VACUUM ANALYZE {TABLE}")
-
-    def floor_changes(self, mark: str) -> None:
-        names = ", ".join(COLUMNS)
-        since = psycopg.sql.quote(mark)
-        changed = f"updated_at > {since} AND updated_at <= now()"
-        out = f"\\copy (SELECT {names}, deleted FROM {TABLE} WHERE {changed}) TO STDOUT"
-        script = self.home / "floor_changes.sql"
-        script.write_text(
-            f"CREATE TEMPORARY TABLE changed (LIKE {TABLE}, deleted BOOLEAN) ON COMMIT DROP;\n"
-            f"\\copy changed ({names}, deleted) FROM pstdin\n"
-            f"DELETE FROM {TABLE} WHERE id = ANY (ARRAY(SELECT id FROM changed));\n"
-            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed WHERE NOT deleted;\n",
-            encoding="utf-8",
-        )
-        reading = subprocess.Popen(
-            ["psql", "-q", "-d", self.source_url(), "-c", out], stdout=subprocess.PIPE
-        )
-        subprocess.run(
-            ["psql", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", self.target_url(), "-f", script],
-            stdin=reading.stdout,
-            check=True,
-        )
-        assert reading.stdout is not None
-        reading.stdout.close()
-        if reading.wait() != 0:
-            raise RuntimeError("psql \\copy out of the source failed")
 
     def drop(self, source: bool = False) -> None:  # type: ignore[override]
         roles = [self.target] + (["source"] if source else [])
@@ -279,20 +261,7 @@ def database_for(name: str, rows: int, home: Path, target: str = "target") -> An
 
 
 def contract_file(home: Path) -> Path:
-    from dogana_core.contract import Contract
-    from dogana_core.shape import Shape
-
-    contract = Contract(
-        TABLE,
-        ("id",),
-        {
-            "full": Shape.complete(cost=100),
-            "changes": Shape.changes(checkpoint="timestamp", tombstones=True),
-        },
-        cursor_column="updated_at",
-        deleted_column="deleted",
-        types={"id": "int", "updated_at": "datetime", "deleted": "bool"},
-    )
+    contract = orders_contract(TABLE, full_cost=100)
     path = home / f"{TABLE}.contract.json"
     path.write_text(contract.to_json(), encoding="utf-8")
     return path
@@ -360,6 +329,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "few_steps": few_steps[few.index(few_median)],
         "statements": count["statements"],
         "connections": count["connections"],
+        "database": args.database,
     }
 
 
@@ -433,19 +403,30 @@ def report(name: str, rows: int, found: dict[str, Any]) -> list[str]:
         f"  {dogana / floor:.2f}x the floor\n"
         f"  dogana by step, its median round: {steps}\n"
         f"  a {FEW}-row changes delivery: {few:.3f} s (median of {few_each}; its steps "
-        f"{few_steps}); {found['statements']} statements on {found['connections']} connections "
-        f"({BEFORE[name]} before issue 26)",
+        f"{few_steps}); {counted(found)}",
         flush=True,
     )
     ratio = dogana / floor
+    statements, connections = BEFORE[name]
+    halved = 2 * found["statements"] <= statements and 2 * found["connections"] <= connections
     return [
         f"{rows:>11,} rows  {name} changes within {WITHIN}x of the floor: {ratio:.2f}x, "
         f"{met(ratio <= WITHIN)}",
         f"{rows:>11,} rows  {name} a {FEW}-row changes delivery: {few:.3f} s, "
-        f"{found['statements']} statements ({found['statements'] / BEFORE[name]:.0%} of "
-        f"{BEFORE[name]}: {met(2 * found['statements'] <= BEFORE[name])} halved) "
-        f"on {found['connections']} connections",
+        f"{found['statements']} statements on {found['connections']} connections "
+        f"({found['statements'] / statements:.0%} and {found['connections'] / connections:.0%} "
+        f"of {BEFORE_AT}'s: both halved {met(halved)})",
     ]
+
+
+def counted(found: dict[str, Any]) -> str:
+    """The 10-row delivery's count, before (BEFORE) and after."""
+    statements, connections = BEFORE[found["database"]]
+    return (
+        f"{found['statements']} statements on {found['connections']} connections; before "
+        f"(main at {BEFORE_AT}) {statements} on {connections}, when issue 26 was filed "
+        f"{FILED[found['database']]} statements"
+    )
 
 
 def growth(found: dict[str, dict[int, dict[str, Any]]]) -> list[str]:

@@ -136,6 +136,9 @@ class Database:
     """One kind of database: its source and target, and how each variant reaches them."""
 
     name: str
+    soft_delete: str | None = None
+    """A boolean column the source flags deleted rows with, which floor_changes copies, then
+    deletes those rows and inserts the others (bench/changes.py); None: every row is live."""
 
     def __init__(self, run: str, home: Path) -> None:
         self.run, self.home = run, home
@@ -236,15 +239,19 @@ class Postgres(Database):
 
     def floor_changes(self, mark: str) -> None:
         names = ", ".join(COLUMNS)
+        flag = self.soft_delete
+        copied = names if flag is None else f"{names}, {flag}"
         since = psycopg.sql.quote(mark)
         changed = f"updated_at > {since} AND updated_at <= now()"
-        out = f"\\copy (SELECT {names} FROM {TABLE} WHERE {changed}) TO STDOUT"
+        out = f"\\copy (SELECT {copied} FROM {TABLE} WHERE {changed}) TO STDOUT"
         script = self.home / "floor_changes.sql"
         script.write_text(
-            f"CREATE TEMPORARY TABLE changed (LIKE {TABLE}) ON COMMIT DROP;\n"
-            f"\\copy changed ({names}) FROM pstdin\n"
+            f"CREATE TEMPORARY TABLE changed (LIKE {TABLE}"
+            f"{'' if flag is None else f', {flag} BOOLEAN'}) ON COMMIT DROP;\n"
+            f"\\copy changed ({copied}) FROM pstdin\n"
             f"DELETE FROM {TABLE} WHERE id = ANY (ARRAY(SELECT id FROM changed));\n"
-            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed;\n",
+            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed"
+            f"{'' if flag is None else f' WHERE NOT {flag}'};\n",
             encoding="utf-8",
         )
         reading = subprocess.Popen(

@@ -8,7 +8,10 @@
     pg_logical.py    a PostgreSQL table's changes from its log (logical decoding, pgoutput)
     pgoutput.py      pgoutput's binary messages, decoded
     mariadb_binlog.py  a MariaDB table's changes from its row-based binary log
-    log_capture.py   what the log connectors say alike: column differences, the full read
+    log_capture.py   what the log connectors say alike: column differences, the full read,
+                     a group of tables read together at one log position
+    pg_group.py      a group of PostgreSQL tables from one slot
+    mariadb_group.py   a group of MariaDB tables from one pass over the binlog
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
 connector_of(config) builds a connector from its configuration mapping, by its "kind".
@@ -34,7 +37,9 @@ from dogana_provider.connectors.contract import (
 )
 from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
 from dogana_provider.connectors.jsonl import JsonLinesConnector
+from dogana_provider.connectors.log_capture import LogGroup
 from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
+from dogana_provider.connectors.mariadb_group import MariadbBinlogGroup
 from dogana_provider.connectors.pg_group import PgLogicalGroup
 from dogana_provider.connectors.pg_logical import PgLogicalConnector
 from dogana_provider.connectors.sql import SqlConnector
@@ -62,11 +67,14 @@ def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
     return CONNECTORS[kind](options)
 
 
-GROUP_CONNECTORS: dict[str, type[PgLogicalGroup]] = {"pg_logical": PgLogicalGroup}
+GROUP_CONNECTORS: dict[str, type[LogGroup[Any]]] = {
+    PgLogicalGroup.kind: PgLogicalGroup,
+    MariadbBinlogGroup.kind: MariadbBinlogGroup,
+}
 """The connectors that read a group's tables in one read, at one instant."""
 
 
-def group_connector_of(config: Mapping[str, Any]) -> PgLogicalGroup:
+def group_connector_of(config: Mapping[str, Any]) -> LogGroup[Any]:
     """A group's connector from its configuration ({"kind": "pg_logical", "tables": [...]})."""
     kind = config.get("kind")
     if kind not in GROUP_CONNECTORS:
@@ -85,7 +93,9 @@ __all__ = [
     "HttpJsonConnector",
     "InvalidConfiguration",
     "JsonLinesConnector",
+    "LogGroup",
     "MariadbBinlogConnector",
+    "MariadbBinlogGroup",
     "PgLogicalConnector",
     "PgLogicalGroup",
     "Proof",

@@ -1,6 +1,7 @@
 """What the log connectors (pg_logical.py, mariadb_binlog.py) do alike: how a table's columns
-differ from the declared ones, what a refusal tells the person to run, and how they read the
-table itself rather than its log.
+differ from the declared ones, what a refusal tells the person to run, how they read the
+table itself rather than its log, and how they read a group of tables together (LogGroup:
+pg_group.py and mariadb_group.py say what each log does differently).
 
 A log read that cannot prove what it would claim refuses by name (RefusedRead) and leaves what
 is published as it was; every such refusal ends with full_read(table), the one way back: a
@@ -10,10 +11,10 @@ delivery of the contract's complete shape, which starts the log again from a new
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, ClassVar, Generic, Protocol, TypeVar
 
 import pyarrow as pa
 
@@ -21,6 +22,7 @@ from dogana_core.values import Position, Scalar
 from dogana_provider.connectors.contract import (
     Connector,
     ConnectorError,
+    Health,
     Proof,
     Reading,
     RefusedRead,
@@ -60,10 +62,13 @@ def undeclared(
     return columns_difference(table, "declared", list(declared.items()), list(now))
 
 
+FULL_READ = "a full read resets the chain"
+
+
 def full_read(table: str) -> str:
     """What a refusal tells the person to run."""
     return (
-        f"a full read resets the chain: run one delivery of {table}'s complete shape "
+        f"{FULL_READ}: run one delivery of {table}'s complete shape "
         "(PlanDeliveryOperator's shape=, or the DAG triggered with that shape)"
     )
 
@@ -135,7 +140,11 @@ class TableSource(Protocol):
 
 
 class TableReading(Reading):
-    """Rows of the table itself (not its log) in key order, from after one key up to another."""
+    """Rows of the table itself (not its log) in key order, from after one key up to another.
+
+    A read whose snapshot the log continues from sets log_position (the integer the ledger
+    holds) once the snapshot is taken; checkpoint is then a key while its rows are read and
+    that position once they all are."""
 
     def __init__(
         self,
@@ -156,6 +165,15 @@ class TableReading(Reading):
         self.produced_at: datetime | None = None
         self.finished = False
         self.stopped_by_limit = False
+        self.log_position: int | None = None
+
+    def checkpoint(self) -> Position:
+        if self.log_position is None:
+            raise ConnectorError("the read has not started: no snapshot, no log position yet")
+        if not self.finished:
+            # Inside the snapshot, where the next rows are is a key, not yet a log position.
+            return key_position(self.last)
+        return self.log_position
 
     def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
         """The rows the open transaction sees, each batch cast to the stream's schema."""
@@ -376,3 +394,168 @@ class LogConnector(Connector):
         if why is not None:
             raise RefusedRead("reversed_backfill", why)
         return self.log_reading(found, first, limit=limit, end=last)
+
+
+# Groups: several tables read together, at one log position -------------------------------------
+
+Member = TypeVar("Member", bound=LogConnector)
+
+
+class GroupReading(Protocol):
+    """One read of a group's tables: each batch with its table's name, then one proof and one
+    position for all of them."""
+
+    def tables(
+        self, members: Sequence[tuple[Any, Stream]]
+    ) -> Iterator[tuple[str, pa.RecordBatch]]: ...
+
+    def checkpoint(self) -> Position: ...
+
+    def proof(self) -> Proof: ...
+
+
+class LogGroup(Generic[Member]):
+    """The tables of one group, read together: the group's first read (or a reset) reads every
+    table whole in one snapshot at one log position (TablesInOneSnapshot), each later read is
+    one pass over the log from the position the group published to one end, split by table.
+    Either way a transaction touching two of its tables is in both tables' deliveries or in
+    neither, and every delivery carries the same since, position and produced_at: the group's
+    together check holds and every table is exact at that instant.
+
+    A read's batches are held in memory until every table's are read (Collected): a group reads
+    its log often, a few seconds of changes at a time; its first read is as large as its tables.
+
+    Each log says how its members are configured (member_type: the group's options are the
+    member's, "tables" for "table", "columns" by table), how its first read is prepared
+    (snapshot) and how its log is passed over once (log_pass)."""
+
+    kind: ClassVar[str]
+    member_type: type[Member]
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        allowed = (set(self.member_type.options) - {"table"}) | {"tables", "kind"}
+        unknown = sorted(set(config) - allowed)
+        tables = config.get("tables")
+        if (
+            unknown
+            or not isinstance(tables, list | tuple)
+            or len(tables) < 2
+            or len({str(t).lower() for t in tables}) != len(tables)
+        ):
+            raise ConnectorError(
+                f"a {self.kind} group names its tables (two or more, each once) under 'tables'"
+                + (f"; not options: {', '.join(unknown)}" if unknown else "")
+            )
+        columns = config.get("columns") or {}
+        if not isinstance(columns, Mapping) or not set(columns) <= set(tables):
+            raise ConnectorError(
+                f"a {self.kind} group's columns are by table: a mapping from some of its "
+                f"tables ({', '.join(map(str, tables))}) to their columns"
+            )
+        shared = {k: v for k, v in config.items() if k not in ("kind", "tables", "columns")}
+        self.members: dict[str, Member] = {
+            str(table): self.member_type(
+                {**shared, "table": table}
+                | ({"columns": columns[table]} if table in columns else {})
+            )
+            for table in tables
+        }
+
+    def member(self, table: str) -> Member:
+        for name, member in self.members.items():
+            if name.lower() == table.lower():
+                return member
+        raise ConnectorError(f"{table} is not a table of the group ({', '.join(self.members)})")
+
+    def read(self, since: int | None) -> dict[str, Collected]:
+        """Every table's delivery, read together: whole in one snapshot (since None), else the
+        log from since to one end."""
+        members = list(self.members.values())
+        for member in members:
+            member.connect()
+        pairs = [(member, member.stream(member.table)) for member in members]
+        reading = self.snapshot(pairs) if since is None else self.log_pass(pairs, since)
+        batches: dict[str, list[pa.RecordBatch]] = {m.table: [] for m in members}
+        for table, batch in reading.tables(pairs):
+            batches[table].append(batch)
+        proof, position = reading.proof(), reading.checkpoint()
+        return {m.table: Collected(s, batches[m.table], proof, position) for m, s in pairs}
+
+    def snapshot(self, members: Sequence[tuple[Member, Stream]]) -> GroupReading:
+        """The first read: every table whole in one snapshot, at the position the log continues
+        from (a TablesInOneSnapshot), once what the log needs of each table is checked."""
+        raise NotImplementedError
+
+    def log_pass(self, members: Sequence[tuple[Member, Stream]], since: int) -> GroupReading:
+        """One pass over the log from since to its end, every member's changes in it."""
+        raise NotImplementedError
+
+
+class TablesInOneSnapshot(TableReading):
+    """The group's first read: a log's whole-table read (its snapshot at a log position, the
+    first member's) reading every member's table, one after the other, in that one snapshot.
+    Mixed in before the log's own snapshot reading, whose __iter__ opens the snapshot and
+    fixes the position, then calls _select."""
+
+    def tables(self, members: Sequence[tuple[Any, Stream]]) -> Iterator[tuple[str, pa.RecordBatch]]:
+        self.readings = [KeyedReading(m, s, None, None, limit=None) for m, s in members]
+        for batch in self:
+            yield self.current, batch
+
+    def _select(self, connection: Any) -> Iterator[pa.RecordBatch]:
+        for reading in self.readings:
+            self.current = reading.connector.table
+            yield from reading._select(connection)
+
+
+class Collected(Reading):
+    """One table's part of a group read, read already."""
+
+    def __init__(
+        self, stream: Stream, batches: list[pa.RecordBatch], proof: Proof, position: Position
+    ) -> None:
+        self.stream = stream
+        self.batches = batches
+        self.read_proof = proof
+        self.position = position
+
+    def __iter__(self) -> Iterator[pa.RecordBatch]:
+        return iter(self.batches)
+
+    def checkpoint(self) -> Position:
+        return self.position
+
+    def proof(self) -> Proof:
+        return self.read_proof
+
+
+class OneOfGroup(Connector):
+    """A table of a group as a connector whose one stream is the table and whose read is its
+    part of the group's read (what extract writes as the table's delivery)."""
+
+    kind = "one_of_group"
+    options: ClassVar[Mapping[str, str]] = {}
+
+    def __init__(self, member: LogConnector, reading: Collected) -> None:
+        super().__init__({})
+        self.member = member
+        self.reading = reading
+
+    def check(self) -> tuple[str, ...]:
+        return ()
+
+    def discover(self) -> tuple[Stream, ...]:
+        return (self.reading.stream,)
+
+    def health(self) -> Health:
+        return Health(True, f"{self.member.table}: read with its group")
+
+    def read(
+        self, stream: str, *, since: Scalar | None = None, limit: int | None = None
+    ) -> Reading:
+        return self.reading
+
+    def backfill(
+        self, stream: str, low: Position, high: Position, *, limit: int | None = None
+    ) -> Reading:
+        raise ConnectorError(f"{self.member.table}: a group is read whole or from its position")

@@ -48,10 +48,11 @@ what to run (log_capture.full_read).
 
 Rows: an insert or update is the new row, a delete a tombstone (the key, other columns null, the
 deleted column true), an update that moves the key a tombstone for the old key, then the new
-row. Values come from the row images as the library decodes them and are converted to the
-stream's types exactly as the snapshot path delivers them: DATETIME read as UTC, decimals at
-their scale, TINYINT as bool where the "columns" option declares bool, unsigned BIGINT past
-2**63 (the signedness from the catalog when binlog_row_metadata is NO_LOG).
+row. Values come from the row images, decoded by a program compiled once per table map
+(binlog_rows; the library's own decoding where a column's type is not one it decodes), and are
+converted to the stream's types exactly as the snapshot path delivers them: DATETIME read as
+UTC, decimals at their scale, TINYINT as bool where the "columns" option declares bool, unsigned
+BIGINT past 2**63 (the signedness from the catalog when binlog_row_metadata is NO_LOG).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ import pyarrow as pa
 
 from dogana_core.shape import Shape
 from dogana_core.values import Position, Scalar
+from dogana_provider.connectors.binlog_rows import RowImages
 from dogana_provider.connectors.contract import (
     ConnectorError,
     Health,
@@ -85,7 +87,6 @@ from dogana_provider.connectors.log_capture import (
     columns_difference,
     full_read,
     inside_position,
-    key_position,
     undeclared,
     unproven,
 )
@@ -541,22 +542,37 @@ def _autocommit(connection: Any) -> None:
         connection.autocommit = True
 
 
-def _value(value: Any, kind: str) -> Any:
-    """A row image's value as the snapshot path delivers it for the column's logical type."""
-    if value is None:
-        return None
+def _converter(kind: str) -> Any:
+    """What turns a row image's non-null value into the value the snapshot path delivers for
+    the column's logical type; chosen once per column."""
     if kind == "bool":
-        return bool(value)
+        return bool
     if kind == "datetime":
-        return _utc(value)  # DATETIME holds no zone and is read as UTC, TIMESTAMP is UTC
-    if kind == "date" and isinstance(value, datetime):
-        return value.date()
+        return _utc  # DATETIME holds no zone and is read as UTC, TIMESTAMP is UTC
+    if kind == "date":
+        return _as_date
     if kind == "float":
-        return float(value)
-    if kind.startswith("decimal(") and not isinstance(value, Decimal):
-        return Decimal(str(value))
-    if kind == "str" and isinstance(value, bytes | bytearray):
-        return value.decode("utf-8")
+        return float
+    if kind.startswith("decimal("):
+        return _as_decimal
+    if kind == "str":
+        return _as_str
+    return _as_is
+
+
+def _as_date(value: Any) -> Any:
+    return value.date() if isinstance(value, datetime) else _as_is(value)
+
+
+def _as_decimal(value: Any) -> Decimal:
+    return value if isinstance(value, Decimal) else Decimal(str(value))
+
+
+def _as_str(value: Any) -> Any:
+    return value.decode("utf-8") if isinstance(value, bytes | bytearray) else _as_is(value)
+
+
+def _as_is(value: Any) -> Any:
     assert isinstance(value, int | str | float | Decimal | date)
     return value
 
@@ -567,14 +583,17 @@ class _Rows:
     def __init__(self, stream: Stream) -> None:
         self.schema = stream.schema()
         self.kinds = [c.type for c in stream.columns[:-1]]
+        self.converters = [_converter(kind) for kind in self.kinds]
         self.columns: list[list[Any]] = [[] for _ in stream.columns]
 
     def __len__(self) -> int:
         return len(self.columns[0])
 
     def add(self, values: tuple[Any, ...], deleted: bool) -> None:
-        for index, (value, kind) in enumerate(zip(values, self.kinds, strict=True)):
-            self.columns[index].append(_value(value, kind))
+        if len(values) != len(self.converters):
+            raise ValueError(f"a row of {len(values)} values for {len(self.converters)} columns")
+        for column, value, convert in zip(self.columns, values, self.converters, strict=False):
+            column.append(None if value is None else convert(value))
         self.columns[-1].append(deleted)
 
     def batch(self) -> pa.RecordBatch:
@@ -584,6 +603,10 @@ class _Rows:
         ]
         self.columns = [[] for _ in self.schema]
         return pa.RecordBatch.from_arrays(arrays, schema=self.schema)
+
+
+Rows = _Rows
+"""The rows a log read collects, by the public name a group's read (mariadb_group.py) uses."""
 
 
 # Reads ----------------------------------------------------------------------------------------
@@ -597,15 +620,6 @@ class SnapshotReading(TableReading):
 
     def __init__(self, connector: MariadbBinlogConnector, stream: Stream) -> None:
         super().__init__(connector, stream, None, None, limit=None)
-        self.position: BinlogPosition | None = None
-
-    def checkpoint(self) -> Position:
-        if self.position is None:
-            raise ConnectorError("the read has not started: no snapshot, no position yet")
-        if not self.finished:
-            # Inside the snapshot, where the next rows are is a key, not yet a log position.
-            return key_position(self.last)
-        return self.position.as_int()
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         from dogana_provider.dialects.base import fetch_all
@@ -622,19 +636,21 @@ class SnapshotReading(TableReading):
                     connection, "SHOW STATUS LIKE %s", ("binlog_snapshot_%",)
                 )
             }
-            self.position = BinlogPosition.of_file(
+            self.log_position = BinlogPosition.of_file(
                 status["binlog_snapshot_file"], int(status["binlog_snapshot_position"])
-            )
+            ).as_int()
             self.produced_at = produced_at
             yield from self._select(connection)
         self.finished = True
 
     def proof(self) -> Proof:
-        if self.produced_at is None or self.position is None or not self.finished:
+        if self.produced_at is None or self.log_position is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
-        why = f"the whole table in a consistent snapshot at binlog {self.position}"
+        why = (
+            f"the whole table in a consistent snapshot at binlog {position_text(self.log_position)}"
+        )
         return Proof(
-            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.position.as_int(), why
+            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.log_position, why
         )
 
 
@@ -665,6 +681,7 @@ class LogReading(Reading):
         self.finished = False
         self.stopped_by_limit = False
         self.last_commit: datetime | None = None
+        self.images = RowImages()
 
     def checkpoint(self) -> Position:
         if self.inside_rows:
@@ -865,23 +882,31 @@ class LogReading(Reading):
             elif column.type == 248 and not column.set_values:
                 column.set_values = logged_now[1]
 
-    def _rows_of(self, event: Any, key: list[int]) -> Iterator[tuple[tuple[Any, ...], bool]]:
+    def _rows_of(
+        self, event: Any, key: list[int], *, images: RowImages | None = None
+    ) -> Iterator[tuple[tuple[Any, ...], bool]]:
+        """A rows event's rows: an insert's or update's new row, a delete's tombstone, an
+        update moving the key a tombstone for the old key first. The images are decoded by
+        binlog_rows (the read's own RowImages, or the one given)."""
         from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
             UpdateRowsEvent,
             WriteRowsEvent,
         )
 
+        found = (images or self.images).of(event)
         width = len(self.stream.columns) - 1
-        for row in event.rows:
-            if isinstance(event, WriteRowsEvent):
-                yield tuple(row["values"].values()), False
-            elif isinstance(event, UpdateRowsEvent):
-                old, new = tuple(row["before_values"].values()), tuple(row["after_values"].values())
+        if isinstance(event, WriteRowsEvent):
+            for new in found:
+                yield new, False
+        elif isinstance(event, UpdateRowsEvent):
+            pairs = iter(found)
+            for old, new in zip(pairs, pairs, strict=True):
                 if [old[i] for i in key] != [new[i] for i in key]:
                     yield _key_only(old, key, width), True
                 yield new, False
-            else:
-                yield _key_only(tuple(row["values"].values()), key, width), True
+        else:
+            for old in found:
+                yield _key_only(old, key, width), True
 
     def proof(self) -> Proof:
         if not self.finished:

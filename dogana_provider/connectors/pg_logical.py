@@ -85,7 +85,6 @@ from dogana_provider.connectors.log_capture import (
     LogConnector,
     TableReading,
     inside_position,
-    key_position,
     undeclared,
     unproven,
 )
@@ -460,15 +459,6 @@ class SnapshotReading(TableReading):
 
     def __init__(self, connector: PgLogicalConnector, stream: Stream) -> None:
         super().__init__(connector, stream, None, None, limit=None)
-        self.consistent: int | None = None
-
-    def checkpoint(self) -> Position:
-        if self.consistent is None:
-            raise ConnectorError("the read has not started: no slot, no position yet")
-        if not self.finished:
-            # Inside the snapshot, where the next rows are is a key, not yet a log position.
-            return key_position(self.last)
-        return self.consistent
 
     def __iter__(self) -> Iterator[pa.RecordBatch]:
         import psycopg2  # type: ignore[import-untyped]
@@ -506,8 +496,8 @@ class SnapshotReading(TableReading):
             finally:
                 # The imported snapshot is the transaction's now; the exporter may go.
                 replication.close()
-            self.consistent = lsn_of(consistent)
-            self.produced_at = self._instant(self.consistent)
+            self.log_position = lsn_of(consistent)
+            self.produced_at = self._instant(self.log_position)
             yield from self._select(connection)
             connection.rollback()
         finally:
@@ -537,7 +527,9 @@ class SnapshotReading(TableReading):
         if self.produced_at is None or not self.finished:
             raise ConnectorError("the read is not finished: read its batches first")
         why = f"the whole table in the snapshot of slot {self.connector.slot}'s consistent point"
-        return Proof(Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.consistent, why)
+        return Proof(
+            Shape.complete(), self.produced_at, SNAPSHOT_CLOCK, None, self.log_position, why
+        )
 
 
 def _wait_for_flush(connection: Any, lsn: str) -> None:

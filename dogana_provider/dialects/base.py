@@ -88,10 +88,6 @@ class Dialect:
     """Whether a DELETE of the rows matching staged keys joins them (a multi-table DELETE)."""
     log_connector: str | None = None
     """The kind of the connector reading this database's change log (connectors/), if any."""
-    reuses_connections: bool = False
-    """Whether a transaction's connection may be lent to the next one (receiver/transactions.py
-    Reusing): nothing a PostgreSQL transaction leaves on its session outlives it, while
-    MariaDB's named locks end with their session."""
     staged_key_index: bool = False
     """Whether a staging table gets its key index before the row checks (SQLite: they count
     distinct keys through it; elsewhere the scan's COUNT(DISTINCT) sorts anyway)."""
@@ -212,6 +208,12 @@ class Dialect:
         finally:
             cursor.close()
 
+    def lendable(self, connection: Any) -> bool:
+        """Whether a connection whose transaction committed may be lent to the next transaction
+        (receiver/transactions.py Reusing): idle, and holding nothing that outlives a
+        transaction. Never, where the driver cannot tell."""
+        return False
+
     def lock_schema(self, connection: Any, name: str) -> None:
         """Serialize, until the transaction ends, the callers creating or altering tables under
         name; nothing to do where the database already serializes them."""
@@ -315,6 +317,15 @@ class Dialect:
         failure is operational (a lost connection, a full disk, a lock timeout), which must
         raise."""
         raise NotImplementedError
+
+
+def idle_session(connection: Any) -> bool:
+    """Whether a psycopg (2 or 3) connection is open and outside any transaction; False for
+    another driver's, which cannot tell."""
+    try:
+        return not connection.closed and int(connection.info.transaction_status) == 0
+    except (AttributeError, TypeError, ValueError):
+        return False
 
 
 def execute(connection: Any, sql: str, params: tuple[Any, ...] = ()) -> None:

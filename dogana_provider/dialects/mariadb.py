@@ -4,6 +4,7 @@ and string collations that must be told to compare bytes."""
 from __future__ import annotations
 
 import importlib
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,6 +58,12 @@ _TYPES = {
     252: "str",
 }
 _DECIMALS = (0, 246)
+
+_LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+"""The isolation level each connection's session was last set to (MariadbDialect.begin)."""
+
+_NAMING: weakref.WeakSet[Any] = weakref.WeakSet()
+"""The connections that asked for a named lock (lock_name): never lent to another transaction."""
 
 # information_schema's DATA_TYPE names, as logical types (decimals: catalog_columns). BOOLEAN is
 # TINYINT(1): int, as a cursor describes it, unless the contract or the author types it bool.
@@ -138,14 +145,36 @@ class MariadbDialect(Dialect):
         snapshot = "" if write else " WITH CONSISTENT SNAPSHOT"
         return (f"SET TRANSACTION ISOLATION LEVEL {level}", f"START TRANSACTION{snapshot}")
 
+    def begin(self, connection: Any, *, write: bool) -> None:
+        # A connection lent on (lendable) keeps its session's level: set for the session, and
+        # only when it differs from the last one this connection was given, the begin is one
+        # statement where begin_statements are two.
+        set_level, start = self.begin_statements(write=write)
+        cursor = connection.cursor()
+        try:
+            if _LEVELS.get(connection) != set_level:
+                _LEVELS.pop(connection, None)  # unknown until the SET succeeds
+                cursor.execute(set_level.replace("SET TRANSACTION", "SET SESSION TRANSACTION"))
+                _LEVELS[connection] = set_level
+            cursor.execute(start)
+        finally:
+            cursor.close()
+
+    def lendable(self, connection: Any) -> bool:
+        # A named lock (lock_name) ends with its session, however the session ends: a
+        # connection that took one is closed after its transaction, never lent on with it.
+        return connection not in _NAMING
+
     def lock_name(self, connection: Any, name: str) -> None:
         # A staging table's CREATE commits at once, so its half-loaded rows outlive a killed
         # loader; the loader's session lock on the table's name, which the server releases when
         # the session ends however it ends, is what tells sweep the loader is gone.
+        _NAMING.add(connection)  # before asking: a lock granted as the call fails is held too
         if scalar(connection, "SELECT GET_LOCK(%s, 0)", (name,)) != 1:
             raise RuntimeError(f"the lock on {name!r} is held by another session")
 
     def try_lock_name(self, connection: Any, name: str, wait: float) -> bool:
+        _NAMING.add(connection)
         return bool(scalar(connection, "SELECT GET_LOCK(%s, %s)", (name, wait)) == 1)
 
     def unless_exists(self, *key: str) -> str:

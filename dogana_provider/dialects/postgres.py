@@ -15,6 +15,7 @@ from dogana_provider.dialects.base import (
     execute,
     fetch_all,
     identity,
+    idle_session,
     pylist,
     scalar,
 )
@@ -120,6 +121,11 @@ class PostgresDialect(Dialect):
             connection.isolation_level = level  # psycopg2 takes the level's name
         else:
             super().begin(connection, write=write)
+
+    def lendable(self, connection: Any) -> bool:
+        # Nothing a transaction leaves on a session outlives it here: the isolation level is
+        # set per transaction and the advisory locks (lock_schema) are transaction-scoped.
+        return idle_session(connection)
 
     def lock_schema(self, connection: Any, name: str) -> None:
         # CREATE TABLE IF NOT EXISTS is not safe against itself: two transactions that both see
@@ -251,6 +257,5 @@ POSTGRES = PostgresDialect(
     # "C" compares the bytes of UTF-8, which is code-point order, whatever the database's locale.
     text_collation='"C"',
     statement_savepoint=True,
-    reuses_connections=True,
     log_connector="pg_logical",
 )

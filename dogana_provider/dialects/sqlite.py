@@ -116,6 +116,11 @@ class SqliteDialect(Dialect):
         connection.create_function(SHA256, 1, _sha256, deterministic=True)
         return f"{SHA256}({expression})"
 
+    def lendable(self, connection: Any) -> bool:
+        # A connection holds nothing outside a transaction; a file attached to one (staging's
+        # private file) is not lent, its connect wrapped, and closed with its transaction.
+        return isinstance(connection, sqlite3.Connection) and not connection.in_transaction
+
     def begin_statements(self, *, write: bool) -> tuple[str, ...]:
         # sqlite3 would open a deferred transaction at the first write, too late for a lock.
         return ("BEGIN IMMEDIATE" if write else "BEGIN",)

@@ -49,15 +49,16 @@ from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
 from dogana_provider import settings
 from dogana_provider.connectors import (
+    GROUP_CONNECTORS,
     ConnectorError,
+    RefusedRead,
     ReleasedPosition,
     connector_of,
     group_connector_of,
 )
 from dogana_provider.connectors.extract import extract as extract_stream
 from dogana_provider.connectors.extract import wait_for
-from dogana_provider.connectors.log_capture import LogConnector, full_read
-from dogana_provider.connectors.pg_group import OneOfGroup
+from dogana_provider.connectors.log_capture import FULL_READ, LogConnector, OneOfGroup, full_read
 from dogana_provider.delivery import folders as deliveries
 from dogana_provider.delivery.files import delivery_parts
 from dogana_provider.delivery.folders import LOCAL_PROTOCOLS
@@ -115,7 +116,8 @@ class ExtractOperator(BaseOperator):
     :param source_conn_id: the source's connection: sqlite, postgres or mysql (templated).
     :param connector: instead of source_conn_id, a connector's configuration, its "kind" and
         options (templated): the request is read from its stream, and the manifest stamped from
-        what the read proves. One table only.
+        what the read proves. One table, or with group a log connector's group configuration
+        ("tables" for "table": pg_logical, mariadb_binlog), every table read at one position.
     :param stream: the connector's stream to read (templated; by default the contract's table).
     :param contract: the table's Contract, its wire dict, or a path to its JSON (templated).
     :param group: contracts of tables read together, instead of contract: every table is read
@@ -209,10 +211,13 @@ class ExtractOperator(BaseOperator):
         if (source_conn_id is None) == (connector is None):
             raise ValueError(f"{self.task_id}: give either source_conn_id or connector")
         if connector is not None and group is not None:
-            raise ValueError(
-                f"{self.task_id}: a connector reads one table; a group is read in one snapshot "
-                "of a SQL source"
-            )
+            kind = connector.get("kind")
+            if kind not in GROUP_CONNECTORS:
+                raise ValueError(
+                    f"{self.task_id}: a {kind} connector reads one table; a group is read in "
+                    "one snapshot of a SQL source, or in one read of a log by "
+                    f"{', '.join(sorted(GROUP_CONNECTORS))}"
+                )
         self.source_conn_id = source_conn_id
         self.connector = None if connector is None else dict(connector)
         self.stream = stream
@@ -339,8 +344,9 @@ class ExtractOperator(BaseOperator):
             return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
 
     def _group_from_connector(self, context: Any, group: list[Any]) -> list[dict[str, Any]]:
-        """A group's tables in one read of the connector (one slot, one LSN): a delivery per
-        table, every one with the same produced_at and position."""
+        """A group's tables in one read of the connector (one log position: a slot's LSN, a
+        binlog's file:offset): a delivery per table, every one with the same produced_at and
+        position. A refusal names the full read of every table, which resets the group."""
         contracts = self._contracts(group)
         if self.request is None:
             self.request = upstream_output(self, context, PlanDeliveryOperator, "request")
@@ -355,6 +361,12 @@ class ExtractOperator(BaseOperator):
             readings = reader.read(since)
         except ReleasedPosition as exc:
             self._released(exc, requests[0].table, context)
+            raise
+        except RefusedRead as exc:
+            self.log.error("%s group refused the read: %s", reader.kind, exc)
+            if FULL_READ in str(exc):
+                # One table's refusal resets the group: every table read whole at once.
+                self._fail_for_full_read(exc, context, *contracts.values())
             raise
         pushed = []
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
@@ -394,7 +406,13 @@ class ExtractOperator(BaseOperator):
             refused
         ):
             return
-        command = full_read_command(str(context["dag"].dag_id), contract)
+        self._fail_for_full_read(refused, context, contract)
+
+    def _fail_for_full_read(
+        self, refused: ConnectorError, context: Any, *contracts: Contract
+    ) -> None:
+        """Fail with the command that triggers the contracts' full read, where they have one."""
+        command = full_read_command(str(context["dag"].dag_id), *contracts)
         if command is None:
             return
         self.log.error("to run the full read: %s", command)
@@ -748,7 +766,7 @@ def _group_since(
     contracts: Mapping[str, Contract], requests: Sequence[ExtractionRequest]
 ) -> int | None:
     """Where a group's one read starts: None when every table is read whole, else the one
-    position every table's ledger holds. Tables read from one slot move together."""
+    position every table's ledger holds. Tables read at one log position move together."""
     whole = [
         contracts[r.table.lower()].shape(r.shape).checkpoint is Checkpoint.NONE for r in requests
     ]
@@ -758,8 +776,8 @@ def _group_since(
     asked = ", ".join(f"{r.table}: {r.shape} from {r.since}" for r in requests)
     if any(whole) or len(positions) != 1 or not isinstance(next(iter(positions)), int):
         raise ConnectorError(
-            "a group read from one slot reads every table whole, or every table's changes from "
-            f"one position; the plan asks {asked}: run one delivery of every table's complete "
-            "shape, which resets the group's slot"
+            "a group read at one log position reads every table whole, or every table's changes "
+            f"from one position; the plan asks {asked}: run one delivery of every table's "
+            "complete shape, which resets the group's position (and a PostgreSQL group's slot)"
         )
     return int(next(iter(positions)))  # type: ignore[arg-type]

@@ -27,7 +27,7 @@ import json
 import shlex
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
@@ -51,6 +51,9 @@ from dogana_provider.operators.superseded import REQUIREMENT, Planned, requireme
 from dogana_provider.report.activation import inactive_message
 from dogana_provider.report.table import iso, iso_window
 
+if TYPE_CHECKING:
+    from dogana_provider.receiver.activation import SourceState
+
 RUN_SHAPE = "dogana_shape"
 """The run's conf key naming, by table, the shape this run reads when it needs a delivery:
 {"dogana_shape": {"orders": "snapshot"}} asks one run for orders' snapshot shape, as the
@@ -66,7 +69,8 @@ class PlanDeliveryOperator(BaseOperator):
     :param shape: read this shape when a delivery is needed (next_extraction), instead of the
         cheapest shape the planner finds; a scheduled job's routine read (templated: a rendering
         of "" or "None" is no shape, so "{{ dag_run.conf.get('shape') }}" picks one by hand).
-        A run whose conf names a shape for the table under "dogana_shape" reads that one.
+        A run whose conf names a shape for the table under "dogana_shape" reads that one
+        (for a group, each table named there).
     :param fresh_as_of: the table must be complete as of this instant (templated); RUN_END
         is the run's end. Without fresh_as_of, max_age or exact_at: the run's end.
     :param max_age: the table must be complete as of now - max_age (timedelta or seconds).
@@ -150,8 +154,8 @@ class PlanDeliveryOperator(BaseOperator):
         contract = contract_of(self.contract)
         if self.table is not None and self.table != contract.table:
             raise ValueError(f"table {self.table!r} is not the contract's table {contract.table!r}")
-        ledger = hook.receiver.register(contract)
-        self._refuse_inactive(hook, [contract.table])
+        ledger, state = hook.receiver.register_active(contract)
+        self._refuse(hook, [state])
         requirement = self._requirement(contract, now, end)
         window = requirement.window
         claims = ledger.claims(now, limit=NO_LIMIT, window=window)
@@ -183,7 +187,9 @@ class PlanDeliveryOperator(BaseOperator):
 
     def _refuse_inactive(self, hook: DoganaHook, tables: Sequence[str]) -> None:
         """Fail the task when the receiver may not publish one of the tables now."""
-        states = [hook.receiver.sources.state(table) for table in tables]
+        self._refuse(hook, [hook.receiver.sources.state(table) for table in tables])
+
+    def _refuse(self, hook: DoganaHook, states: Sequence[SourceState]) -> None:
         refused = [state for state in states if not state.publishes]
         if refused:
             raise AirflowFailException(inactive_message(self.receiver_conn_id, refused))
@@ -236,7 +242,15 @@ class PlanDeliveryOperator(BaseOperator):
                 f"group {names}: exact at an instant no earlier than {at_least.isoformat()} "
                 f"({claims_line(claims)}); nothing to deliver"
             )
-        for request in requests:
+        # A shape the run asks for a table (a full read after a refusal) replaces the planned
+        # one: a log group's reset reads every table whole at once.
+        asked = [
+            next_extraction(ledgers[request.table], shape, request.until, window=request.window)
+            if (shape := run_shape(context, request.table)) is not None
+            else request
+            for request in requests
+        ]
+        for request in asked:
             self.log.info("group %s: plan %s", names, _request_line(request))
         # One Planned per table: a group refused because another run's group publication came
         # first is superseded when that publication meets every table's part of the instant.
@@ -246,7 +260,7 @@ class PlanDeliveryOperator(BaseOperator):
             for table in group.tables
         ]
         context["ti"].xcom_push(REQUIREMENT, [item.to_dict() for item in stated])
-        return [request.to_dict() for request in requests]
+        return [request.to_dict() for request in asked]
 
 
 def run_shape(context: Any, table: str) -> str | None:
@@ -264,15 +278,19 @@ def run_shape(context: Any, table: str) -> str | None:
     return _shape(asked.get(table))
 
 
-def full_read_command(dag_id: str, contract: Contract) -> str | None:
-    """The command that triggers a run of dag_id reading the contract's complete shape (the
-    first that reads the whole table), or None when the contract declares none."""
-    complete = [
-        name for name, shape in contract.shapes if shape.is_complete and not shape.is_window
-    ]
-    if not complete:
-        return None
-    conf = json.dumps({RUN_SHAPE: {contract.table: complete[0]}})
+def full_read_command(dag_id: str, *contracts: Contract) -> str | None:
+    """The command that triggers a run of dag_id reading each contract's complete shape (the
+    first that reads the whole table; every table of a group at once), or None when a contract
+    declares none."""
+    shapes = {}
+    for contract in contracts:
+        complete = [
+            name for name, shape in contract.shapes if shape.is_complete and not shape.is_window
+        ]
+        if not complete:
+            return None
+        shapes[contract.table] = complete[0]
+    conf = json.dumps({RUN_SHAPE: shapes})
     return f"airflow dags trigger {shlex.quote(dag_id)} --conf {shlex.quote(conf)}"
 
 

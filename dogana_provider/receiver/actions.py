@@ -213,6 +213,8 @@ def execute_plan(
         swap_in(connection, dialect, staged, contract)
         return
     published = _Published(connection, dialect, staged, contract)
+    if published.upserts_with_tombstones(plan):
+        return
     for action in plan.actions:
         published.run(action)
 
@@ -267,9 +269,13 @@ class _Published:
         deleted = contract.deleted_column
         # A file may omit the deleted column: then every row is live.
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
+        self._in_place: bool | None = None
 
-    def staged_where(self, live: bool) -> tuple[str, tuple[Any, ...]]:
-        """Live staged rows, or tombstones; a file without the deleted column has only live."""
+    def staged_where(self, live: bool | None) -> tuple[str, tuple[Any, ...]]:
+        """Live staged rows, or tombstones, or (None) both; a file without the deleted column
+        has only live."""
+        if live is None:
+            return "1 = 1", ()
         if self.deleted is None:
             return ("1 = 1", ()) if live else ("1 = 0", ())
         return f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
@@ -297,6 +303,22 @@ class _Published:
             self.insert_live()
         else:  # pragma: no cover - ActionKind is closed
             raise ValueError(f"unknown action {kind}")
+
+    def upserts_with_tombstones(self, plan: ApplyPlan) -> bool:
+        """Run a changes delivery's upsert and tombstones as one DELETE of every staged key and
+        an INSERT of the live rows, where the upsert deletes and inserts (updates_in_place
+        says not): the staged keys are unique, live or tombstone (ApplyPlan.for_delivery), so
+        the tombstones' own DELETE after the INSERT would find only the rows the first one
+        already deleted. False, nothing run, for any other plan."""
+        actions = plan.actions
+        if [action.operation for action in actions] != [ActionKind.UPSERT, ActionKind.TOMBSTONE]:
+            return False
+        key = actions[0].key
+        if actions[1].key != key or self.updates_in_place():
+            return False
+        self.delete_matching(key, live=None)
+        self.insert_live()
+        return True
 
     def insert_live(self, absent: tuple[str, ...] = ()) -> None:
         """INSERT the live staged rows; with absent (a key), only those whose key no published
@@ -338,7 +360,9 @@ class _Published:
         does, and a plain join lets the planner scan the whole table: it keeps DELETE and
         INSERT, as MariaDB does.
         """
-        return self.dialect.updates_in_place(self.connection, self.contract.table)
+        if self._in_place is None:  # asked once a publication: the plan's and its upsert's
+            self._in_place = self.dialect.updates_in_place(self.connection, self.contract.table)
+        return self._in_place
 
     def update_matching(self, key: tuple[str, ...]) -> None:
         """UPDATE the published rows sharing a key with a live staged row to its values."""
@@ -370,8 +394,9 @@ class _Published:
             (low, high),
         )
 
-    def delete_matching(self, key: tuple[str, ...], *, live: bool) -> None:
-        """Delete published rows sharing a key with a staged live row (or tombstone).
+    def delete_matching(self, key: tuple[str, ...], *, live: bool | None) -> None:
+        """Delete published rows sharing a key with a staged live row (or tombstone, or either:
+        None).
 
         The cost must follow the delivery, not the table: probe the published key index once
         per staged key. A correlated EXISTS lets the planner pick a scan of the whole published

@@ -77,12 +77,20 @@ class Sources:
     def state(self, table: str) -> SourceState:
         """The table's activation now. An expired authorization found here is recorded in the
         log, once, as a refused delivery records it."""
-        now = self.steps.clock()
         with self._reading() as connection:
-            state = self.steps.activation(connection, table).at(now)
+            state = self.state_on(connection, table)
+        return self.noted(state)
+
+    def state_on(self, connection: Any, table: str) -> SourceState:
+        """The table's activation now, read in the caller's transaction; noted, once that ended,
+        records what state records."""
+        return self.steps.activation(connection, table).at(self.steps.clock())
+
+    def noted(self, state: SourceState) -> SourceState:
+        """state, an expired authorization recorded in the log in a transaction of its own."""
         if state.required and state.status is Status.EXPIRED:
             with transaction(self.steps.connect, self.steps.dialect) as connection:
-                self.steps.note_expiry(connection, table, now)
+                self.steps.note_expiry(connection, state.table, state.at)
         return state
 
     def log(self, table: str | None = None) -> list[LogEntry]:

@@ -57,7 +57,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, overload
+from typing import Any, TypeVar, overload
 
 from dogana_core.contract import Contract
 from dogana_core.errors import InconsistentPublication, InvalidContract, SerializationError
@@ -120,6 +120,8 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -209,8 +211,8 @@ class Receiver:
     ) -> None:
         """require_activation=True switches the receiver's stored setting on at the next
         registration, when it is off (activating.py); it never switches it off."""
-        if dialect.reuses_connections:
-            connect = Reusing(connect)  # transactions.py: a connection per delivery step
+        # transactions.py: a connection per delivery step, not one per transaction
+        connect = Reusing(connect, lendable=dialect.lendable)
         self.steps = Steps(connect, dialect, Store(dialect, prefix), clock, source)
         self.connect = connect
         self.dialect = dialect
@@ -234,6 +236,23 @@ class Receiver:
         declared ones in the same commit (empty: none declared); None leaves them as they are,
         so a task that does not declare them never drops a block another declared.
         """
+        return self._registering(contract, expectations, lambda connection: None)[0]
+
+    def register_active(self, contract: Contract) -> tuple[Ledger, SourceState]:
+        """register, and the table's activation now (Sources.state), read in the
+        registration's transaction: what a plan task asks before it plans."""
+        ledger, state = self._registering(
+            contract, None, lambda connection: self.sources.state_on(connection, contract.table)
+        )
+        return ledger, self.sources.noted(state)
+
+    def _registering(
+        self,
+        contract: Contract,
+        expectations: Expectations | None,
+        also: Callable[[Any], T],
+    ) -> tuple[Ledger, T]:
+        """register, and also(connection) in its transaction after its writes."""
         # Every registration (every plan task) runs this: the receiver's tables, once made,
         # are found by one catalog query in the registration's own transaction; only a store
         # missing any of them is created first, in a transaction of its own (DDL commits at
@@ -241,13 +260,15 @@ class Receiver:
         with transaction(self.connect, self.dialect) as connection:
             if self.steps.created(connection):
                 self.sources.configure(connection)
-                return self._register(connection, contract, expectations)
+                ledger = self._register(connection, contract, expectations)
+                return ledger, also(connection)
         with transaction(self.connect, self.dialect) as connection:
             self.store.create(connection)
             self.sources.create(connection)
             self.steps.lineage.create(connection)
         with transaction(self.connect, self.dialect) as connection:
-            return self._register(connection, contract, expectations)
+            ledger = self._register(connection, contract, expectations)
+            return ledger, also(connection)
 
     def _register(
         self, connection: Any, contract: Contract, expectations: Expectations | None
@@ -413,11 +434,21 @@ class Receiver:
             return decision.receipt
         staged = decision.staged
         assert staged is not None
-        with transaction(self.connect, self.dialect) as connection:
-            self.steps.lineage.ensure(connection)
-            add_missing_columns(connection, self.dialect, staged, decision.receipt.contract)
+        contract = decision.receipt.contract
+        # The published table's missing columns are added before the lock on its head is
+        # taken, in a transaction of their own; where a writer's transaction locks the whole
+        # database from its start (no row locks: SQLite), the publication's transaction holds
+        # nothing longer for them, and they join it.
+        joined = not self.dialect.row_locks
+        if not joined:
+            with transaction(self.connect, self.dialect) as connection:
+                self.steps.lineage.ensure(connection)
+                add_missing_columns(connection, self.dialect, staged, contract)
         ddl_joins = self.dialect.transactional_ddl
         with transaction(self.connect, self.dialect) as connection:
+            if joined:
+                self.steps.lineage.ensure(connection)
+                add_missing_columns(connection, self.dialect, staged, contract)
             receipt = self._publish_locked(connection, decision.receipt, staged, origin)
             # Whatever the outcome (published, refused, replayed), the staged rows are spent:
             # dropped in this transaction where DDL joins it, else marked for the drop after.

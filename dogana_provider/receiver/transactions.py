@@ -1,12 +1,13 @@
 """One transaction per step, with each database's way to take the lock.
 
-Each transaction takes a connection and gives it back when it ends. On SQLite and MariaDB that
-is a new connection, closed after (MariaDB's named locks, Dialect.lock_name, end with their
-session). On PostgreSQL a receiver lends the next transaction the connection the last one
-finished with, committed or rolled back and idle (Reusing): a delivery's four steps run about a
-dozen transactions, and a new connection costs more than most of them. Nothing
-a transaction leaves on its session outlives it there: the isolation level is set per
-transaction, and the advisory locks (Dialect.lock_schema) are transaction-scoped.
+Each transaction takes a connection and gives it back when it ends. A receiver lends the next
+transaction the connection the last one finished with, committed and idle (Reusing): a
+delivery's four steps run about a dozen transactions, and a new connection costs more than most
+of them (on SQLite, the file opened again and its schema read). The dialect says which may be
+lent (Dialect.lendable): one holding nothing that outlives its transaction. PostgreSQL sets the
+isolation level per transaction and takes transaction-scoped advisory locks; a MariaDB
+connection that asked for a named lock (Dialect.lock_name), which ends with its session, is
+closed instead; a SQLite connection is lent only to its own thread.
 
 A publication must lock the table's head before it compares it with the receipt's base
 (The receiver, what it owes 2). PostgreSQL and MariaDB lock the store's row with SELECT ... FOR
@@ -29,12 +30,10 @@ from contextlib import contextmanager, suppress
 from typing import Any
 
 from dogana_provider.dialects import Dialect
+from dogana_provider.dialects.base import idle_session
 
 Connect = Callable[[], Any]
 """A DB-API connection factory: each call returns a new connection (hook.get_conn, say)."""
-
-IDLE = 0
-"""The transaction status of a PostgreSQL session outside any transaction (psycopg 2 and 3)."""
 
 
 class Reusing:
@@ -43,26 +42,38 @@ class Reusing:
     At most `keep` wait, each for `fresh` seconds at most: a step's transactions follow each
     other within milliseconds, while a receiver a long-lived process keeps (a triggerer's) must
     not meet a connection the server closed while it waited. A connection whose transaction
-    raised is closed instead.
+    raised, or which `lendable` refuses, is closed instead. A connection is lent only to the
+    thread that gave it back: sqlite3's refuse any other.
     """
 
-    def __init__(self, connect: Connect, keep: int = 2, fresh: float = 10.0) -> None:
+    def __init__(
+        self,
+        connect: Connect,
+        keep: int = 2,
+        fresh: float = 10.0,
+        *,
+        lendable: Callable[[Any], bool] = idle_session,
+    ) -> None:
         self.connect = connect
+        self.lendable = lendable
         self.keep = keep
         self.fresh = fresh
-        self._idle: list[tuple[Any, float]] = []
+        self._idle: list[tuple[Any, float, int]] = []
         self._lock = threading.Lock()
 
     def __call__(self) -> Any:
         stale = []
+        thread = threading.get_ident()
+        connection = None
         with self._lock:
-            while self._idle:
-                connection, since = self._idle.pop()
-                if time.monotonic() - since <= self.fresh:
+            for kept in reversed(self._idle):
+                if kept[2] != thread:
+                    continue
+                self._idle.remove(kept)
+                if time.monotonic() - kept[1] <= self.fresh:
+                    connection = kept[0]
                     break
-                stale.append(connection)
-            else:
-                connection = None
+                stale.append(kept[0])
         for old in stale:
             with suppress(Exception):
                 old.close()
@@ -70,19 +81,12 @@ class Reusing:
 
     def give_back(self, connection: Any, *, ended: bool) -> None:
         """ended: its transaction committed; the connection is kept when it is idle too."""
-        if ended and _idle(connection):
+        if ended and self.lendable(connection):
             with self._lock:
                 if len(self._idle) < self.keep:
-                    self._idle.append((connection, time.monotonic()))
+                    self._idle.append((connection, time.monotonic(), threading.get_ident()))
                     return
         connection.close()
-
-
-def _idle(connection: Any) -> bool:
-    try:
-        return not connection.closed and int(connection.info.transaction_status) == IDLE
-    except (AttributeError, TypeError, ValueError):
-        return False  # not a psycopg connection: never lent again
 
 
 @contextmanager
@@ -102,8 +106,9 @@ def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> It
         connection.commit()
         ended = True
     finally:
-        if isinstance(connect, Reusing):
-            connect.give_back(connection, ended=ended)
+        give_back = getattr(connect, "give_back", None)  # a Reusing's, or one wrapping it
+        if give_back is not None:
+            give_back(connection, ended=ended)
         else:
             connection.close()
 

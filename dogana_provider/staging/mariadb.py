@@ -35,18 +35,16 @@ def aria_stages(connection: Any) -> bool:
     """
     cursor = connection.cursor()
     try:
+        # One statement: Aria's support, and whatever forbids it on this server or session.
         cursor.execute(
-            "SELECT COUNT(*) FROM information_schema.ENGINES "
-            "WHERE ENGINE = 'Aria' AND SUPPORT IN ('YES', 'DEFAULT')"
-        )
-        if not cursor.fetchone()[0]:
-            return False
-        cursor.execute(
-            "SELECT COUNT(*) FROM information_schema.SESSION_VARIABLES "
+            "SELECT (SELECT COUNT(*) FROM information_schema.ENGINES "
+            "WHERE ENGINE = 'Aria' AND SUPPORT IN ('YES', 'DEFAULT')), "
+            "(SELECT COUNT(*) FROM information_schema.SESSION_VARIABLES "
             "WHERE (VARIABLE_NAME = 'ENFORCE_STORAGE_ENGINE' AND VARIABLE_VALUE <> '') "
-            "OR (VARIABLE_NAME = 'WSREP_ON' AND VARIABLE_VALUE = 'ON')"
+            "OR (VARIABLE_NAME = 'WSREP_ON' AND VARIABLE_VALUE = 'ON'))"
         )
-        return not cursor.fetchone()[0]
+        supported, forbidden = cursor.fetchone()
+        return bool(supported) and not forbidden
     finally:
         cursor.close()
 

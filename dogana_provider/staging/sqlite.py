@@ -28,6 +28,7 @@ import contextlib
 import importlib
 import logging
 import os
+import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -216,19 +217,42 @@ def _bound(array: pa.Array, logical: str) -> pa.Array:
     return array
 
 
-def attaching(connect: Callable[[], Any], loaded: Preloaded) -> Callable[[], Any]:
+def attaching(connect: Callable[[], Any], loaded: Preloaded) -> Attaching:
     """connect, each connection with the private file attached (before any transaction)."""
+    return Attaching(connect, loaded)
 
-    def attached() -> Any:
-        connection = connect()
+
+class Attaching:
+    """attaching's connect. A connection its transaction gives back (transactions.py) is
+    detached and given back to connect, where connect lends connections on (Reusing): the
+    file must not stay open in a connection that outlives the load."""
+
+    def __init__(self, connect: Callable[[], Any], loaded: Preloaded) -> None:
+        self.connect = connect
+        self.loaded = loaded
+
+    def __call__(self) -> Any:
+        connection = self.connect()
         try:
-            connection.execute(f"ATTACH DATABASE ? AS {SQLITE.quote(LOADED)}", (loaded.database,))
+            connection.execute(
+                f"ATTACH DATABASE ? AS {SQLITE.quote(LOADED)}", (self.loaded.database,)
+            )
         except BaseException:
             connection.close()
             raise
         return connection
 
-    return attached
+    def give_back(self, connection: Any, *, ended: bool) -> None:
+        lender = getattr(self.connect, "give_back", None)
+        if lender is not None and ended:
+            try:
+                connection.execute(f"DETACH DATABASE {SQLITE.quote(LOADED)}")
+            except sqlite3.Error:
+                ended = False  # closed below: the file goes with the connection
+            else:
+                lender(connection, ended=True)
+                return
+        connection.close()
 
 
 @contextlib.contextmanager

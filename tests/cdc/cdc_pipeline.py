@@ -68,7 +68,7 @@ def write_group_dag(
     """One delivery_task_group reading a table, or a group's tables from one slot (group id
     "both"), through the connector (a configuration) into a SQLite receiver; the DAG's module
     and the receiver's connection id."""
-    name = str(connector["slot"])[-8:]
+    name = str(connector.get("slot") or connector["tables"][0])[-8:]
     receiver_id = f"receiver_{name}"
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
@@ -107,6 +107,7 @@ class PgTable:
     conn_id: str
     slot: str
     now: ClassVar[str] = "now()"
+    ddl: ClassVar[str] = DDL
 
     @property
     def quoted(self) -> str:
@@ -127,6 +128,24 @@ class PgTable:
             "slot": self.slot,
             **options,
         }
+
+    def group_config(self, tables: list[str], **options: Any) -> dict[str, Any]:
+        """A group of tables read from the pipeline's slot."""
+        return {
+            "kind": "pg_logical",
+            "conn_id": self.conn_id,
+            "tables": tables,
+            "slot": self.slot,
+            **options,
+        }
+
+    def session(self) -> PgTable:
+        """The same table on a connection of its own (for another thread)."""
+        import psycopg
+
+        return PgTable(
+            psycopg.connect(self.db.info.dsn, autocommit=True), self.table, self.conn_id, self.slot
+        )
 
     def confirmed(self) -> int | None:
         from dogana_provider.connectors.pgoutput import lsn_of
@@ -239,6 +258,7 @@ class MariaTable:
     table: str
     conn_id: str
     now: ClassVar[str] = "NOW(6)"
+    ddl: ClassVar[str] = MARIADB_DDL
 
     @property
     def quoted(self) -> str:
@@ -255,6 +275,18 @@ class MariaTable:
 
     def config(self, **options: Any) -> dict[str, Any]:
         return {"kind": "mariadb_binlog", "conn_id": self.conn_id, "table": self.table, **options}
+
+    def group_config(self, tables: list[str], **options: Any) -> dict[str, Any]:
+        """A group of tables read from one pass over the binlog."""
+        return {"kind": "mariadb_binlog", "conn_id": self.conn_id, "tables": tables, **options}
+
+    def session(self) -> MariaTable:
+        """The same table on a connection of its own (for another thread)."""
+        import MySQLdb
+
+        db = MySQLdb.connect(host="127.0.0.1", port=3306, user="root", db="test", autocommit=True)
+        db.cursor().execute("SET time_zone = '+00:00'")
+        return MariaTable(db, self.table, self.conn_id)
 
 
 def comparable(rows: dict[int, tuple[Any, ...]]) -> dict[int, tuple[Any, ...]]:

@@ -1,6 +1,6 @@
-"""A group of tables read from one slot at one LSN and published together: a transaction that
-touches two of them is in both deliveries or in neither, and a reader of the receiver never
-sees one table ahead of the other."""
+"""A group of tables read at one log position (one slot's LSN on PostgreSQL, one pass over the
+binlog on MariaDB) and published together: a transaction that touches two of them is in both
+deliveries or in neither, and a reader of the receiver never sees one table ahead of the other."""
 
 from __future__ import annotations
 
@@ -13,72 +13,75 @@ from typing import Any
 
 import pytest
 from airflow_runs import states, xcom
-from cdc_pipeline import COLUMNS, DDL, PgTable, log_contract, write_group_dag
+from cdc_pipeline import COLUMNS, FULL_READ, MariaTable, PgTable, log_contract, write_group_dag
 
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
 from dogana_provider.hooks.dogana import DoganaHook
 
-pytestmark = [pytest.mark.postgres, pytest.mark.airflow]
-
 ROWS = 20
 TOTAL = ROWS * 100 * 2
 
 
+def quoted(source: PgTable | MariaTable, table: str) -> str:
+    """Another table's name, quoted as the source's database quotes its table's."""
+    return source.quoted[0] + table + source.quoted[-1]
+
+
 @pytest.fixture
-def second(source: PgTable) -> Iterator[str]:
-    table = f"{source.table}_b"
-    source.execute(f'CREATE TABLE "{table}" ({DDL})')
+def second(log_source: PgTable | MariaTable) -> Iterator[str]:
+    table = f"{log_source.table}_b"
+    log_source.execute(f"CREATE TABLE {quoted(log_source, table)} ({log_source.ddl})")
     try:
         yield table
     finally:
-        source.execute(f'DROP TABLE IF EXISTS "{table}"')
+        log_source.execute(f"DROP TABLE IF EXISTS {quoted(log_source, table)}")
 
 
+def fill(source: PgTable | MariaTable, tables: list[str]) -> None:
+    rows = ", ".join(f"({i}, 100, {source.now}, 'n', true)" for i in range(1, ROWS + 1))
+    for table in tables:
+        source.execute(f"INSERT INTO {quoted(source, table)} VALUES {rows}")
+
+
+@pytest.mark.airflow
 def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_instant(
     airflow_home: Path,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
-    source: PgTable,
+    log_source: PgTable | MariaTable,
     second: str,
 ) -> None:
-    import psycopg
-
+    source = log_source
     tables = [source.table, second]
-    connector = {
-        "kind": "pg_logical",
-        "conn_id": source.conn_id,
-        "tables": tables,
-        "slot": source.slot,
-        "columns": dict.fromkeys(tables, COLUMNS),
-        "fetch_rows": 7,
-    }
+    first_table, second_table = (quoted(source, t) for t in tables)
+    connector = source.group_config(tables, columns=dict.fromkeys(tables, COLUMNS), fetch_rows=7)
     contracts = [log_contract(table) for table in tables]
     module, receiver_id = write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
-    for table in tables:
-        source.execute(
-            f"INSERT INTO \"{table}\" SELECT i, 100, now(), 'n', true "
-            f"FROM generate_series(1, {ROWS}) AS i"
-        )
+    fill(source, tables)
     hook = DoganaHook(receiver_id)
     stop = threading.Event()
     samples: list[tuple[Any, ...]] = []
 
     def move() -> None:
         """Each transaction moves an amount from a row of one table to a row of the other."""
-        with psycopg.connect(source.db.info.dsn, autocommit=True) as db:
+        session = source.session()
+        try:
             step = 0
             while not stop.is_set():
                 step += 1
-                with db.transaction():
-                    db.execute(
-                        f'UPDATE "{tables[0]}" SET amount = amount - 1 WHERE id = %s',
-                        (step % ROWS + 1,),
-                    )
-                    db.execute(
-                        f'UPDATE "{tables[1]}" SET amount = amount + 1 WHERE id = %s',
-                        (step * 7 % ROWS + 1,),
-                    )
+                session.execute("BEGIN")
+                session.execute(
+                    f"UPDATE {first_table} SET amount = amount - 1 WHERE id = %s",
+                    (step % ROWS + 1,),
+                )
+                session.execute(
+                    f"UPDATE {second_table} SET amount = amount + 1 WHERE id = %s",
+                    (step * 7 % ROWS + 1,),
+                )
+                session.execute("COMMIT")
+        finally:
+            session.db.close()
 
     def sample() -> None:
         """The receiver's two tables read in one committed state, as a reader would."""
@@ -117,8 +120,8 @@ def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_
             published = connection.execute(
                 f'SELECT id, CAST(amount AS INTEGER) FROM "{table}" ORDER BY id'
             ).fetchall()
-            found = source.execute(f'SELECT id, amount::int FROM "{table}" ORDER BY id')
-            assert [tuple(r) for r in published] == [tuple(r) for r in found.fetchall()]
+            found = source.execute(f"SELECT id, amount FROM {quoted(source, table)} ORDER BY id")
+            assert [tuple(r) for r in published] == [(i, int(a)) for i, a in found.fetchall()]
     ledgers = hook.ledgers(tables)
     group = Group(tuple(ledger.contract for ledger in ledgers.values()))
     claims = group.claims(ledgers, manifests[0].produced_at, limit=timedelta.max)
@@ -129,6 +132,90 @@ def test_a_transaction_across_two_tables_of_a_group_is_published_in_both_at_one_
         assert (count_a, count_b) == (ROWS, ROWS)
         assert float(sum_a) + float(sum_b) == TOTAL, "a transaction in one table, not the other"
         assert position_a == position_b
+
+
+def test_a_truncate_of_a_table_of_a_group_refuses_the_group_read_as_truncate_in_log(
+    log_source: PgTable | MariaTable, second: str
+) -> None:
+    from dogana_provider.connectors import RefusedRead, group_connector_of
+
+    source, tables = log_source, [log_source.table, second]
+    fill(source, tables)
+    group = group_connector_of(source.group_config(tables, columns=dict.fromkeys(tables, COLUMNS)))
+    whole = group.read(None)
+    assert {len(whole[t].batches) > 0 for t in tables} == {True}
+    positions = {whole[t].checkpoint() for t in tables}
+    assert len(positions) == 1, "every table of the group read at one position"
+    source.execute(f"UPDATE {quoted(source, tables[0])} SET amount = 1 WHERE id = 1")
+    source.execute(f"TRUNCATE TABLE {quoted(source, second)}")
+    with pytest.raises(RefusedRead) as raised:
+        group.read(positions.pop())
+    assert raised.value.rule == "truncate_in_log"
+    assert second in str(raised.value) and FULL_READ in str(raised.value)
+
+
+@pytest.mark.parametrize("kind", ["pg_logical", "mariadb_binlog"])
+def test_a_group_names_two_or_more_tables_once_and_only_its_connectors_options(kind: str) -> None:
+    from dogana_provider.connectors import ConnectorError, group_connector_of
+
+    base = (
+        {"kind": kind, "conn_id": "db", "slot": "s"}
+        if kind == "pg_logical"
+        else {
+            "kind": kind,
+            "conn_id": "db",
+        }
+    )
+    group = group_connector_of({**base, "tables": ["a", "b"], "columns": {"b": COLUMNS}})
+    assert [m.table for m in group.members.values()] == ["a", "b"]
+    assert group.member("B").config.get("columns") == COLUMNS
+    mistakes = [
+        {**base, "tables": ["a"]},
+        {**base, "tables": ["a", "A"]},
+        {**base, "table": "a"},
+        {**base, "tables": ["a", "b"], "unknown": 1},
+        {**base, "tables": ["a", "b"], "columns": {"c": COLUMNS}},
+    ]
+    for config in mistakes:
+        with pytest.raises(ConnectorError, match=f"a {kind} group"):
+            group_connector_of(config)
+    with pytest.raises(ConnectorError, match="is not a table of the group"):
+        group.member("c")
+
+
+def test_only_a_log_reads_a_group_in_one_read_and_extract_takes_its_connector() -> None:
+    from dogana_provider.connectors import GROUP_CONNECTORS, ConnectorError, group_connector_of
+    from dogana_provider.operators.extract import ExtractOperator
+
+    assert sorted(GROUP_CONNECTORS) == ["mariadb_binlog", "pg_logical"]
+    with pytest.raises(ConnectorError, match="reads one table at a time"):
+        group_connector_of({"kind": "sql", "conn_id": "db", "tables": ["a", "b"]})
+    contracts = [log_contract("a").to_dict(), log_contract("b").to_dict()]
+    for kind in GROUP_CONNECTORS:
+        connector = {"kind": kind, "conn_id": "db", "tables": ["a", "b"]}
+        ExtractOperator(task_id=f"extract_{kind}", group=contracts, connector=connector)
+    with pytest.raises(ValueError, match="a jsonl connector reads one table"):
+        ExtractOperator(
+            task_id="extract_jsonl", group=contracts, connector={"kind": "jsonl", "path": "x"}
+        )
+
+
+@pytest.mark.mariadb
+def test_a_group_read_from_a_purged_binlog_position_is_refused_naming_every_tables_full_read(
+    binlog_source: MariaTable,
+) -> None:
+    from dogana_provider.connectors import RefusedRead, group_connector_of
+
+    tables = [binlog_source.table, f"{binlog_source.table}_b"]
+    binlog_source.execute(f"CREATE TABLE `{tables[1]}` ({binlog_source.ddl})")
+    try:
+        group = group_connector_of(binlog_source.group_config(tables))
+        with pytest.raises(RefusedRead) as raised:
+            group.read(4)  # binlog file 0, which a server never keeps
+    finally:
+        binlog_source.execute(f"DROP TABLE IF EXISTS `{tables[1]}`")
+    assert raised.value.rule == "binlog_purged"
+    assert FULL_READ in str(raised.value) and ", ".join(tables) in str(raised.value)
 
 
 def test_a_group_plan_mixing_whole_reads_and_log_reads_is_refused_naming_the_fix() -> None:
@@ -147,3 +234,38 @@ def test_a_group_plan_mixing_whole_reads_and_log_reads_is_refused_naming_the_fix
     for mixed in ([whole[0], logs[1]], [logs[0], replace(logs[1], since=8)]):
         with pytest.raises(ConnectorError, match="every table's complete shape"):
             _group_since(contracts, mixed)
+
+
+@pytest.mark.airflow
+def test_a_refused_group_read_keeps_what_is_published_and_prints_every_tables_full_read(
+    airflow_home: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    log_source: PgTable | MariaTable,
+    second: str,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    import json
+    import shlex
+
+    source, tables = log_source, [log_source.table, second]
+    connector = source.group_config(tables, columns=dict.fromkeys(tables, COLUMNS))
+    contracts = [log_contract(table) for table in tables]
+    module, receiver_id = write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
+    fill(source, tables)
+    assert set(states(module.dag.test()).values()) == {"success"}
+    hook = DoganaHook(receiver_id)
+    before = {t: ledger.generation for t, ledger in hook.ledgers(tables).items()}
+    source.execute(f"TRUNCATE TABLE {quoted(source, second)}")
+    capfd.readouterr()
+    refused = module.dag.test()
+    assert states(refused)["both.extract"] == "failed"
+    assert {t: ledger.generation for t, ledger in hook.ledgers(tables).items()} == before
+    conf = json.dumps({"dogana_shape": dict.fromkeys(tables, "snapshot")})
+    printed = f"airflow dags trigger {module.dag.dag_id} --conf {shlex.quote(conf)}"
+    assert f"to run the full read: {printed}" in capfd.readouterr().out
+    reset = module.dag.test(run_conf=json.loads(shlex.split(printed)[5]))
+    assert set(states(reset).values()) == {"success"}
+    with hook.committed() as connection:
+        counts = [connection.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables]
+    assert counts == [ROWS, 0]
