@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
@@ -30,8 +31,18 @@ from wire_strategies import (
     wire_values,
 )
 
-from dogana_core import Contract, InvalidContract, Manifest, SerializationError, Shape, Wire
+from dogana_core import (
+    Contract,
+    InvalidContract,
+    Manifest,
+    RejectedDelivery,
+    SerializationError,
+    Shape,
+    Wire,
+)
+from dogana_core.gate import Check, Gate
 from dogana_core.jcs import canonicalize
+from dogana_core.ledger import Ledger
 from dogana_core.shape import Coverage
 from dogana_core.wire import (
     Array,
@@ -111,10 +122,25 @@ def test_earlier_versions_are_refused_with_the_reason(version: int, reason: str)
             read(type(value), wire_of(value, version=version))
 
 
-@pytest.mark.parametrize("version", [0, 5, 40, -4, "4", None, 4.5, True, [4], {"v": 4}])
-def test_unknown_versions_are_refused(version: Any) -> None:
-    with pytest.raises(SerializationError, match="version"):
+@pytest.mark.parametrize(
+    ("version", "shown"),
+    [
+        (0, "0"),
+        (5, "5"),
+        (40, "40"),
+        (-4, "-4"),
+        ("4", "'4'"),
+        (None, "None"),
+        (4.5, "4.5"),
+        (True, "True"),
+        ([4], "[4]"),
+        ({"v": 4}, "{'v': 4}"),
+    ],
+)
+def test_unknown_versions_are_refused(version: Any, shown: str) -> None:
+    with pytest.raises(SerializationError) as refused:
         read(Shape, wire_of(SHAPE, version=version))
+    assert str(refused.value) == f"Shape.version: unknown version {shown}"
 
 
 def test_a_version_with_a_zero_fraction_is_version_4() -> None:
@@ -132,8 +158,9 @@ def test_a_missing_version_or_kind_is_refused() -> None:
 
 @pytest.mark.parametrize("kind", ["Contract", "shape", "SHAPE", "Frobnicator", "", None, 4])
 def test_another_or_unknown_kind_is_refused(kind: Any) -> None:
-    with pytest.raises(SerializationError, match="kind"):
+    with pytest.raises(SerializationError) as refused:
         read(Shape, wire_of(SHAPE, kind=kind))
+    assert str(refused.value) == f"Shape.kind: expected kind Shape, got {kind!r}"
 
 
 def test_nested_values_carry_their_own_version_and_kind() -> None:
@@ -190,8 +217,17 @@ def test_a_missing_field_is_refused(value: Wire) -> None:
     for spec in fields(value):  # type: ignore[arg-type]
         data = value.to_dict()
         del data[spec.name]
-        with pytest.raises(SerializationError, match=f"missing field\\(s\\) {spec.name}"):
+        with pytest.raises(SerializationError) as refused:
             read(type(value), data)
+        assert str(refused.value) == f"{type(value).__name__}: missing field(s) {spec.name}"
+
+
+def test_missing_fields_are_named_together_in_order() -> None:
+    data = SHAPE.to_dict()
+    del data["lookback"], data["cost"]
+    with pytest.raises(SerializationError) as refused:
+        read(Shape, data)
+    assert str(refused.value) == "Shape: missing field(s) cost, lookback"
 
 
 def test_a_field_at_its_default_is_still_required() -> None:
@@ -204,8 +240,15 @@ def test_a_field_at_its_default_is_still_required() -> None:
 @pytest.mark.parametrize("value", EXAMPLES, ids=lambda v: type(v).__name__)
 def test_an_unknown_field_is_refused(value: Wire) -> None:
     for extra in ("extra", "Version", "shrink_limit", "$date"):
-        with pytest.raises(SerializationError, match="unknown field"):
+        with pytest.raises(SerializationError) as refused:
             read(type(value), wire_of(value, **{extra: None}))
+        assert str(refused.value) == f"{type(value).__name__}: unknown field(s) {extra}"
+
+
+def test_unknown_fields_are_named_together_in_order() -> None:
+    with pytest.raises(SerializationError) as refused:
+        read(Shape, wire_of(SHAPE, priority=1, extra=None))
+    assert str(refused.value) == "Shape: unknown field(s) extra, priority"
 
 
 def test_an_unknown_field_in_a_nested_value_is_refused() -> None:
@@ -216,53 +259,114 @@ def test_an_unknown_field_in_a_nested_value_is_refused() -> None:
 
 
 def test_a_document_is_an_object_with_string_keys() -> None:
-    for data in (None, [], "Shape", 4, [SHAPE.to_dict()]):
-        with pytest.raises(SerializationError):
+    for data, got in (
+        (None, "null None"),
+        ([], "array []"),
+        ("Shape", "string 'Shape'"),
+        (4, "number 4"),
+    ):
+        with pytest.raises(SerializationError) as refused:
             read(Shape, data)
-    with pytest.raises(SerializationError):
+        assert str(refused.value) == f"Shape: expected a Shape object, got {got}"
+    with pytest.raises(SerializationError) as refused:
+        read(Shape, [SHAPE.to_dict()])
+    assert str(refused.value).startswith("Shape: expected a Shape object, got array [{")
+    with pytest.raises(SerializationError) as refused:
         read(Shape, {**SHAPE.to_dict(), 1: "one"})
+    assert str(refused.value) == "Shape: expected a string, got number 1"
 
 
 @pytest.mark.parametrize(
-    ("kind", "field", "value"),
+    ("kind", "field", "value", "message"),
     [
-        (Shape, "coverage", "partition"),
-        (Shape, "coverage", 1),
-        (Shape, "cost", "1"),
-        (Shape, "cost", True),
-        (Shape, "cost", None),
-        (Shape, "window_size", 30),
-        (Shape, "lookback", None),
-        (Contract, "table", 5),
-        (Contract, "key", "order_id"),
-        (Contract, "key", [1]),
-        (Contract, "shapes", []),
-        (Contract, "types", {"order_id": "bigint"}),
-        (Contract, "types", [["order_id", "int"]]),
-        (Contract, "schema_hash", ""),
-        (Contract, "start_at", "2026-10-18T00:00:00Z"),
-        (Manifest, "rows", "10"),
-        (Manifest, "rows", True),
-        (Manifest, "rows", 10.5),
-        (Manifest, "rows", None),
-        (Manifest, "shape", ""),
-        (Manifest, "window", [{"$date": "2026-09-19"}]),
-        (Manifest, "window", {"low": 1, "high": 2}),
-        (Manifest, "window", [None, None]),
-        (Manifest, "since", 1.5),
-        (Manifest, "since", False),
-        (Manifest, "since", {"$time": "12:00"}),
-        (Manifest, "since", [1]),
-        (Manifest, "generation", ""),
-        (Manifest, "generation", 1.5),
-        (Manifest, "produced_at", {"$date": "2026-10-18"}),
-        (Manifest, "content_hash", 5),
+        (Shape, "coverage", "partition", "Shape.coverage: 'partition' is not one of table, window"),
+        (Shape, "coverage", 1, "Shape.coverage: expected a string, got number 1"),
+        (Shape, "cost", "1", "Shape.cost: expected a number, got string '1'"),
+        (Shape, "cost", True, "Shape.cost: expected a number, got boolean True"),
+        (Shape, "cost", None, "Shape.cost: expected a number, got null None"),
+        (
+            Shape,
+            "window_size",
+            30,
+            'Shape.window_size: expected a {"$seconds": ...} tag, got number 30',
+        ),
+        (
+            Shape,
+            "lookback",
+            None,
+            'Shape.lookback: expected a {"$seconds": ...} tag, got null None',
+        ),
+        (Contract, "table", 5, "Contract.table: expected a string, got number 5"),
+        (Contract, "key", "order_id", "Contract.key: expected an array, got string 'order_id'"),
+        (Contract, "key", [1], "Contract.key[0]: expected a string, got number 1"),
+        (Contract, "shapes", [], "Contract.shapes: expected an object, got array []"),
+        (
+            Contract,
+            "types",
+            {"order_id": "bigint"},
+            "Contract.types.order_id: 'bigint' is not one of int, float, str, bool, date, datetime",
+        ),
+        (
+            Contract,
+            "types",
+            [["order_id", "int"]],
+            "Contract.types: expected an object, got array [['order_id', 'int']]",
+        ),
+        (Contract, "schema_hash", "", "Contract.schema_hash: must not be empty"),
+        (
+            Contract,
+            "start_at",
+            "2026-10-18T00:00:00Z",
+            'Contract.start_at: expected a {"$datetime": ...} tag, '
+            "got string '2026-10-18T00:00:00Z'",
+        ),
+        (Manifest, "rows", "10", "Manifest.rows: expected an integer, got string '10'"),
+        (Manifest, "rows", True, "Manifest.rows: expected an integer, got boolean True"),
+        (Manifest, "rows", 10.5, "Manifest.rows: expected an integer, got number 10.5"),
+        (Manifest, "rows", None, "Manifest.rows: expected an integer, got null None"),
+        (Manifest, "shape", "", "Manifest.shape: must not be empty"),
+        (Manifest, "window", [{"$date": "2026-09-19"}], "Manifest.window: expected 2 items, got 1"),
+        (
+            Manifest,
+            "window",
+            {"low": 1, "high": 2},
+            "Manifest.window: expected an array, got object {'low': 1, 'high': 2}",
+        ),
+        (
+            Manifest,
+            "window",
+            [None, None],
+            "Manifest.window[0]: expected an integer, got null None",
+        ),
+        (Manifest, "since", 1.5, "Manifest.since: expected an integer, got number 1.5"),
+        (Manifest, "since", False, "Manifest.since: expected an integer, got boolean False"),
+        (
+            Manifest,
+            "since",
+            {"$time": "12:00"},
+            "Manifest.since: expected an integer, a string, $date or $datetime, "
+            "got object {'$time': '12:00'}",
+        ),
+        (Manifest, "since", [1], "Manifest.since: expected an integer, got array [1]"),
+        (Manifest, "generation", "", "Manifest.generation: must not be empty"),
+        (Manifest, "generation", 1.5, "Manifest.generation: expected an integer, got number 1.5"),
+        (
+            Manifest,
+            "produced_at",
+            {"$date": "2026-10-18"},
+            'Manifest.produced_at: expected a {"$datetime": ...} tag, '
+            "got object {'$date': '2026-10-18'}",
+        ),
+        (Manifest, "content_hash", 5, "Manifest.content_hash: expected a string, got number 5"),
     ],
 )
-def test_wrong_types_raise_serialization_error(kind: type[Wire], field: str, value: Any) -> None:
+def test_wrong_types_raise_serialization_error(
+    kind: type[Wire], field: str, value: Any, message: str
+) -> None:
     example = next(e for e in EXAMPLES if isinstance(e, kind))
-    with pytest.raises(SerializationError, match=f"{kind.__name__}\\.{field}"):
+    with pytest.raises(SerializationError) as refused:
         read(kind, wire_of(example, **{field: value}))
+    assert str(refused.value) == message
 
 
 def test_rule_violations_in_well_formed_json_raise_invalid_contract() -> None:
@@ -559,10 +663,15 @@ def test_fractional_durations_are_written_with_exact_microseconds() -> None:
 
 def test_a_negative_duration_is_refused() -> None:
     for seconds in (-1, -0.5, -1e-06):
-        with pytest.raises(SerializationError, match="negative"):
+        with pytest.raises(SerializationError) as refused:
             decode_duration({"$seconds": seconds}, "d")
-    with pytest.raises(SerializationError, match="negative"):
+        assert str(refused.value) == f"d: $seconds {seconds!r} is negative"
+    with pytest.raises(SerializationError) as refused:
         encode_duration(timedelta(microseconds=-1))
+    assert str(refused.value) == "duration -1 day, 23:59:59.999999 is negative"
+    with pytest.raises(SerializationError) as refused:
+        encode_duration(timedelta(microseconds=-1), "Claims.limit")
+    assert str(refused.value) == "Claims.limit: duration -1 day, 23:59:59.999999 is negative"
 
 
 def test_negative_zero_seconds_is_zero() -> None:
@@ -571,22 +680,49 @@ def test_negative_zero_seconds_is_zero() -> None:
 
 def test_a_duration_that_would_round_is_refused() -> None:
     for seconds in (1e-07, 0.0000015, 1.0000001, 0.1234567):
-        with pytest.raises(SerializationError, match="whole number of microseconds"):
+        with pytest.raises(SerializationError) as refused:
             decode_duration({"$seconds": seconds}, "d")
-    with pytest.raises(SerializationError, match="rounding"):
+        assert (
+            str(refused.value) == f"d: $seconds {seconds!r} is not a whole number of microseconds"
+        )
+    with pytest.raises(SerializationError) as refused:
         encode_duration(timedelta(days=200_000, microseconds=1))
+    assert str(refused.value) == (
+        "duration 200000 days, 0:00:00.000001 cannot be written without rounding"
+    )
 
 
 def test_a_duration_overflowing_pythons_range_is_refused() -> None:
-    for seconds in (10**14, 1e14, 10**400, 1e300):
-        with pytest.raises(SerializationError, match="overflows"):
+    for seconds, shown in (
+        (10**14, "100000000000000"),
+        (1e14, "100000000000000.0"),
+        (1e300, "1e+300"),
+    ):
+        with pytest.raises(SerializationError) as refused:
             decode_duration({"$seconds": seconds}, "d")
+        assert str(refused.value) == f"d: $seconds {shown} overflows a duration"
+    with pytest.raises(SerializationError) as refused:
+        decode_duration({"$seconds": 10**400}, "d")
+    assert str(refused.value) == f"d: $seconds {'1' + '0' * 79} overflows a duration"
+
+
+def test_a_duration_that_is_not_finite_is_refused() -> None:
+    for seconds in (math.inf, -math.inf, math.nan):
+        with pytest.raises(SerializationError) as refused:
+            decode_duration({"$seconds": seconds}, "d")
+        assert str(refused.value) == f"d: $seconds {seconds!r} is not finite"
 
 
 def test_a_duration_tag_body_is_a_number() -> None:
-    for body in ("60", True, None, [60]):
-        with pytest.raises(SerializationError, match="seconds"):
+    for body, got in (
+        ("60", "string '60'"),
+        (True, "boolean True"),
+        (None, "null None"),
+        ([60], "array [60]"),
+    ):
+        with pytest.raises(SerializationError) as refused:
             decode_duration({"$seconds": body}, "d")
+        assert str(refused.value) == f"d: expected a number of seconds, got {got}"
     for tag in ({"seconds": 60}, {"$seconds": 60, "$date": "2026-10-18"}, 60):
         with pytest.raises(SerializationError):
             decode_duration(tag, "d")
@@ -898,6 +1034,16 @@ def test_a_serialization_error_names_its_path_and_keeps_its_message() -> None:
         "expected an integer",
     )
     assert str(SerializationError("", "not JSON")) == "not JSON"
+
+
+def test_a_rejected_delivery_carries_its_rejection_receipt_when_there_is_one() -> None:
+    ledger = Ledger.new(CONTRACT)
+    now = MANIFEST.produced_at
+    checks = (*Gate.preflight(ledger, MANIFEST, now=now), Check("content_hash", False, "differs"))
+    receipt = Gate.reject(ledger, MANIFEST, checks, now=now)
+    error = RejectedDelivery("content_hash differs", receipt)
+    assert (str(error), error.receipt) == ("content_hash differs", receipt)
+    assert RejectedDelivery("content_hash differs").receipt is None
 
 
 def test_a_number_field_is_refused_naming_its_path_and_what_it_got() -> None:
