@@ -467,8 +467,13 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
     names = Index.read(text).digests
     kept = named(ledger)
     kept[names[1]], kept[names[0]] = kept[names[0]], kept[names[1]]  # each under the other's name
-    with pytest.raises(SerializationError, match=rf"chunk {names[0]} holds .* its index says"):
+    (count, head, _), (found, found_head, _) = Index.read(text).chunks[:2]
+    with pytest.raises(SerializationError) as refused:
         Index.read(text).ledger(CONTRACT, kept)
+    assert str(refused.value) == (
+        f"Ledger.regions: chunk {names[0]} holds {found} regions from {found_head!r}, its index "
+        f"says {count} from {head!r}"
+    )
 
 
 def test_a_region_map_hashes_and_shows_as_the_tuple_of_its_regions() -> None:
@@ -567,6 +572,37 @@ def test_a_stored_ledger_starts_with_the_chunk_holding_the_domains_low_end() -> 
     )
 
 
+def test_a_stored_index_reads_back_each_chunks_count_first_low_end_and_digest() -> None:
+    """The first low end of every chunk after the first, whatever the window type: an integer
+    window column writes them bare, a date column as tags."""
+    numbered = Contract(
+        "numbered",
+        (),
+        {"batch": Shape.complete(window=True)},
+        window_column="batch_no",
+        types={"batch_no": "int"},
+    )
+    ledger = Ledger.new(numbered)
+    for number in range(100):
+        low = 2 * number
+        ledger = ledger.apply(numbered.manifest("batch", SUNDAY + number * HOUR, window=(low, low)))
+    for stored in (ledger, daily(100)):
+        regions = stored.regions
+        assert isinstance(regions, RegionMap) and len(regions.chunks) > 2
+        text, _ = stored_form(stored)
+        assert Index.read(text).chunks == tuple(
+            (chunk.count, chunk.head, name) for name, chunk in named(stored).items()
+        )
+
+
+def test_a_stored_index_is_one_line_of_compact_ascii_json() -> None:
+    ledger = daily(100).replace(generation="g\u00e9n\u00e9ration\n")
+    text, _ = stored_form(ledger)
+    assert text.isascii() and "\n" not in text
+    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
+    assert Index.read(text).generation == "g\u00e9n\u00e9ration\n"
+
+
 def test_a_region_index_beyond_the_ledger_is_out_of_range() -> None:
     """Ledger.regions is a sequence: an index past either end raises IndexError, as a tuple's."""
     regions = daily(100).regions
@@ -595,6 +631,28 @@ def test_a_region_index_beyond_the_ledger_is_out_of_range() -> None:
         (
             {"chunks": [[1, None, "A" * 64]]},
             "stored ledger.chunks[0]: a chunk holds a region or more, named by its SHA-256",
+        ),
+        (
+            {"chunks": [["1", None, "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, got string '1'",
+        ),
+        (
+            {"chunks": [[1, [1], "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, got array [1]",
+        ),
+        (
+            {"chunks": [[1, {}, "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, "
+            "got object {}",
+        ),
+        (
+            {"chunks": [[1, {"$date": "2026-10-18", "$datetime": "x"}, "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, "
+            "got object {'$date': '2026-10-18', '$datetime': 'x'}",
+        ),
+        (
+            {"chunks": [[1, {"$date": "2026-13-01"}, "a" * 64]]},
+            "stored ledger.chunks[0]: $date '2026-13-01': month must be in 1..12",
         ),
         (
             {"extra": 1},
