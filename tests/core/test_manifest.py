@@ -134,10 +134,10 @@ def test_window_bounds_have_the_window_columns_type() -> None:
 
 
 def test_window_bounds_are_ordered_scalars() -> None:
-    with pytest.raises(InvalidContract, match="ordered scalar"):
-        manifest("day", window=(1.5, 2.5))
-    with pytest.raises(InvalidContract, match="ordered scalar"):
-        manifest("day", window=(False, True))
+    for window, kind in (((1.5, 2.5), "float"), ((False, True), "bool")):
+        with pytest.raises(InvalidContract) as refused_with:
+            manifest("day", window=window)
+        assert str(refused_with.value) == f"Manifest.window[0]: {kind} is not an ordered scalar"
     with pytest.raises(InvalidContract, match="pair"):
         manifest("day", window=(date(2026, 10, 1),))
 
@@ -204,16 +204,19 @@ def test_large_sequence_positions_stay_exact() -> None:
 def test_integers_are_exact_binary64() -> None:
     # Versioned JSON 5: an integer past 2**53 that binary64 cannot hold has no identity.
     inexact = 2**53 + 1
-    for fields in (
-        {"since": 0, "generation": inexact},
-        {"since": inexact, "generation": 2**60},
-        {"since": 0, "generation": 1, "rows": inexact},
-        {"since": 0, "generation": 1, "tombstones": -inexact},
+    rule = "is not exact in binary64, so it could have no identity; send it as a string"
+    for fields, field in (
+        ({"since": 0, "generation": inexact}, "generation"),
+        ({"since": inexact, "generation": 2**60}, "since"),
+        ({"since": 0, "generation": 1, "rows": inexact}, "rows"),
+        ({"since": 0, "generation": 1, "tombstones": -inexact}, "tombstones"),
     ):
-        with pytest.raises(InvalidContract, match="not exact in binary64"):
+        with pytest.raises(InvalidContract) as refused_with:
             manifest("tail", table="log", **fields)
-    with pytest.raises(InvalidContract, match="not exact in binary64"):
+        assert str(refused_with.value) == f"Manifest.{field}: a 54-bit integer {rule}"
+    with pytest.raises(InvalidContract) as refused_with:
         manifest("day", window=(0, 10**400))
+    assert str(refused_with.value) == f"Manifest.window[1]: a 1329-bit integer {rule}"
 
 
 def test_integer_window_bounds_are_portable_keys() -> None:
@@ -329,12 +332,15 @@ def test_schema_hash_is_nonempty_when_present() -> None:
 
 
 def test_manifest_strings_refuse_lone_surrogates() -> None:
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("full", table="orders\ud800")
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("full\udfff")
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("feed", since="\ud800", generation="g")
+    for field, make in (
+        ("table", lambda: manifest("full", table="orders\ud800")),
+        ("shape", lambda: manifest("full\udfff")),
+        ("since", lambda: manifest("feed", since="\ud800", generation="g")),
+        ("generation", lambda: manifest("feed", since="g", generation="g\ud800")),
+    ):
+        with pytest.raises(InvalidContract) as refused_with:
+            make()
+        assert str(refused_with.value) == f"Manifest.{field}: string holds a lone surrogate"
 
 
 def test_manifest_datetimes_are_normalized_before_equality() -> None:
@@ -345,6 +351,16 @@ def test_manifest_datetimes_are_normalized_before_equality() -> None:
         since=datetime(2026, 10, 17, 14, 0, tzinfo=plus_two),
     )
     assert local == manifest("changes", since=datetime(2026, 10, 17, 12, 0, tzinfo=UTC))
+
+
+def test_a_window_is_held_as_a_pair_of_normalized_bounds_however_given() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    low, high = datetime(2026, 10, 17, 14, 0, tzinfo=plus_two), datetime(2026, 10, 18, tzinfo=UTC)
+    made = manifest("day", window=[low, high])
+    assert made.window == (low, high) and type(made.window) is tuple
+    held = made.window[0]
+    assert isinstance(held, datetime) and held.tzinfo is UTC
+    assert made == manifest("day", window=(datetime(2026, 10, 17, 12, 0, tzinfo=UTC), high))
 
 
 def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> None:
@@ -414,6 +430,15 @@ def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> Non
         (
             lambda: fits(LOG, "tail", since=40),
             "Manifest.generation: a sequence read covers (since, generation]; name generation",
+        ),
+        (
+            lambda: fits(ORDERS, "day", window=(1, 2)),
+            "Manifest.window[0] (order_date): expected date, got int 1",
+        ),
+        (
+            lambda: manifest("tail", table="log", since=2**53 + 1, generation=2**60),
+            "Manifest.since: a 54-bit integer is not exact in binary64, so it could have no "
+            "identity; send it as a string",
         ),
         (
             lambda: manifest("changes", since=EARLIER, rows=-1),

@@ -891,6 +891,16 @@ def test_the_identity_form_omits_fields_at_their_defaults() -> None:
     assert made.replace(rows=1).identity_dict()["rows"] == 1
 
 
+class Count(int):
+    """An int that is not exactly int, as an IntEnum member is."""
+
+
+def test_a_number_at_its_default_is_omitted_whatever_int_type_spells_it() -> None:
+    made = Manifest("orders", "full", T, rows=Count(0), tombstones=Count(0))
+    assert made.identity_dict() == Manifest("orders", "full", T).identity_dict()
+    assert Shape(cost=Count(1)).identity_dict() == {"kind": "Shape"}
+
+
 def test_the_identity_form_keeps_a_value_that_equals_no_default() -> None:
     assert Shape(cost=0).identity_dict() == {"kind": "Shape", "cost": 0}
     assert Shape.changes().identity_dict() == {
