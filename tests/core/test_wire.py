@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import time
 from dataclasses import dataclass, fields
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import Any
@@ -595,6 +596,21 @@ def test_the_datetime_tag_writes_any_aware_datetime_in_utc() -> None:
     assert encode_datetime(local) == {"$datetime": "2026-10-18T12:00:00.000005+00:00"}
 
 
+def test_datetimes_are_read_and_written_in_utc_whatever_the_machines_time_zone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    local = datetime(2026, 10, 18, 14, 0, tzinfo=timezone(timedelta(hours=2)))
+    monkeypatch.setenv("TZ", "IST-5:30")  # a POSIX zone, needing no zone database
+    time.tzset()
+    try:
+        assert encode_datetime(local) == {"$datetime": "2026-10-18T12:00:00+00:00"}
+        read_back = DateTimeTag().decode({"$datetime": "2026-10-18T14:00:00+02:00"}, "t")
+        assert read_back.isoformat() == "2026-10-18T12:00:00+00:00"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
 def test_datetimes_are_emitted_with_six_fractional_digits_otherwise() -> None:
     for micro, text in (
         (500000, "12:00:00.500000"),
@@ -979,6 +995,16 @@ def test_optional_future_fields_at_their_defaults_keep_identity() -> None:
     assert today.to_dict() != tomorrow.to_dict()
     assert today.identity == tomorrow.identity
     assert Probe(name="x", note="set").identity != today.identity
+
+
+def test_a_wire_kind_declares_every_field_with_wire_field() -> None:
+    @dataclass(frozen=True)
+    class Undeclared(Wire):
+        name: str
+
+    with pytest.raises(TypeError) as refused:
+        Undeclared("x").to_dict()
+    assert str(refused.value) == "field name was not declared with wire_field"
 
 
 # Round trips -------------------------------------------------------------------------------------
