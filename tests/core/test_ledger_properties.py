@@ -14,7 +14,7 @@ import hashlib
 import json
 import random
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,8 +29,8 @@ from dogana_core.gate import Check, Gate, Receipt
 from dogana_core.group import Group
 from dogana_core.jcs import canonicalize
 from dogana_core.ledger import Ledger
-from dogana_core.region import Chunk, RegionMap
-from dogana_core.stored import Index, checked, named, stored_form
+from dogana_core.region import Chunk, Region, RegionMap
+from dogana_core.stored import Index, checked, forget, named, stored_form
 from dogana_core.values import successor
 
 CONTRACT = Contract(
@@ -467,12 +467,12 @@ def test_a_kept_chunk_that_does_not_match_its_index_is_refused_naming_it() -> No
     names = Index.read(text).digests
     kept = named(ledger)
     kept[names[1]], kept[names[0]] = kept[names[0]], kept[names[1]]  # each under the other's name
-    (count, head, _), (found, found_head, _) = Index.read(text).chunks[:2]
+    second = kept[names[0]]
     with pytest.raises(SerializationError) as refused:
         Index.read(text).ledger(CONTRACT, kept)
     assert str(refused.value) == (
-        f"Ledger.regions: chunk {names[0]} holds {found} regions from {found_head!r}, its index "
-        f"says {count} from {head!r}"
+        f"Ledger.regions: chunk {names[0]} holds {second.count} regions from {second.head!r}, "
+        f"its index says {named(ledger)[names[0]].count} from None"
     )
 
 
@@ -572,37 +572,6 @@ def test_a_stored_ledger_starts_with_the_chunk_holding_the_domains_low_end() -> 
     )
 
 
-def test_a_stored_index_reads_back_each_chunks_count_first_low_end_and_digest() -> None:
-    """The first low end of every chunk after the first, whatever the window type: an integer
-    window column writes them bare, a date column as tags."""
-    numbered = Contract(
-        "numbered",
-        (),
-        {"batch": Shape.complete(window=True)},
-        window_column="batch_no",
-        types={"batch_no": "int"},
-    )
-    ledger = Ledger.new(numbered)
-    for number in range(100):
-        low = 2 * number
-        ledger = ledger.apply(numbered.manifest("batch", SUNDAY + number * HOUR, window=(low, low)))
-    for stored in (ledger, daily(100)):
-        regions = stored.regions
-        assert isinstance(regions, RegionMap) and len(regions.chunks) > 2
-        text, _ = stored_form(stored)
-        assert Index.read(text).chunks == tuple(
-            (chunk.count, chunk.head, name) for name, chunk in named(stored).items()
-        )
-
-
-def test_a_stored_index_is_one_line_of_compact_ascii_json() -> None:
-    ledger = daily(100).replace(generation="g\u00e9n\u00e9ration\n")
-    text, _ = stored_form(ledger)
-    assert text.isascii() and "\n" not in text
-    assert text == json.dumps(json.loads(text), sort_keys=True, separators=(",", ":"))
-    assert Index.read(text).generation == "g\u00e9n\u00e9ration\n"
-
-
 def test_a_region_index_beyond_the_ledger_is_out_of_range() -> None:
     """Ledger.regions is a sequence: an index past either end raises IndexError, as a tuple's."""
     regions = daily(100).regions
@@ -633,30 +602,34 @@ def test_a_region_index_beyond_the_ledger_is_out_of_range() -> None:
             "stored ledger.chunks[0]: a chunk holds a region or more, named by its SHA-256",
         ),
         (
+            {"extra": 1},
+            "stored ledger: an index has the fields chunks, generation, publication_id, stored",
+        ),
+        (
             {"chunks": [["1", None, "a" * 64]]},
             "stored ledger.chunks[0]: expected an integer, got string '1'",
         ),
         (
-            {"chunks": [[1, [1], "a" * 64]]},
-            "stored ledger.chunks[0]: expected an integer, got array [1]",
+            {"chunks": [[1, {"$date": "2026-10-01", "$datetime": "x"}, "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, got "
+            "object {'$date': '2026-10-01', '$datetime': 'x'}",
         ),
         (
             {"chunks": [[1, {}, "a" * 64]]},
-            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, "
-            "got object {}",
-        ),
-        (
-            {"chunks": [[1, {"$date": "2026-10-18", "$datetime": "x"}, "a" * 64]]},
-            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, "
-            "got object {'$date': '2026-10-18', '$datetime': 'x'}",
+            "stored ledger.chunks[0]: expected an integer, a string, $date or $datetime, got "
+            "object {}",
         ),
         (
             {"chunks": [[1, {"$date": "2026-13-01"}, "a" * 64]]},
             "stored ledger.chunks[0]: $date '2026-13-01': month must be in 1..12",
         ),
         (
-            {"extra": 1},
-            "stored ledger: an index has the fields chunks, generation, publication_id, stored",
+            {"chunks": [[1, {"$date": 20261001}, "a" * 64]]},
+            "stored ledger.chunks[0]: expected a string, got number 20261001",
+        ),
+        (
+            {"chunks": [[1, True, "a" * 64]]},
+            "stored ledger.chunks[0]: expected an integer, got boolean True",
         ),
     ],
 )
@@ -667,3 +640,54 @@ def test_a_stored_index_out_of_its_form_is_refused_naming_the_field(
     with pytest.raises(SerializationError) as refused:
         Index.read(json.dumps({**json.loads(text), **change}))
     assert str(refused.value) == message
+
+
+TEXTUAL = Contract(
+    "shelf",
+    ("sku",),
+    {"range": Shape.complete(window=True)},
+    window_column="aisle",
+    types={"sku": "str", "aisle": "str"},
+)
+
+
+def test_a_stored_index_is_one_line_of_canonical_ascii_json() -> None:
+    """The index is read by other processes and versions: sorted keys, no spaces, every
+    character past ASCII and every control character escaped, the head of a chunk in its wire
+    form and the position as it is."""
+    at = datetime(2026, 10, 1, tzinfo=UTC)
+    known = Region.span(None, "caf\u00e9\n", at, at)
+    rest = Region.span("caf\u00e9\n", None)
+    publication = "ab" * 32
+    ledger = Ledger(
+        TEXTUAL,
+        RegionMap.of_chunks([Chunk((known,)), Chunk((rest,))]),
+        "lsn/\u00e9",
+        publication,
+    )
+    first, second = (hashlib.sha256(r.canonical).hexdigest() for r in (known, rest))
+    text, chunks = stored_form(ledger)
+    assert text == (
+        f'{{"chunks":[[1,null,"{first}"],[1,"caf\\u00e9\\n","{second}"]],'
+        f'"generation":"lsn/\\u00e9","publication_id":"{publication}","stored":2}}'
+    )
+    assert chunks == {first: known.canonical, second: rest.canonical}
+    index = Index.read(text)
+    assert index.chunks == ((1, None, first), (1, "caf\u00e9\n", second))
+    assert (index.generation, index.publication_id) == ("lsn/\u00e9", publication)
+    assert Index.read(text).ledger(TEXTUAL, chunks) == ledger
+
+
+def test_an_index_decodes_each_tagged_end_once_per_process_until_forgotten() -> None:
+    """The index after each publication repeats the ends of every chunk it did not touch: a
+    process decodes each once, and forget starts it again as a new process would."""
+    text, _ = stored_form(daily(100))
+    first = Index.read(text)
+    ends = [head for _, head, _ in first.chunks[1:]]
+    assert ends and all(isinstance(end, date) for end in ends)
+    again = [head for _, head, _ in Index.read(text).chunks[1:]]
+    assert all(a is b for a, b in zip(again, ends, strict=True))
+    forget()
+    fresh = [head for _, head, _ in Index.read(text).chunks[1:]]
+    assert fresh == ends
+    assert not any(a is b for a, b in zip(fresh, ends, strict=True))

@@ -840,6 +840,34 @@ def test_text_that_is_not_strict_json_raises_serialization_error(text: str | byt
         Shape.from_json(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("", "not JSON: Expecting value: line 1 column 1 (char 0)"),
+        ('{"a": NaN}', "NaN is not JSON"),
+        ('{"a": -Infinity}', "-Infinity is not JSON"),
+        ('{"a": 1e400}', "number 1e400 overflows binary64"),
+        ('{"a": 1, "a": 2}', "duplicate key 'a'"),
+        (
+            b'{"a": "\xff"}',
+            "not UTF-8: 'utf-8' codec can't decode byte 0xff in position 7: invalid start byte",
+        ),
+        ("[" * 100_000 + "]" * 100_000, "JSON nested too deeply"),
+        (
+            '{"a": ' + "9" * 5000 + "}",
+            "not JSON: Exceeds the limit (4300 digits) for integer string conversion: value has "
+            "5000 digits; use sys.set_int_max_str_digits() to increase the limit",
+        ),
+    ],
+)
+def test_text_that_is_not_strict_json_is_refused_at_the_documents_root(
+    text: str | bytes, message: str
+) -> None:
+    with pytest.raises(SerializationError) as refused:
+        parse_json(text)
+    assert (refused.value.path, str(refused.value)) == ("", message)
+
+
 def test_from_json_accepts_utf8_bytes() -> None:
     assert Shape.from_json(SHAPE.to_json().encode("utf-8")) == SHAPE
 
