@@ -122,10 +122,10 @@ def test_quotes_and_backslashes_are_escaped_and_slashes_are_not() -> None:
 
 def test_strings_reject_lone_surrogates() -> None:
     for text in ("\ud800", "a\udfffb", "\udc00\ud800"):
-        refused(text, "$", "string holds a lone surrogate")
-        refused({text: 1}, "$", "string holds a lone surrogate")
-        refused({"a": [0, text]}, "$.a[1]", "string holds a lone surrogate")
-        refused({"a": {text: 1}}, "$.a", "string holds a lone surrogate")
+        for value, path in ((text, "$"), ({text: 1}, "$"), ({"a": [1, text]}, "$.a[1]")):
+            with pytest.raises(SerializationError) as refused:
+                canonicalize(value)
+            assert str(refused.value) == f"{path}: string holds a lone surrogate"
 
 
 def test_integers_within_binary64_print_exactly() -> None:
@@ -147,14 +147,21 @@ def test_integers_binary64_cannot_hold_are_refused_never_rounded() -> None:
 
 
 def test_object_keys_are_strings() -> None:
-    refused({1: "one"}, "$", "object key 1 is not a string")
-    refused({"a": ["b", {"c": 1, None: 2}]}, "$.a[1]", "object key None is not a string")
+    for value, message in (
+        ({1: "one"}, "$: object key 1 is not a string"),
+        ({"a": [{None: 1}]}, "$.a[0]: object key None is not a string"),
+    ):
+        with pytest.raises(SerializationError) as refused:
+            canonicalize(value)
+        assert str(refused.value) == message
 
 
 def test_only_json_values_canonicalize() -> None:
     for value, name in ((b"bytes", "bytes"), ({1, 2}, "set"), (object(), "object")):
-        refused(value, "$", f"{name} is not a JSON value")
-        refused({"a": [value]}, "$.a[0]", f"{name} is not a JSON value")
+        for wrapped, path in ((value, "$"), ({"a": [value]}, "$.a[0]")):
+            with pytest.raises(SerializationError) as refused:
+                canonicalize(wrapped)
+            assert str(refused.value) == f"{path}: {name} is not a JSON value"
 
 
 def test_literals_and_empty_containers() -> None:

@@ -186,12 +186,10 @@ def test_window_bounds_have_the_window_columns_type() -> None:
 
 
 def test_window_bounds_are_ordered_scalars() -> None:
-    refused_when_built(
-        "Manifest.window[0]: float is not an ordered scalar", "day", window=(1.5, 2.5)
-    )
-    refused_when_built(
-        "Manifest.window[0]: bool is not an ordered scalar", "day", window=(False, True)
-    )
+    for window, kind in (((1.5, 2.5), "float"), ((False, True), "bool")):
+        with pytest.raises(InvalidContract) as refused_with:
+            manifest("day", window=window)
+        assert str(refused_with.value) == f"Manifest.window[0]: {kind} is not an ordered scalar"
     refused_when_built(
         "Manifest.window[1]: float is not an ordered scalar",
         "day",
@@ -296,15 +294,19 @@ def test_large_sequence_positions_stay_exact() -> None:
 def test_integers_are_exact_binary64() -> None:
     # Versioned JSON 5: an integer past 2**53 that binary64 cannot hold has no identity.
     inexact = 2**53 + 1
-    rule = "integer is not exact in binary64, so it could have no identity; send it as a string"
-    for path, fields in (
-        ("generation", {"since": 0, "generation": inexact}),
-        ("since", {"since": inexact, "generation": 2**60}),
-        ("rows", {"since": 0, "generation": 1, "rows": inexact}),
-        ("tombstones", {"since": 0, "generation": 1, "tombstones": -inexact}),
+    rule = "is not exact in binary64, so it could have no identity; send it as a string"
+    for fields, field in (
+        ({"since": 0, "generation": inexact}, "generation"),
+        ({"since": inexact, "generation": 2**60}, "since"),
+        ({"since": 0, "generation": 1, "rows": inexact}, "rows"),
+        ({"since": 0, "generation": 1, "tombstones": -inexact}, "tombstones"),
     ):
-        refused_when_built(f"Manifest.{path}: a 54-bit {rule}", "tail", table="log", **fields)
-    refused_when_built(f"Manifest.window[1]: a 1329-bit {rule}", "day", window=(0, 10**400))
+        with pytest.raises(InvalidContract) as refused_with:
+            manifest("tail", table="log", **fields)
+        assert str(refused_with.value) == f"Manifest.{field}: a 54-bit integer {rule}"
+    with pytest.raises(InvalidContract) as refused_with:
+        manifest("day", window=(0, 10**400))
+    assert str(refused_with.value) == f"Manifest.window[1]: a 1329-bit integer {rule}"
 
 
 def test_integer_window_bounds_are_portable_keys() -> None:
@@ -461,11 +463,16 @@ def test_schema_hash_is_nonempty_when_present() -> None:
 
 
 def test_manifest_strings_refuse_lone_surrogates() -> None:
+    for field, make in (
+        ("table", lambda: manifest("full", table="orders\ud800")),
+        ("shape", lambda: manifest("full\udfff")),
+        ("since", lambda: manifest("feed", since="\ud800", generation="g")),
+        ("generation", lambda: manifest("feed", since="g", generation="g\ud800")),
+    ):
+        with pytest.raises(InvalidContract) as refused_with:
+            make()
+        assert str(refused_with.value) == f"Manifest.{field}: string holds a lone surrogate"
     rule = "string holds a lone surrogate"
-    refused_when_built(f"Manifest.table: {rule}", "full", table="orders\ud800")
-    refused_when_built(f"Manifest.shape: {rule}", "full\udfff")
-    refused_when_built(f"Manifest.since: {rule}", "feed", since="\ud800", generation="g")
-    refused_when_built(f"Manifest.generation: {rule}", "feed", since="g", generation="\ud800")
     refused_when_built(f"Manifest.window[0]: {rule}", "day", window=("a\ud800", "b"))
     refused_when_built(f"Manifest.window[1]: {rule}", "day", window=("a", "b\udfff"))
     refused_when_built(f"Manifest.schema_hash: {rule}", "full", schema_hash="\ud800")
@@ -484,26 +491,14 @@ def test_manifest_datetimes_are_normalized_before_equality() -> None:
     assert (local.produced_at.tzinfo, local.since.tzinfo) == (UTC, UTC)
 
 
-def test_a_window_is_held_as_a_pair_of_utc_values() -> None:
-    events = Contract(
-        "events",
-        (),
-        {"hour": Shape.complete(window=True)},
-        window_column="at",
-        types={"at": "datetime"},
-    )
+def test_a_window_is_held_as_a_pair_of_normalized_bounds_however_given() -> None:
     plus_two = timezone(timedelta(hours=2))
-    made = Manifest(
-        "events",
-        "hour",
-        T,
-        window=[datetime(2026, 10, 18, 12, 0, tzinfo=plus_two), T],  # type: ignore[arg-type]
-    )
-    made.check(events)
-    assert made.window == (datetime(2026, 10, 18, 10, 0, tzinfo=UTC), T)
-    assert isinstance(made.window, tuple)
-    assert all(isinstance(bound, datetime) and bound.tzinfo is UTC for bound in made.window)
-    assert hash(made) == hash(made.replace())
+    low, high = datetime(2026, 10, 17, 14, 0, tzinfo=plus_two), datetime(2026, 10, 18, tzinfo=UTC)
+    made = manifest("day", window=[low, high])
+    assert made.window == (low, high) and type(made.window) is tuple
+    held = made.window[0]
+    assert isinstance(held, datetime) and held.tzinfo is UTC
+    assert made == manifest("day", window=(datetime(2026, 10, 17, 12, 0, tzinfo=UTC), high))
 
 
 def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> None:
@@ -577,6 +572,15 @@ def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> Non
         (
             lambda: fits(LOG, "tail", since=40),
             "Manifest.generation: a sequence read covers (since, generation]; name generation",
+        ),
+        (
+            lambda: fits(ORDERS, "day", window=(1, 2)),
+            "Manifest.window[0] (order_date): expected date, got int 1",
+        ),
+        (
+            lambda: manifest("tail", table="log", since=2**53 + 1, generation=2**60),
+            "Manifest.since: a 54-bit integer is not exact in binary64, so it could have no "
+            "identity; send it as a string",
         ),
         (
             lambda: manifest("changes", since=EARLIER, rows=-1),
