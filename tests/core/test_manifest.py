@@ -59,9 +59,18 @@ def fits(contract: Contract, shape: str, **fields: Any) -> None:
     manifest(shape, table=contract.table, **fields).check(contract)
 
 
-def refused(contract: Contract, shape: str, match: str, **fields: Any) -> None:
-    with pytest.raises(InvalidContract, match=match):
+def refused(contract: Contract, shape: str, message: str, **fields: Any) -> None:
+    """The manifest does not fit its contract, refused with the whole message: field and rule."""
+    with pytest.raises(InvalidContract) as refusal:
         fits(contract, shape, **fields)
+    assert str(refusal.value) == message
+
+
+def refused_when_built(message: str, shape: str, **fields: Any) -> None:
+    """The manifest cannot be built, refused with the whole message: field and rule."""
+    with pytest.raises(InvalidContract) as refusal:
+        manifest(shape, **fields)
+    assert str(refusal.value) == message
 
 
 def test_manifest_takes_keywords_after_produced_at() -> None:
@@ -73,21 +82,28 @@ def test_manifest_takes_keywords_after_produced_at() -> None:
 
 
 def test_a_manifest_names_its_contracts_table() -> None:
-    with pytest.raises(InvalidContract, match="contract's table"):
+    with pytest.raises(InvalidContract) as refusal:
         manifest("full", table="order").check(ORDERS)
+    assert str(refusal.value) == "Manifest.table: 'order' is not the contract's table 'orders'"
 
 
 def test_a_manifest_names_a_shape_of_its_contract() -> None:
-    refused(ORDERS, "weekly", "no shape named")
-    with pytest.raises(InvalidContract, match="shape"):
-        manifest("")
+    refused(ORDERS, "weekly", "Contract orders: no shape named 'weekly'")
+    refused_when_built("Manifest.shape: names a shape of the contract", "")
 
 
 def test_a_manifest_carries_the_contracts_column_hash_when_it_has_one() -> None:
     hashed = ORDERS.replace(schema_hash="c" * 64)
     fits(hashed, "full", schema_hash="c" * 64)
-    refused(hashed, "full", "column hash", schema_hash="d" * 64)
-    refused(hashed, "full", "column hash")
+    refused(
+        hashed,
+        "full",
+        f"Manifest.schema_hash: {'d' * 64!r} is not the contract's column hash {'c' * 64!r}",
+        schema_hash="d" * 64,
+    )
+    refused(
+        hashed, "full", f"Manifest.schema_hash: None is not the contract's column hash {'c' * 64!r}"
+    )
 
 
 def test_without_a_contract_column_hash_no_column_check_is_required() -> None:
@@ -97,53 +113,102 @@ def test_without_a_contract_column_hash_no_column_check_is_required() -> None:
 
 def test_produced_at_is_an_aware_datetime_normalized_to_utc() -> None:
     local = datetime(2026, 10, 18, 14, 0, tzinfo=timezone(timedelta(hours=2)))
-    assert manifest("full", produced_at=local).produced_at == T
-    with pytest.raises(InvalidContract, match="naive"):
-        manifest("full", produced_at=datetime(2026, 10, 18))
-    with pytest.raises(InvalidContract):
-        manifest("full", produced_at=date(2026, 10, 18))
+    made = manifest("full", produced_at=local).produced_at
+    assert (made, made.tzinfo) == (T, UTC)
+    refused_when_built(
+        "Manifest.produced_at: naive datetime 2026-10-18T00:00:00 carries no UTC offset",
+        "full",
+        produced_at=datetime(2026, 10, 18),
+    )
+    refused_when_built(
+        "Manifest.produced_at: expected a datetime, got date",
+        "full",
+        produced_at=date(2026, 10, 18),
+    )
 
 
 # 1. window exactly for window coverage, since exactly for changed-only shapes ---------------------
 
 
 def test_window_is_required_for_window_coverage() -> None:
-    refused(ORDERS, "day", "covers a window")
-    refused(ORDERS, "recent", "covers a window", since=EARLIER)
+    refused(ORDERS, "day", "Manifest.window: shape 'day' covers a window; name it")
+    refused(
+        ORDERS, "recent", "Manifest.window: shape 'recent' covers a window; name it", since=EARLIER
+    )
     fits(ORDERS, "day", window=(date(2026, 10, 18), date(2026, 10, 18)))
 
 
 def test_window_is_refused_for_whole_table_coverage() -> None:
-    refused(ORDERS, "full", "whole table", window=(date(2026, 10, 1), date(2026, 10, 18)))
+    refused(
+        ORDERS,
+        "full",
+        "Manifest.window: shape 'full' covers the whole table",
+        window=(date(2026, 10, 1), date(2026, 10, 18)),
+    )
 
 
 def test_since_is_required_for_changed_only_shapes() -> None:
-    refused(ORDERS, "changes", "since a checkpoint")
-    refused(LOG, "tail", "since a checkpoint", generation=5)
+    refused(ORDERS, "changes", "Manifest.since: shape 'changes' reads changes since a checkpoint")
+    refused(
+        LOG, "tail", "Manifest.since: shape 'tail' reads changes since a checkpoint", generation=5
+    )
 
 
 def test_since_is_refused_for_complete_shapes() -> None:
-    refused(ORDERS, "full", "no since", since=EARLIER)
-    refused(ORDERS, "day", "no since", since=EARLIER, window=(date(2026, 10, 1), date(2026, 10, 1)))
+    refused(
+        ORDERS, "full", "Manifest.since: shape 'full' is complete; it has no since", since=EARLIER
+    )
+    refused(
+        ORDERS,
+        "day",
+        "Manifest.since: shape 'day' is complete; it has no since",
+        since=EARLIER,
+        window=(date(2026, 10, 1), date(2026, 10, 1)),
+    )
 
 
 def test_window_bounds_have_the_window_columns_type() -> None:
-    refused(ORDERS, "day", "expected date", window=(1, 2))
-    refused(ORDERS, "day", "expected date", window=(T, T))
-    refused(ORDERS, "day", "expected date", window=(date(2026, 10, 1), "2026-10-02"))
+    refused(
+        ORDERS, "day", "Manifest.window[0] (order_date): expected date, got int 1", window=(1, 2)
+    )
+    refused(
+        ORDERS,
+        "day",
+        f"Manifest.window[0] (order_date): expected date, got datetime {T!r}",
+        window=(T, T),
+    )
+    refused(
+        ORDERS,
+        "day",
+        "Manifest.window[1] (order_date): expected date, got str '2026-10-02'",
+        window=(date(2026, 10, 1), "2026-10-02"),
+    )
 
 
 def test_window_bounds_are_ordered_scalars() -> None:
-    with pytest.raises(InvalidContract, match="ordered scalar"):
-        manifest("day", window=(1.5, 2.5))
-    with pytest.raises(InvalidContract, match="ordered scalar"):
-        manifest("day", window=(False, True))
-    with pytest.raises(InvalidContract, match="pair"):
-        manifest("day", window=(date(2026, 10, 1),))
+    for window, kind in (((1.5, 2.5), "float"), ((False, True), "bool")):
+        with pytest.raises(InvalidContract) as refused_with:
+            manifest("day", window=window)
+        assert str(refused_with.value) == f"Manifest.window[0]: {kind} is not an ordered scalar"
+    refused_when_built(
+        "Manifest.window[1]: float is not an ordered scalar",
+        "day",
+        window=(date(2026, 10, 1), 2.5),
+    )
+    refused_when_built(
+        "Manifest.window: a window is a pair [low, high]", "day", window=(date(2026, 10, 1),)
+    )
+    refused_when_built("Manifest.since: float is not an ordered scalar", "changes", since=1.5)
+    refused_when_built("Manifest.since: bool is not an ordered scalar", "changes", since=True)
 
 
 def test_a_window_runs_from_low_to_high() -> None:
-    refused(ORDERS, "day", "after", window=(date(2026, 10, 2), date(2026, 10, 1)))
+    refused(
+        ORDERS,
+        "day",
+        "Manifest.window: low datetime.date(2026, 10, 2) is after high datetime.date(2026, 10, 1)",
+        window=(date(2026, 10, 2), date(2026, 10, 1)),
+    )
 
 
 def test_a_window_whose_two_ends_are_equal_is_one_partition() -> None:
@@ -154,23 +219,38 @@ def test_timestamp_checkpoints_are_aware_datetimes() -> None:
     fits(
         ORDERS, "changes", since=datetime(2026, 10, 17, 14, 0, tzinfo=timezone(timedelta(hours=2)))
     )
-    refused(ORDERS, "changes", "aware datetime", since=date(2026, 10, 17))
-    refused(ORDERS, "changes", "aware datetime", since=5)
-    refused(ORDERS, "changes", "aware datetime", since="2026-10-17T00:00:00Z")
-    with pytest.raises(InvalidContract, match="naive"):
-        manifest("changes", since=datetime(2026, 10, 17))
+    rule = "Manifest.since: a timestamp checkpoint is an aware datetime, got "
+    refused(ORDERS, "changes", rule + "datetime.date(2026, 10, 17)", since=date(2026, 10, 17))
+    refused(ORDERS, "changes", rule + "5", since=5)
+    refused(ORDERS, "changes", rule + "'2026-10-17T00:00:00Z'", since="2026-10-17T00:00:00Z")
+    refused_when_built(
+        "Manifest.since: naive datetime 2026-10-17T00:00:00 carries no UTC offset",
+        "changes",
+        since=datetime(2026, 10, 17),
+    )
 
 
 def test_generations_are_nonempty_strings() -> None:
     fits(ORDERS, "feed", since="g41", generation="g42")
-    refused(ORDERS, "feed", "nonempty string", since=41, generation="g42")
-    with pytest.raises(InvalidContract, match="nonempty"):
-        manifest("feed", since="g41", generation="")
+    refused(
+        ORDERS,
+        "feed",
+        "Manifest.since: a generation is a nonempty string, got 41",
+        since=41,
+        generation="g42",
+    )
+    refused_when_built(
+        "Manifest.generation: a generation is a nonempty string",
+        "feed",
+        since="g41",
+        generation="",
+    )
 
 
 def test_a_generation_feed_issues_its_next_generation() -> None:
-    refused(ORDERS, "feed", "issues its next generation", since="g41")
-    refused(ORDERS, "feed", "issues its next generation", since="g41", generation=42)
+    rule = "Manifest.generation: a generation feed issues its next generation"
+    refused(ORDERS, "feed", rule, since="g41")
+    refused(ORDERS, "feed", rule, since="g41", generation=42)
 
 
 # 2. Sequence reads carry integers and cover (since, generation] -----------------------------------
@@ -178,19 +258,29 @@ def test_a_generation_feed_issues_its_next_generation() -> None:
 
 def test_sequence_reads_carry_integers() -> None:
     fits(LOG, "tail", since=40, generation=42, rows=2)
-    refused(LOG, "tail", "integer", since="40", generation=42)
-    refused(LOG, "tail", "name generation", since=40, generation="42")
-    refused(LOG, "tail", "name generation", since=40)
+    refused(
+        LOG,
+        "tail",
+        "Manifest.since: a sequence position is an integer, got '40'",
+        since="40",
+        generation=42,
+    )
+    rule = "Manifest.generation: a sequence read covers (since, generation]; name generation"
+    refused(LOG, "tail", rule, since=40, generation="42")
+    refused(LOG, "tail", rule, since=40)
 
 
 def test_a_sequence_read_has_generation_at_or_after_since() -> None:
-    refused(LOG, "tail", "before since", since=42, generation=41)
+    refused(LOG, "tail", "Manifest.generation: 41 is before since 42", since=42, generation=41)
     fits(LOG, "tail", since=42, generation=42)
 
 
 def test_an_empty_sequence_interval_has_no_rows() -> None:
-    refused(LOG, "tail", "zero-length", since=42, generation=42, rows=1)
-    refused(LOG, "tail", "zero-length", since=42, generation=42, tombstones=1)
+    rule = "Manifest.rows: a zero-length interval holds no rows and no tombstones, "
+    refused(LOG, "tail", rule + "got 1 rows and 0 tombstones", since=42, generation=42, rows=1)
+    refused(
+        LOG, "tail", rule + "got 0 rows and 1 tombstones", since=42, generation=42, tombstones=1
+    )
 
 
 def test_large_sequence_positions_stay_exact() -> None:
@@ -204,16 +294,19 @@ def test_large_sequence_positions_stay_exact() -> None:
 def test_integers_are_exact_binary64() -> None:
     # Versioned JSON 5: an integer past 2**53 that binary64 cannot hold has no identity.
     inexact = 2**53 + 1
-    for fields in (
-        {"since": 0, "generation": inexact},
-        {"since": inexact, "generation": 2**60},
-        {"since": 0, "generation": 1, "rows": inexact},
-        {"since": 0, "generation": 1, "tombstones": -inexact},
+    rule = "is not exact in binary64, so it could have no identity; send it as a string"
+    for fields, field in (
+        ({"since": 0, "generation": inexact}, "generation"),
+        ({"since": inexact, "generation": 2**60}, "since"),
+        ({"since": 0, "generation": 1, "rows": inexact}, "rows"),
+        ({"since": 0, "generation": 1, "tombstones": -inexact}, "tombstones"),
     ):
-        with pytest.raises(InvalidContract, match="not exact in binary64"):
+        with pytest.raises(InvalidContract) as refused_with:
             manifest("tail", table="log", **fields)
-    with pytest.raises(InvalidContract, match="not exact in binary64"):
+        assert str(refused_with.value) == f"Manifest.{field}: a 54-bit integer {rule}"
+    with pytest.raises(InvalidContract) as refused_with:
         manifest("day", window=(0, 10**400))
+    assert str(refused_with.value) == f"Manifest.window[1]: a 1329-bit integer {rule}"
 
 
 def test_integer_window_bounds_are_portable_keys() -> None:
@@ -227,9 +320,9 @@ def test_integer_window_bounds_are_portable_keys() -> None:
     )
     edge = 2**53 - 1
     fits(ids, "part", window=(-edge, edge))
-    for window in ((0, 2**53), (-(2**53), 0), (0, 2**60)):
-        with pytest.raises(InvalidContract, match="send larger ones as strings"):
-            manifest("part", table="ids", window=window)
+    rule = "integer key values stay within [-(2**53-1), 2**53-1]; send larger ones as strings"
+    for index, window in ((1, (0, 2**53)), (0, (-(2**53), 0)), (1, (0, 2**60))):
+        refused_when_built(f"Manifest.window[{index}]: {rule}", "part", table="ids", window=window)
     made = manifest("tail", table="log", since=2**53, generation=2**60, rows=2**53)
     made.check(LOG)
     assert made.identity
@@ -240,26 +333,42 @@ def test_integer_window_bounds_are_portable_keys() -> None:
 
 def test_a_sequence_table_issues_integer_positions() -> None:
     fits(LOG, "full", generation=42)
-    refused(LOG, "full", "integers", generation="g42")
+    refused(
+        LOG,
+        "full",
+        "Manifest.generation: this table's positions are integers, got 'g42'",
+        generation="g42",
+    )
 
 
 def test_other_tables_issue_string_positions() -> None:
     fits(ORDERS, "full", generation="g42")
-    refused(ORDERS, "full", "strings", generation=42)
+    refused(
+        ORDERS,
+        "full",
+        "Manifest.generation: this table's positions are strings, got 42",
+        generation=42,
+    )
 
 
 def test_a_complete_window_never_issues_a_position() -> None:
     refused(
         ORDERS,
         "day",
-        "never issues",
+        "Manifest.generation: a complete window never issues a position",
         window=(date(2026, 10, 1), date(2026, 10, 1)),
         generation="g42",
     )
 
 
 def test_a_timestamp_read_issues_no_position() -> None:
-    refused(ORDERS, "changes", "no position", since=EARLIER, generation="g42")
+    refused(
+        ORDERS,
+        "changes",
+        "Manifest.generation: a timestamp read issues no position",
+        since=EARLIER,
+        generation="g42",
+    )
 
 
 # 4. Counts ---------------------------------------------------------------------------------------
@@ -268,8 +377,12 @@ def test_a_timestamp_read_issues_no_position() -> None:
 def test_rows_and_tombstones_are_nonnegative_integers() -> None:
     for name in ("rows", "tombstones"):
         for bad in (-1, 1.5, True, "3", None):
-            with pytest.raises(InvalidContract, match=name):
-                manifest("changes", since=EARLIER, **{name: bad})
+            refused_when_built(
+                f"Manifest.{name}: {bad!r} must be a nonnegative integer",
+                "changes",
+                since=EARLIER,
+                **{name: bad},
+            )
 
 
 def test_rows_and_tombstones_default_to_zero() -> None:
@@ -278,14 +391,26 @@ def test_rows_and_tombstones_default_to_zero() -> None:
 
 
 def test_tombstones_need_a_tombstone_shape() -> None:
-    refused(ORDERS, "full", "no tombstones", tombstones=1)
-    refused(ORDERS, "plain", "no tombstones", since=EARLIER, tombstones=1)
+    refused(
+        ORDERS,
+        "full",
+        "Manifest.tombstones: shape 'full' delivers no tombstones, got 1",
+        tombstones=1,
+    )
+    refused(
+        ORDERS,
+        "plain",
+        "Manifest.tombstones: shape 'plain' delivers no tombstones, got 2",
+        since=EARLIER,
+        tombstones=2,
+    )
     fits(ORDERS, "changes", since=EARLIER, rows=2, tombstones=1)
 
 
 def test_a_zero_length_timestamp_interval_holds_no_rows_and_no_tombstones() -> None:
-    refused(ORDERS, "changes", "zero-length", since=T, rows=1)
-    refused(ORDERS, "changes", "zero-length", since=T, tombstones=1)
+    rule = "Manifest.rows: a zero-length interval holds no rows and no tombstones, "
+    refused(ORDERS, "changes", rule + "got 1 rows and 0 tombstones", since=T, rows=1)
+    refused(ORDERS, "changes", rule + "got 0 rows and 1 tombstones", since=T, tombstones=1)
     fits(ORDERS, "changes", since=T)
 
 
@@ -299,7 +424,14 @@ def test_without_a_cursor_column_a_keyed_read_may_include_since() -> None:
 
 def test_keyless_appends_always_cover_since_to_produced_at_open_at_since() -> None:
     # No cursor column, but an append never overlaps: (t, t] holds nothing.
-    refused(EVENTS, "append", "zero-length", since=T, rows=1)
+    refused(
+        EVENTS,
+        "append",
+        "Manifest.rows: a zero-length interval holds no rows and no tombstones, "
+        "got 1 rows and 0 tombstones",
+        since=T,
+        rows=1,
+    )
     fits(EVENTS, "append", since=EARLIER, rows=1)
 
 
@@ -308,9 +440,12 @@ def test_keyless_appends_always_cover_since_to_produced_at_open_at_since() -> No
 
 def test_content_hash_is_lowercase_hex_sha256() -> None:
     assert manifest("full", content_hash=CONTENT).content_hash == CONTENT
-    for bad in (CONTENT.upper(), CONTENT[:-1], CONTENT + "0", "g" * 64, "", "sha256:" + CONTENT):
-        with pytest.raises(InvalidContract, match="content_hash"):
-            manifest("full", content_hash=bad)
+    for bad in (CONTENT.upper(), CONTENT[:-1], CONTENT + "0", "g" * 64, "", "sha256:" + CONTENT, 5):
+        refused_when_built(
+            f"Manifest.content_hash: {bad!r} is not a lowercase hex SHA-256",
+            "full",
+            content_hash=bad,
+        )
 
 
 def test_content_hash_is_part_of_the_identity() -> None:
@@ -321,20 +456,26 @@ def test_content_hash_is_part_of_the_identity() -> None:
 
 
 def test_schema_hash_is_nonempty_when_present() -> None:
-    with pytest.raises(InvalidContract, match="schema_hash"):
-        manifest("full", schema_hash="")
+    refused_when_built("Manifest.schema_hash: nonempty when present", "full", schema_hash="")
 
 
 # Values of a manifest ----------------------------------------------------------------------------
 
 
 def test_manifest_strings_refuse_lone_surrogates() -> None:
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("full", table="orders\ud800")
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("full\udfff")
-    with pytest.raises(InvalidContract, match="surrogate"):
-        manifest("feed", since="\ud800", generation="g")
+    for field, make in (
+        ("table", lambda: manifest("full", table="orders\ud800")),
+        ("shape", lambda: manifest("full\udfff")),
+        ("since", lambda: manifest("feed", since="\ud800", generation="g")),
+        ("generation", lambda: manifest("feed", since="g", generation="g\ud800")),
+    ):
+        with pytest.raises(InvalidContract) as refused_with:
+            make()
+        assert str(refused_with.value) == f"Manifest.{field}: string holds a lone surrogate"
+    rule = "string holds a lone surrogate"
+    refused_when_built(f"Manifest.window[0]: {rule}", "day", window=("a\ud800", "b"))
+    refused_when_built(f"Manifest.window[1]: {rule}", "day", window=("a", "b\udfff"))
+    refused_when_built(f"Manifest.schema_hash: {rule}", "full", schema_hash="\ud800")
 
 
 def test_manifest_datetimes_are_normalized_before_equality() -> None:
@@ -345,6 +486,19 @@ def test_manifest_datetimes_are_normalized_before_equality() -> None:
         since=datetime(2026, 10, 17, 14, 0, tzinfo=plus_two),
     )
     assert local == manifest("changes", since=datetime(2026, 10, 17, 12, 0, tzinfo=UTC))
+    # Python's == already calls two offsets of one instant equal; the fields hold UTC itself.
+    assert isinstance(local.since, datetime)
+    assert (local.produced_at.tzinfo, local.since.tzinfo) == (UTC, UTC)
+
+
+def test_a_window_is_held_as_a_pair_of_normalized_bounds_however_given() -> None:
+    plus_two = timezone(timedelta(hours=2))
+    low, high = datetime(2026, 10, 17, 14, 0, tzinfo=plus_two), datetime(2026, 10, 18, tzinfo=UTC)
+    made = manifest("day", window=[low, high])
+    assert made.window == (low, high) and type(made.window) is tuple
+    held = made.window[0]
+    assert isinstance(held, datetime) and held.tzinfo is UTC
+    assert made == manifest("day", window=(datetime(2026, 10, 17, 12, 0, tzinfo=UTC), high))
 
 
 def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> None:
@@ -384,6 +538,10 @@ def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> Non
             "Manifest.generation: an integer or a nonempty string",
         ),
         (
+            lambda: manifest("feed", since="g41", generation=True),
+            "Manifest.generation: an integer or a nonempty string",
+        ),
+        (
             lambda: manifest("feed", since="g41", generation=""),
             "Manifest.generation: a generation is a nonempty string",
         ),
@@ -414,6 +572,15 @@ def test_a_position_of_the_other_kind_is_refused_naming_the_tables_kind() -> Non
         (
             lambda: fits(LOG, "tail", since=40),
             "Manifest.generation: a sequence read covers (since, generation]; name generation",
+        ),
+        (
+            lambda: fits(ORDERS, "day", window=(1, 2)),
+            "Manifest.window[0] (order_date): expected date, got int 1",
+        ),
+        (
+            lambda: manifest("tail", table="log", since=2**53 + 1, generation=2**60),
+            "Manifest.since: a 54-bit integer is not exact in binary64, so it could have no "
+            "identity; send it as a string",
         ),
         (
             lambda: manifest("changes", since=EARLIER, rows=-1),
