@@ -235,7 +235,10 @@ class Manifest(Wire):
 
 def _scalar(value: Any, what: str, *, key: bool = False) -> Scalar:
     """An ordered scalar; a window bound is a value of the window column, so a key value."""
-    kind = type_of(value)
+    try:
+        kind = type_of(value)
+    except InvalidContract as exc:
+        raise InvalidContract(f"{what}: {exc}") from None
     if kind in (LogicalType.BOOL, LogicalType.FLOAT):
         raise InvalidContract(f"{what}: {kind} is not an ordered scalar")
     if kind is LogicalType.INT:

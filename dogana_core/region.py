@@ -575,6 +575,8 @@ def _decoded(canonical: bytes) -> tuple[Region, ...]:
                 )
             )
         except InvalidContract as exc:
+            if isinstance(exc, SerializationError) and exc.path.startswith(f"{where}."):
+                raise  # a field's refusal already names the region and the field
             raise SerializationError(where, str(exc)) from None
         region.__dict__["canonical"] = text[start:end].encode("utf-8")  # the cached_property's
         regions.append(region)

@@ -202,6 +202,17 @@ def test_window_bounds_are_ordered_scalars() -> None:
     refused_when_built("Manifest.since: bool is not an ordered scalar", "changes", since=True)
 
 
+def test_a_bound_of_no_logical_type_is_refused_naming_its_field() -> None:
+    refused_when_built(
+        "Manifest.window[1]: bytes is not one of the six logical types",
+        "day",
+        window=(date(2026, 10, 1), b"2026-10-02"),
+    )
+    refused_when_built(
+        "Manifest.since: bytes is not one of the six logical types", "changes", since=b"1"
+    )
+
+
 def test_a_window_runs_from_low_to_high() -> None:
     refused(
         ORDERS,
