@@ -1173,6 +1173,9 @@ def test_a_text_field_may_be_empty_unless_it_says_otherwise() -> None:
     with pytest.raises(SerializationError) as refused:
         Check.from_dict({**check.to_dict(), "name": ""})
     assert str(refused.value) == "Check.name: must not be empty"
+    # The codec itself, built here: a field's codec is otherwise built once, at import.
+    assert Text().decode("", "Check.detail") == ""
+    assert Text().schema({}) == {"type": "string"}
 
 
 def test_a_mapping_field_is_refused_naming_its_path_and_what_it_got() -> None:
