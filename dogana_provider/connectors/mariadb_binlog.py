@@ -60,7 +60,7 @@ from __future__ import annotations
 import logging
 import re
 import secrets
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
@@ -654,6 +654,75 @@ class SnapshotReading(TableReading):
         )
 
 
+def log_events_reader(
+    connector: MariadbBinlogConnector,
+    since: BinlogPosition,
+    state: Mapping[str, Any],
+    schemas: Sequence[str],
+    tables: Sequence[str],
+) -> Any:
+    """The reader of a log read from since (state: binlog_state, whose head file names since's
+    file): transaction bounds, statements, table maps and row events, of the schemas' and the
+    tables' rows. The library filters row events by schema and by table apart: a read of
+    several tables tells the (schema, table) pairs apart itself."""
+    from pymysqlreplication.event import (  # type: ignore[import-untyped]
+        MariadbGtidEvent,
+        QueryEvent,
+        RotateEvent,
+        XidEvent,
+    )
+    from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
+        DeleteRowsEvent,
+        TableMapEvent,
+        UpdateRowsEvent,
+        WriteRowsEvent,
+    )
+
+    return binlog_reader(
+        connector.settings(),
+        connector.config.get("server_id"),
+        log_file=since.file(state["head_file"]),
+        log_pos=since.offset,
+        only_events=[
+            MariadbGtidEvent,
+            QueryEvent,
+            XidEvent,
+            RotateEvent,
+            TableMapEvent,
+            WriteRowsEvent,
+            UpdateRowsEvent,
+            DeleteRowsEvent,
+        ],
+        only_schemas=list(schemas),
+        only_tables=list(tables),
+        use_column_name_cache=True,
+    )
+
+
+def events_to(reader: Any, end: BinlogPosition) -> Iterator[tuple[Any, BinlogPosition]]:
+    """The reader's events up to end, each with the position it ends at; a rotation to the next
+    file is no change of any table."""
+    from pymysqlreplication.event import RotateEvent  # type: ignore[import-untyped]
+
+    for event in reader:
+        if isinstance(event, RotateEvent):
+            continue
+        here = BinlogPosition.of_file(reader.log_file, event.packet.log_pos)
+        if here.as_int() > end.as_int():
+            return
+        yield event, here
+
+
+def ends_transaction(event: Any) -> bool:
+    """A transaction's end: its XID event, or the COMMIT a table that is not transactional
+    writes."""
+    from pymysqlreplication.event import QueryEvent, XidEvent  # type: ignore[import-untyped]
+
+    return isinstance(event, XidEvent) or (
+        isinstance(event, QueryEvent) and _text(event.query).strip().upper() == "COMMIT"
+    )
+
+
 class LogReading(Reading):
     """The changes the binlog holds from a position to its end (or to a backfill's)."""
 
@@ -733,8 +802,6 @@ class LogReading(Reading):
         from pymysqlreplication.event import (  # type: ignore[import-untyped]
             MariadbGtidEvent,
             QueryEvent,
-            RotateEvent,
-            XidEvent,
         )
         from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
             DeleteRowsEvent,
@@ -751,32 +818,9 @@ class LogReading(Reading):
         key = [names.index(k) for k in self.stream.key]
         rows = _Rows(self.stream)
         pending: list[tuple[tuple[Any, ...], bool]] = []
-        reader = binlog_reader(
-            connector.settings(),
-            connector.config.get("server_id"),
-            log_file=self.since.file(state["head_file"]),
-            log_pos=self.since.offset,
-            only_events=[
-                MariadbGtidEvent,
-                QueryEvent,
-                XidEvent,
-                RotateEvent,
-                TableMapEvent,
-                WriteRowsEvent,
-                UpdateRowsEvent,
-                DeleteRowsEvent,
-            ],
-            only_schemas=[schema],
-            only_tables=[table],
-            use_column_name_cache=True,
-        )
+        reader = log_events_reader(connector, self.since, state, [schema], [table])
         try:
-            for event in reader:
-                if isinstance(event, RotateEvent):
-                    continue
-                here = BinlogPosition.of_file(reader.log_file, event.packet.log_pos)
-                if here.as_int() > end.as_int():
-                    break
+            for event, here in events_to(reader, end):
                 if isinstance(event, MariadbGtidEvent):
                     pending = []
                 elif isinstance(event, TableMapEvent):
@@ -789,9 +833,7 @@ class LogReading(Reading):
                     if not pending and not statement.startswith(("COMMIT", "BEGIN")):
                         self.at = here  # a DDL statement is its own transaction
                         continue
-                if isinstance(event, XidEvent) or (
-                    isinstance(event, QueryEvent) and _text(event.query).strip().upper() == "COMMIT"
-                ):
+                if ends_transaction(event):
                     # The first transaction after since is the one a resume inside skips into.
                     skipped = self.skip if self.at == self.since else 0
                     self.inside_rows = min(skipped, len(pending))

@@ -53,7 +53,9 @@ from dogana_provider.connectors.mariadb_binlog import (
     MariadbBinlogConnector,
     Rows,
     SnapshotReading,
-    binlog_reader,
+    ends_transaction,
+    events_to,
+    log_events_reader,
 )
 
 
@@ -136,8 +138,6 @@ class GroupLogReading(LogReading):
         from pymysqlreplication.event import (  # type: ignore[import-untyped]
             MariadbGtidEvent,
             QueryEvent,
-            RotateEvent,
-            XidEvent,
         )
         from pymysqlreplication.row_event import (  # type: ignore[import-untyped]
             DeleteRowsEvent,
@@ -149,34 +149,17 @@ class GroupLogReading(LogReading):
         table_events = (TableMapEvent, WriteRowsEvent, UpdateRowsEvent, DeleteRowsEvent)
         connector, end = self.connector, self.end
         assert end is not None
-        reader = binlog_reader(
-            connector.settings(),
-            connector.config.get("server_id"),
-            log_file=self.since.file(state["head_file"]),
-            log_pos=self.since.offset,
-            only_events=[
-                MariadbGtidEvent,
-                QueryEvent,
-                XidEvent,
-                RotateEvent,
-                TableMapEvent,
-                WriteRowsEvent,
-                UpdateRowsEvent,
-                DeleteRowsEvent,
-            ],
-            # The library filters row events by table name and schema apart; the pairs are
-            # told apart below.
-            only_schemas=sorted({schema for schema, _ in targets}),
-            only_tables=sorted({table for _, table in targets}),
-            use_column_name_cache=True,
+        # The pairs the reader's filter by schemas and by tables lets through are told apart
+        # below (targets.get).
+        reader = log_events_reader(
+            connector,
+            self.since,
+            state,
+            sorted({schema for schema, _ in targets}),
+            sorted({table for _, table in targets}),
         )
         try:
-            for event in reader:
-                if isinstance(event, RotateEvent):
-                    continue
-                here = BinlogPosition.of_file(reader.log_file, event.packet.log_pos)
-                if here.as_int() > end.as_int():
-                    break
+            for event, here in events_to(reader, end):
                 if isinstance(event, MariadbGtidEvent):
                     for target in targets.values():
                         target.pending = []
@@ -192,9 +175,7 @@ class GroupLogReading(LogReading):
                     ):
                         self.at = here  # a DDL statement is its own transaction
                         continue
-                if isinstance(event, XidEvent) or (
-                    isinstance(event, QueryEvent) and _text(event.query).strip().upper() == "COMMIT"
-                ):
+                if ends_transaction(event):
                     for target in targets.values():
                         for values, deleted in target.pending:
                             target.rows.add(values, deleted)
