@@ -14,13 +14,13 @@ two ways' images are compared, not only timed.
 from __future__ import annotations
 
 import argparse
-import random
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-MARIADB = {"host": "127.0.0.1", "port": 3306, "user": "root", "database": "test"}
+from cdc import MARIADB, change_mariadb_table, mariadb_table
+
 SETTINGS = {"host": "127.0.0.1", "port": 3306, "user": "root", "passwd": ""}
 REPEAT = 3
 
@@ -31,29 +31,10 @@ def changed_table(cursor: Any, table: str, rows: int, changes: int) -> tuple[str
     """The table made and changed; the binlog's file and the positions before and after."""
     from dogana_provider.connectors.mariadb_binlog import BinlogPosition
 
-    cursor.execute(
-        f"CREATE TABLE {table} (id bigint PRIMARY KEY, amount decimal(12,2), name text, "
-        "updated_at datetime(6) NOT NULL)"
-    )
-    cursor.execute(
-        f"INSERT INTO {table} SELECT seq, seq %% 1000, concat('row ', seq), "
-        "UTC_TIMESTAMP(6) - INTERVAL 1 DAY FROM seq_1_to_%s",
-        (rows,),
-    )
-    keys = random.Random(rows).sample(range(1, rows + 1), changes)
-    cursor.execute("CREATE TEMPORARY TABLE changed (id bigint PRIMARY KEY, gone bool)")
-    cursor.executemany(
-        "INSERT INTO changed VALUES (%s, %s)", [(k, i % 10 == 0) for i, k in enumerate(keys)]
-    )
+    mariadb_table(cursor, table, rows, changes)
     cursor.execute("SHOW MASTER STATUS")
     file, offset, *_ = cursor.fetchone()
-    cursor.execute("START TRANSACTION")
-    cursor.execute(
-        f"UPDATE {table} AS t JOIN changed AS c ON t.id = c.id AND NOT c.gone "
-        "SET t.amount = t.amount + 1, t.updated_at = UTC_TIMESTAMP(6)"
-    )
-    cursor.execute(f"DELETE t FROM {table} AS t JOIN changed AS c ON t.id = c.id AND c.gone")
-    cursor.execute("COMMIT")
+    change_mariadb_table(cursor, table)
     cursor.execute("SHOW MASTER STATUS")
     end_file, end_offset, *_ = cursor.fetchone()
     end = BinlogPosition.of_file(end_file, int(end_offset)).as_int()

@@ -230,6 +230,37 @@ def _decode(messages: list[bytes]) -> float:
     return time.process_time() - start
 
 
+def mariadb_table(cursor: Any, table: str, rows: int, changes: int) -> None:
+    """The MariaDB table of N rows made (bigint key, DECIMAL(12,2), TEXT, DATETIME(6) with the
+    cursor's index), and its changes' keys staged in the temporary table changed: changes keys
+    spread over the table, one in ten to delete (gone), the others to update."""
+    cursor.execute(
+        f"CREATE TABLE {table} (id bigint PRIMARY KEY, amount decimal(12,2), name text, "
+        "updated_at datetime(6) NOT NULL, KEY (updated_at))"
+    )
+    cursor.execute(
+        f"INSERT INTO {table} SELECT seq, seq %% 1000, concat('row ', seq), "
+        "UTC_TIMESTAMP(6) - INTERVAL 1 DAY FROM seq_1_to_%s",
+        (rows,),
+    )
+    keys = random.Random(rows).sample(range(1, rows + 1), changes)
+    cursor.execute("CREATE TEMPORARY TABLE changed (id bigint PRIMARY KEY, gone bool)")
+    cursor.executemany(
+        "INSERT INTO changed VALUES (%s, %s)", [(k, i % 10 == 0) for i, k in enumerate(keys)]
+    )
+
+
+def change_mariadb_table(cursor: Any, table: str) -> None:
+    """The staged changes made in one transaction: the updates, then the deletes."""
+    cursor.execute("START TRANSACTION")
+    cursor.execute(
+        f"UPDATE {table} AS t JOIN changed AS c ON t.id = c.id AND NOT c.gone "
+        "SET t.amount = t.amount + 1, t.updated_at = UTC_TIMESTAMP(6)"
+    )
+    cursor.execute(f"DELETE t FROM {table} AS t JOIN changed AS c ON t.id = c.id AND c.gone")
+    cursor.execute("COMMIT")
+
+
 def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
     """The same three on MariaDB: the binlog (mariadb_binlog) from the position before the
     changes, the cursor column through the SQL source, the server's own UPDATE and DELETE
@@ -246,20 +277,7 @@ def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
     db = MySQLdb.connect(**MARIADB, autocommit=True, init_command="SET time_zone = '+00:00'")
     cursor = db.cursor()
     try:
-        cursor.execute(
-            f"CREATE TABLE {table} (id bigint PRIMARY KEY, amount decimal(12,2), name text, "
-            "updated_at datetime(6) NOT NULL, KEY (updated_at))"
-        )
-        cursor.execute(
-            f"INSERT INTO {table} SELECT seq, seq %% 1000, concat('row ', seq), "
-            "UTC_TIMESTAMP(6) - INTERVAL 1 DAY FROM seq_1_to_%s",
-            (rows,),
-        )
-        keys = random.Random(rows).sample(range(1, rows + 1), changes)
-        cursor.execute("CREATE TEMPORARY TABLE changed (id bigint PRIMARY KEY, gone bool)")
-        cursor.executemany(
-            "INSERT INTO changed VALUES (%s, %s)", [(k, i % 10 == 0) for i, k in enumerate(keys)]
-        )
+        mariadb_table(cursor, table, rows, changes)
         cursor.execute("SHOW MASTER STATUS")
         file, offset, *_ = cursor.fetchone()
         position = BinlogPosition.of_file(file, int(offset)).as_int()
@@ -267,13 +285,7 @@ def measure_mariadb(rows: int, changes: int, home: Path) -> dict[str, float]:
         since = cursor.fetchone()[0].replace(tzinfo=UTC)
 
         start = time.perf_counter()
-        cursor.execute("START TRANSACTION")
-        cursor.execute(
-            f"UPDATE {table} AS t JOIN changed AS c ON t.id = c.id AND NOT c.gone "
-            "SET t.amount = t.amount + 1, t.updated_at = UTC_TIMESTAMP(6)"
-        )
-        cursor.execute(f"DELETE t FROM {table} AS t JOIN changed AS c ON t.id = c.id AND c.gone")
-        cursor.execute("COMMIT")
+        change_mariadb_table(cursor, table)
         apply = time.perf_counter() - start
         cursor.execute("SHOW MASTER STATUS")
         file, offset, *_ = cursor.fetchone()
