@@ -58,6 +58,19 @@ def postgres_connection(database: str) -> str:
     )
 
 
+def mariadb_connection(database: str) -> str:
+    """An AIRFLOW_CONN_* value naming a database of the MariaDB server the tests use."""
+    return json.dumps(
+        {
+            "conn_type": "mysql",
+            "host": "127.0.0.1",
+            "port": 3306,
+            "login": "root",
+            "schema": database,
+        }
+    )
+
+
 def write_group_dag(
     airflow_home: Path,
     tmp_path: Path,

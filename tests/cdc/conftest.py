@@ -5,7 +5,6 @@ Every slot a test makes is dropped after it: a leaked slot holds the server's WA
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from cdc_pipeline import (
     MariaTable,
     PgTable,
     drop_slot,
+    mariadb_connection,
     postgres_connection,
     sweep_stale_slots,
 )
@@ -57,18 +57,7 @@ def binlog_source(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator
 
     uid = uuid.uuid4().hex[:8]
     table, conn_id = f"cdc_{uid}", f"source_{uid}"
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}",
-        json.dumps(
-            {
-                "conn_type": "mysql",
-                "host": "127.0.0.1",
-                "port": 3306,
-                "login": "root",
-                "schema": "test",
-            }
-        ),
-    )
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", mariadb_connection("test"))
     db = MySQLdb.connect(host="127.0.0.1", port=3306, user="root", db="test", autocommit=True)
     db.cursor().execute("SET time_zone = '+00:00'")
     db.cursor().execute(f"CREATE TABLE `{table}` ({MARIADB_DDL})")

@@ -6,7 +6,6 @@ scaled down (one branch, ten tellers, ten thousand accounts)."""
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cdc_pipeline import MariaTable, log_contract, write_group_dag
+from cdc_pipeline import MariaTable, log_contract, mariadb_connection, write_group_dag
 from tpcb import KEYS, assert_published_like_the_source, deliver_under_load
 
 from dogana_provider.hooks.dogana import DoganaHook
@@ -95,18 +94,7 @@ def bench(mariadb_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bench]:
     name, conn_id = f"mariagroup_tpcb_{uid}", f"tpcb_{uid}"
     admin = MySQLdb.connect(host="127.0.0.1", port=3306, user="root", autocommit=True)
     admin.cursor().execute(f"CREATE DATABASE `{name}`")
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}",
-        json.dumps(
-            {
-                "conn_type": "mysql",
-                "host": "127.0.0.1",
-                "port": 3306,
-                "login": "root",
-                "schema": name,
-            }
-        ),
-    )
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", mariadb_connection(name))
     try:
         bench = Bench(None, name, conn_id)
         bench.db = bench.connect(autocommit=True)
