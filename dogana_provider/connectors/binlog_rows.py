@@ -345,7 +345,7 @@ def library_images(event: Any) -> list[Image]:
     return [tuple(row["values"].values()) for row in event.rows]
 
 
-def _whole_rows(event: Any, width: int) -> bool:
+def whole_rows(event: Any, width: int) -> bool:
     """Every column is in the event's images (binlog_row_image=FULL)."""
     every = (1 << width) - 1
     bitmaps = [event.columns_present_bitmap]
@@ -368,7 +368,7 @@ class RowImages:
     def of(self, event: Any) -> list[Image]:
         """The event's images: a write's or a delete's rows, an update's before and after."""
         decoder = self.decoder(event)
-        if decoder is None or not _whole_rows(event, decoder.width):
+        if decoder is None or not whole_rows(event, decoder.width):
             return library_images(event)
         # The library has read the header and the bitmaps; the rest of the event is images.
         body = event.packet.read(event.event_size - event.packet.read_bytes)

@@ -61,6 +61,22 @@ def test_a_table_map_unlike_the_table_refuses_the_read_as_relation_changed(
     assert error.rule == "relation_changed" and "name retyped" in str(error)
 
 
+def test_rows_logged_without_every_column_refuse_the_read_as_partial_row_image(
+    binlog_source: MariaTable,
+) -> None:
+    """A session may log with binlog_row_image=MINIMAL while the server's is FULL: its update
+    carries the changed column only, which must not be delivered with the others as nulls."""
+    reader, position = started(binlog_source)
+    binlog_source.execute("SET SESSION binlog_row_image = 'MINIMAL'")
+    try:
+        binlog_source.execute(f"UPDATE `{binlog_source.table}` SET name = 'minimal' WHERE id = 1")
+    finally:
+        binlog_source.execute("SET SESSION binlog_row_image = 'FULL'")
+    error = refused(reader, binlog_source.table, position)
+    assert error.rule == "partial_row_image"
+    assert f"{binlog_source.table}: the log holds rows of some columns only" in str(error)
+
+
 def test_a_position_in_a_purged_binlog_file_refuses_the_read_as_binlog_purged(
     binlog_source: MariaTable,
 ) -> None:
@@ -80,8 +96,10 @@ def test_a_server_without_full_row_images_is_unfit() -> None:
         ("log_bin", "OFF"),
         ("binlog_format", "MIXED"),
         ("binlog_row_image", "MINIMAL"),
+        ("log_bin_compress", "ON"),
     ):
-        assert f"{name} is {wrong}" in str(unfit({**fit, name: wrong}))
+        assert f"{name} is {wrong}, not " in str(unfit({**fit, name: wrong}))
+    assert unfit({**fit, "log_bin_compress": "OFF"}) is None  # MySQL has no log_bin_compress
 
 
 def test_health_reports_the_binlog_and_its_retention(binlog_source: MariaTable) -> None:
