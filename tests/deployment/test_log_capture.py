@@ -558,4 +558,9 @@ def test_deliver_runs_with_catch_up_beside_manual_runs_end_green_with_the_source
     readers = [n for n, log in delivered.logs.items() if "read by 2 readers" in log]
     assert readers, {n: log[-2000:] for n, log in delivered.logs.items()}
     for name in readers:
-        assert delivered.states[name]["deliver"] == "success"
+        # A full read planned beside another run's may be superseded by it (catch-up and manual
+        # runs race), and is then skipped, not published.
+        state, log = delivered.states[name]["deliver"], delivered.logs[name]
+        assert state == "success" or "superseded by" in log, (name, state, log[-2000:])
+    # The table's first publication is one of these full reads.
+    assert any(delivered.states[name]["deliver"] == "success" for name in readers)
