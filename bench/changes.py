@@ -316,7 +316,8 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         few_steps.append(pipeline.dogana_steps(home, "changes"))
         few.append(time.perf_counter() - begun)
     dogana.change(rows, 2 * ROUNDS, FEW)
-    with pipeline.counted() as count:
+    log: list[str] | None = [] if args.statements else None
+    with pipeline.counted(log) as count:
         pipeline.dogana_steps(home, "changes")
     median = statistics.median_low(took["dogana"])
     few_median = statistics.median_low(few)
@@ -330,12 +331,14 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "statements": count["statements"],
         "connections": count["connections"],
         "database": args.database,
+        "log": log,
     }
 
 
-def in_child(database: Any, home: Path) -> dict[str, Any]:
+def in_child(database: Any, home: Path, statements: bool) -> dict[str, Any]:
     result = home / "result.json"
     command = [sys.executable, __file__, "--child", "--database", database.name]
+    command += ["--statements"] if statements else []
     command += ["--home", str(home), "--rows", str(database.rows), "--result", str(result)]
     log = home / "dogana.log"
     with log.open("w", encoding="utf-8") as output:
@@ -354,7 +357,7 @@ def in_child(database: Any, home: Path) -> dict[str, Any]:
 # The run -----------------------------------------------------------------------------------------
 
 
-def measure(name: str, rows: int, top: Path, keep: bool) -> dict[str, Any]:
+def measure(name: str, rows: int, top: Path, keep: bool, statements: bool) -> dict[str, Any]:
     home = top / f"{name}_{rows}"
     (home / "dags").mkdir(parents=True)
     contract_file(home)
@@ -370,12 +373,14 @@ def measure(name: str, rows: int, top: Path, keep: bool) -> dict[str, Any]:
         floor.floor()
         print(f"  the floor's copy {time.perf_counter() - started:.1f} s", flush=True)
         dogana.reset_target()
-        found = in_child(dogana, home)
+        found = in_child(dogana, home, statements)
     finally:
         floor.drop()
         dogana.drop(source=not keep)
     if "failed" in found:
         print(f"  FAILED {found['failed']}", flush=True)
+    for number, statement in enumerate(found.get("log") or (), 1):
+        print(f"  {number:3} {statement}", flush=True)
     return found
 
 
@@ -461,6 +466,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--databases", default="postgresql,sqlite,mysql")
     parser.add_argument("--keep-sources", action="store_true", help="keep (and reuse) sources")
     parser.add_argument("--drop-sources", action="store_true", help="drop kept sources, only")
+    parser.add_argument(
+        "--statements", action="store_true", help="print the counted delivery's statements"
+    )
     for hidden in ("--database", "--home", "--result"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
     parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
@@ -483,7 +491,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for name in names:
             for rows in sorted(args.rows):
-                run = measure(name, rows, top, args.keep_sources)
+                run = measure(name, rows, top, args.keep_sources, args.statements)
                 found.setdefault(name, {})[rows] = run
                 targets += report(name, rows, run)
                 print(f"  load average now {pipeline.load()}", flush=True)

@@ -724,42 +724,51 @@ def few_rows(database: Database, home: Path, rows: int) -> dict[str, Any]:
 
 
 @contextmanager
-def counted() -> Iterator[dict[str, int]]:
+def counted(log: list[str] | None = None) -> Iterator[dict[str, int]]:
     """Every statement and connection the drivers see meanwhile, counted: the drivers' own
     entry points wrapped (sqlite3's trace callback, psycopg's and MySQLdb's cursors), the
-    bench's alone."""
+    bench's alone. With a log, each statement is appended to it beside its callers in dogana's
+    own code, innermost first, to find where the statements go."""
     import MySQLdb
     import MySQLdb.cursors
 
     count = {"statements": 0, "connections": 0}
 
-    def statement(*_: Any) -> None:
+    def statement(_: Any, args: tuple[Any, ...] = ()) -> None:
         count["statements"] += 1
+        if log is not None:
+            log.append(described(args[-1] if args else _))
 
     def wrapped(owner: Any, name: str, before: Any) -> tuple[Any, str, Any]:
         original = getattr(owner, name)
 
         def counting(*args: Any, **kwargs: Any) -> Any:
             made = original(*args, **kwargs)
-            before(made)
+            before(made, args)
             return made
 
         setattr(owner, name, counting)
         return owner, name, original
 
-    def connection(made: Any) -> None:
+    def connection(made: Any, _: tuple[Any, ...] = ()) -> None:
         count["connections"] += 1
         if isinstance(made, sqlite3.Connection):
             made.set_trace_callback(statement)
+
+    def psycopg_statement(made: Any, args: tuple[Any, ...]) -> None:
+        cursor, query = args[:2]
+        if log is not None and hasattr(query, "as_string"):  # psycopg.sql's composed query
+            query = query.as_string(cursor)
+        statement(made, (query,))
 
     patched = [
         wrapped(sqlite3, "connect", connection),
         wrapped(MySQLdb, "connect", connection),
         wrapped(MySQLdb.cursors.BaseCursor, "_query", statement),
-        wrapped(psycopg.Cursor, "execute", statement),
-        wrapped(psycopg.Cursor, "executemany", statement),
-        wrapped(psycopg.Cursor, "copy", statement),
-        wrapped(psycopg.ServerCursor, "execute", statement),
+        wrapped(psycopg.Cursor, "execute", psycopg_statement),
+        wrapped(psycopg.Cursor, "executemany", psycopg_statement),
+        wrapped(psycopg.Cursor, "copy", psycopg_statement),
+        wrapped(psycopg.ServerCursor, "execute", psycopg_statement),
     ]
     connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
 
@@ -775,6 +784,23 @@ def counted() -> Iterator[dict[str, int]]:
         psycopg.Connection.connect = classmethod(connect)  # type: ignore[method-assign]
         for owner, name, original in reversed(patched):
             setattr(owner, name, original)
+
+
+def described(query: Any) -> str:
+    """A statement on one line, after its callers in dogana's own code (innermost first)."""
+    if isinstance(query, bytes):
+        query = query.decode("utf-8", "replace")
+    elif not isinstance(query, str):
+        query = repr(query)
+    callers = []
+    frame: Any = sys._getframe(1)
+    while frame is not None and len(callers) < 4:
+        name = frame.f_code.co_filename
+        if "/dogana_provider/" in name or "/dogana_core/" in name:
+            where = name.rsplit("/dogana_", 1)[1].split("/", 1)[1]
+            callers.append(f"{where}:{frame.f_lineno} {frame.f_code.co_name}")
+        frame = frame.f_back
+    return f"{' < '.join(callers) or '?'}\n    {' '.join(query.split())[:300]}"
 
 
 def child(args: argparse.Namespace) -> dict[str, Any]:
