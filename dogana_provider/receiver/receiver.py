@@ -346,15 +346,26 @@ class Receiver:
         decision = self.decide(path, manifest, table=table)
         return self.publish(decision, origin=origin) if decision.to_publish else decision.receipt
 
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One step of a delivery (a gate's sweep, registration and decision; a publication):
+        a receiver's own table the catalog did not show is not looked up again until it ends
+        (own_tables.py). decide and publish are each one step by themselves."""
+        with self.steps.own_tables.step():
+            yield
+
     def decide(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Decision:
         """Steps 1 to 3; table defaults to the one the manifest names."""
+        with self.step():
+            return self._decide(path, manifest, table)
+
+    def _decide(self, path: str | Path, manifest: Manifest, table: str | None) -> Decision:
         table = manifest.table if table is None else table
         path = str(path)
         with transaction(self.connect, self.dialect, write=False) as connection:
-            state = self.steps.state(connection, table)
-            original = self.store.accepted(connection, table, manifest.identity)
-            activation = self.steps.activation(connection, table)
-            held, discarded = self.store.holds_for(connection, table, manifest.identity)
+            read = self.steps.decision(connection, table, manifest.identity)
+        state, original, activation = read.state, read.accepted, read.activation
+        held, discarded = read.held, read.discarded
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
@@ -422,6 +433,10 @@ class Receiver:
         refused (refuse), whatever its outcome, so a sender never chooses the table. origin:
         where its rows came from, for the publication's lineage edge (lineage_store.py).
         """
+        with self.step():
+            return self._publish(decision, table, origin)
+
+    def _publish(self, decision: Decision, table: str | None, origin: Origin | None) -> Receipt:
         if decision.held:
             raise HeldDelivery(
                 f"{decision.receipt.table}: delivery {decision.receipt.manifest.identity[:12]} is "

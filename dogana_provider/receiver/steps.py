@@ -36,7 +36,7 @@ from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, Sourc
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.lineage_store import Edge, LineageStore
 from dogana_provider.receiver.own_tables import OwnTables
-from dogana_provider.receiver.store import Store, TableState, stamp
+from dogana_provider.receiver.store import Hold, Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.schema import conformance
 from dogana_provider.schema.versions import SchemaVersions
@@ -59,6 +59,17 @@ class Checked:
         """What the gate evaluates: the row checks, then one Check per expectation (or the one
         saying none is declared). A violated hold fails until Receiver.hold decides it."""
         return [*self.rows, *expectations.checks_of(self.results)]
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """What Receiver.decide reads of a table, at one instant (Steps.decision)."""
+
+    state: TableState
+    accepted: Receipt | None
+    activation: Activation
+    held: str | None
+    discarded: Hold | None
 
 
 class UnknownTable(LookupError):
@@ -109,6 +120,22 @@ class Steps:
         if state is None:
             raise UnknownTable(f"no contract is registered for table {table!r}")
         return state
+
+    def decision(self, connection: Any, table: str, manifest_identity: str) -> Deciding:
+        """What a decision reads, in one statement: the table's state, the manifest's
+        acceptance, its holds and the table's activation (Store.decided)."""
+        read = self.store.decided(
+            connection, table, manifest_identity, self.sources.joined(connection, table)
+        )
+        if read.state is None:
+            raise UnknownTable(f"no contract is registered for table {table!r}")
+        required, record = (
+            (False, None)
+            if read.joined is None
+            else self.sources.required_and_record_of(read.joined)
+        )
+        activation = Activation(table, required, record)
+        return Deciding(read.state, read.accepted, activation, read.held, read.discarded)
 
     def locked_state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table, lock=True)

@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -217,6 +217,30 @@ class Hold:
         return any(held.grouped for held in self.tables)
 
 
+@dataclass(frozen=True)
+class Joined:
+    """Another store's part of a table's read (Store.decided): its columns, a LEFT JOIN, and
+    the parameters of each in the order they appear."""
+
+    columns: str
+    column_params: tuple[Any, ...]
+    join: str
+    join_params: tuple[Any, ...]
+    width: int
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a decision reads of a table, at one instant (Store.decided)."""
+
+    state: TableState | None
+    accepted: Receipt | None
+    held: str | None
+    discarded: Hold | None
+    joined: tuple[Any, ...] | None
+    """joined's columns, as read (None: nothing was joined)."""
+
+
 class Store:
     """Statements on the store's tables, for one dialect and prefix."""
 
@@ -323,6 +347,8 @@ class Store:
             f"{self.prefix}_receipts_manifest",
             "table_name, manifest_identity",
         )
+        if self.own_tables is not None:
+            self.own_tables.made(self.own_names)
 
     # Table rows -----------------------------------------------------------------------------
 
@@ -341,6 +367,59 @@ class Store:
         if row is None:
             return None
         return TableState(table, self._ledger(connection, table, row[0], row[1]))
+
+    def decided(
+        self, connection: Any, table: str, manifest_identity: str, joined: Joined | None
+    ) -> Decided:
+        """state, accepted and holds_for, with joined (the activation, Steps.decision), in one
+        statement: the table's row, the manifest's acceptance as a subquery, and the manifest's
+        holding or discarded holds by a LEFT JOIN, a row for each hold's row (one, of NULLs,
+        for none). state is None when the table is not registered."""
+        p = self.p
+        holds = self._has_holds(connection)
+        columns = [
+            "t.contract, t.ledger",
+            f"(SELECT r.receipt FROM {self.receipts} r WHERE r.table_name = {p} "
+            f"AND r.manifest_identity = {p} AND r.accepted_identity IS NOT NULL)",
+        ]
+        params: list[Any] = [table, manifest_identity]
+        joins = []
+        if joined is not None:
+            columns.append(joined.columns)
+            params += joined.column_params
+            joins.append(joined.join)
+        if holds:
+            columns.append(", ".join(f"h.{column}" for column in _HOLD_COLUMNS.split(", ")))
+        if joined is not None:
+            params += joined.join_params
+        if holds:
+            joins.append(
+                f"LEFT JOIN {self.holds} h ON h.table_name = {p} AND h.manifest_identity = {p} "
+                f"AND h.state IN ({p}, {p})"
+            )
+            params += [table, manifest_identity, HOLDING, DISCARDED]
+        params.append(table)
+        order = " ORDER BY h.held_at, h.hold_id, h.position" if holds else ""
+        rows = fetch_all(
+            connection,
+            f"SELECT {', '.join(columns)} FROM {self.tables} t {' '.join(joins)} "
+            f"WHERE t.table_name = {p}{order}",
+            tuple(params),
+        )
+        if not rows:
+            return Decided(None, None, None, None, None)
+        first = rows[0]
+        state = TableState(table, self._ledger(connection, table, first[0], first[1]))
+        accepted = None if first[2] is None else Receipt.from_json(first[2])
+        after = 3 + (0 if joined is None else joined.width)
+        found = self._holds_of([row[after:] for row in rows if row[after] is not None])
+        return Decided(
+            state,
+            accepted,
+            next((hold.hold_id for hold in found if hold.state == HOLDING), None),
+            next((hold for hold in found if hold.state == DISCARDED), None),
+            None if joined is None else tuple(first[3:after]),
+        )
 
     def table_names(self, connection: Any) -> list[str]:
         """Every registered table's name, in name order: one row each, read whole."""
@@ -947,15 +1026,18 @@ class Store:
         cursor = connection.cursor()
         try:
             cursor.execute(
-                "SELECT hold_id, table_name, staging_table, manifest, contract, checks, "
-                "expectations, staged, base_publication_id, held_at, state, decided_by, "
-                f"decided_at, reason, outcome FROM {self.holds} WHERE {where} "
+                f"SELECT {_HOLD_COLUMNS} FROM {self.holds} WHERE {where} "
                 "ORDER BY held_at, hold_id, position",
                 params,
             )
             rows = cursor.fetchall()
         finally:
             cursor.close()
+        return self._holds_of(rows)
+
+    @staticmethod
+    def _holds_of(rows: Iterable[Sequence[Any]]) -> list[Hold]:
+        """The holds of rows of _HOLD_COLUMNS, in their order, a hold's rows together."""
         holds: dict[str, list[tuple[Any, ...]]] = {}
         for row in rows:
             holds.setdefault(str(row[0]), []).append(tuple(row))
@@ -1090,6 +1172,12 @@ def _index(text: str) -> Index:
 def stamp(moment: datetime) -> str:
     """A UTC instant as fixed-width text, so that text order is time order on every database."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+_HOLD_COLUMNS = (
+    "hold_id, table_name, staging_table, manifest, contract, checks, expectations, staged, "
+    "base_publication_id, held_at, state, decided_by, decided_at, reason, outcome"
+)
 
 
 def _hold(hold_id: str, rows: list[tuple[Any, ...]]) -> Hold:
