@@ -76,6 +76,8 @@ class Dialect:
     """Whether SELECT ... FOR UPDATE locks a row; SQLite's BEGIN IMMEDIATE locks the database."""
     statement_savepoint: bool = False
     """Whether a failed statement aborts its transaction unless a savepoint catches it."""
+    locks_outer_join: bool = True
+    """Whether SELECT ... FOR UPDATE may lock the rows a LEFT JOIN adds (PostgreSQL refuses)."""
     rowid_names: tuple[str, ...] = ()
     """The names of a table's implicit row number, in the order tried (a column may hide one)."""
     text_datetimes: bool = False
@@ -306,8 +308,10 @@ class Dialect:
         that have nothing to check (see receiver/actions.py)."""
         yield
 
-    def has_unique_or_foreign(self, connection: Any, table: str) -> bool:
-        """Whether the table has a unique index or a foreign key of its own."""
+    def keeps_insert_checks(self, connection: Any, table: str) -> bool:
+        """Whether an INSERT into the table keeps the checks unchecked_inserts turns off: it has
+        a unique index or a foreign key of its own, or rows already (what turning them off
+        speeds is an insert into an empty table)."""
         return True
 
     # Statements that may fail ---------------------------------------------------------------

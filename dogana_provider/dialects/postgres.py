@@ -257,5 +257,6 @@ POSTGRES = PostgresDialect(
     # "C" compares the bytes of UTF-8, which is code-point order, whatever the database's locale.
     text_collation='"C"',
     statement_savepoint=True,
+    locks_outer_join=False,
     log_connector="pg_logical",
 )

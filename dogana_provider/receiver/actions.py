@@ -332,8 +332,9 @@ class _Published:
             )
             where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
         # A table someone gave a primary key, a unique index or a foreign key keeps the
-        # checks; dogana's own indexes are not unique (the row checks find duplicate keys).
-        unchecked = not self.dialect.has_unique_or_foreign(self.connection, self.contract.table)
+        # checks (dogana's own indexes are not unique: the row checks find duplicate keys), and
+        # so does one holding rows, where turning them off would speed nothing.
+        unchecked = not self.dialect.keeps_insert_checks(self.connection, self.contract.table)
         with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
                 self.connection,

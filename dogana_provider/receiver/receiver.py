@@ -492,9 +492,9 @@ class Receiver:
     ) -> Receipt:
         """Lock the head, judge the table's activation again, decide again if stale, then plan,
         ledger and receipt; no commit."""
-        state = self.steps.locked_state(connection, receipt.table)
+        state, activation = self.steps.locked_with_activation(connection, receipt.table)
         now = self.clock()
-        source = self.steps.activation(connection, receipt.table, lock=True).at(now)
+        source = activation.at(now)
         if not source.publishes:
             refused = self.steps.inactive(state.ledger, receipt.manifest, source, now)
             self.steps.save_refused(connection, refused)

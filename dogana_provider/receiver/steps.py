@@ -143,6 +143,20 @@ class Steps:
             raise UnknownTable(f"table {table!r} was unregistered before publishing")
         return state
 
+    def locked_with_activation(self, connection: Any, table: str) -> tuple[TableState, Activation]:
+        """locked_state, then activation(lock=True): in one statement where the dialect locks
+        the rows of an outer join (Store.locked), else in two, the table's row locked first."""
+        joined = self.sources.joined(connection, table)
+        if joined is None or not self.dialect.locks_outer_join:
+            state = self.locked_state(connection, table)
+            return state, self.activation(connection, table, lock=True)
+        read = self.store.locked(connection, table, joined)
+        if read.state is None:
+            raise UnknownTable(f"table {table!r} was unregistered before publishing")
+        assert read.joined is not None
+        required, record = self.sources.required_and_record_of(read.joined)
+        return read.state, Activation(table, required, record)
+
     def save_rejection(self, connection: Any, receipt: Receipt) -> None:
         # The lock numbers receipts without gaps or duplicates under concurrent writers.
         self.store.state(connection, receipt.table, lock=True)

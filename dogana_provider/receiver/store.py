@@ -368,6 +368,23 @@ class Store:
             return None
         return TableState(table, self._ledger(connection, table, row[0], row[1]))
 
+    def locked(self, connection: Any, table: str, joined: Joined) -> Decided:
+        """state(lock=True) with joined (the activation, locked with the table's row: Steps.
+        locked_with_activation), in one statement, where the dialect locks an outer join's
+        rows; accepted and the holds are not read."""
+        assert self.dialect.locks_outer_join
+        rows = fetch_all(
+            connection,
+            f"SELECT t.contract, t.ledger, {joined.columns} FROM {self.tables} t "
+            f"{joined.join} WHERE t.table_name = {self.p}{self.dialect.for_update(True)}",
+            (*joined.column_params, *joined.join_params, table),
+        )
+        if not rows:
+            return Decided(None, None, None, None, None)
+        contract, ledger, *rest = rows[0]
+        state = TableState(table, self._ledger(connection, table, contract, ledger))
+        return Decided(state, None, None, None, tuple(rest))
+
     def decided(
         self, connection: Any, table: str, manifest_identity: str, joined: Joined | None
     ) -> Decided:
@@ -412,7 +429,7 @@ class Store:
         state = TableState(table, self._ledger(connection, table, first[0], first[1]))
         accepted = None if first[2] is None else Receipt.from_json(first[2])
         after = 3 + (0 if joined is None else joined.width)
-        found = self._holds_of([row[after:] for row in rows if row[after] is not None])
+        found = self._holds_of(row[after:] for row in rows if holds and row[after] is not None)
         return Decided(
             state,
             accepted,
