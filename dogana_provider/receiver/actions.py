@@ -127,9 +127,10 @@ def add_missing_columns(
     """Add the staged columns the published table lacks, nullable: no existing row changes.
     Where DDL commits at once (MariaDB), widen the columns an accepted schema version widens
     here too, before the publication's transaction: ALTER inside it would commit it early."""
-    if not dialect.transactional_ddl:
-        widen_columns(connection, dialect, staged, contract)
-    have = set(existing_columns(connection, dialect, contract.table))
+    if not dialect.transactional_ddl:  # the columns widening read: widened, still there
+        have = set(widen_columns(connection, dialect, staged, contract))
+    else:
+        have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
             execute(
@@ -139,14 +140,17 @@ def add_missing_columns(
             )
 
 
-def widen_columns(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+def widen_columns(
+    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+) -> dict[str, str]:
     """Widen each published decimal column whose staged type raises its precision and keeps its
     scale, before an accepted delivery's rows go in; the published indexes are built again
     where widening rebuilt the table (SQLite).
 
     Only an accepted delivery reaches here, and column_types refuses a staged type other than
     the published one unless the delivery's schema version widens that column (schema/), so
-    every widening found was allowed by the table's schema policy.
+    every widening found was allowed by the table's schema policy. The published columns'
+    declared types, as read before widening, are returned.
     """
     have = declared_types(connection, dialect, contract.table)
     chosen = {}
@@ -159,6 +163,7 @@ def widen_columns(connection: Any, dialect: Dialect, staged: Staged, contract: C
         dialect.widen_column(connection, contract.table, name, logical)
     if chosen:
         create_indexes(connection, dialect, staged, contract)
+    return have
 
 
 def _decimal(spelled: str) -> tuple[int, int] | None:
