@@ -365,6 +365,7 @@ class Receiver:
         with transaction(self.connect, self.dialect, write=False) as connection:
             read = self.steps.decision(connection, table, manifest.identity)
         state, original, activation = read.state, read.accepted, read.activation
+        declared = read.expectations
         held, discarded = read.held, read.discarded
         now = self.clock()
         if original is not None:
@@ -391,7 +392,7 @@ class Receiver:
         name = self.steps.staging_name(manifest)
         with scratch.deciding(name):  # a gate killed before it hands back leaves it to sweep
             staged = self.steps.stage(path, manifest, state.contract, name)
-            receipt, checked = self._evaluate(state, manifest, staged, now, source)
+            receipt, checked = self._evaluate(state, manifest, staged, now, source, declared)
             if receipt.outcome is Outcome.REJECTED:
                 if expectations.held(checked.results, (check.name for check in receipt.failed)):
                     return self.hold(Held(state, manifest, staged, receipt, checked, now))
@@ -752,9 +753,10 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
+        declared: Expectations | None = None,
     ) -> tuple[Receipt, Checked]:
         with transaction(self.connect, self.dialect, write=False) as connection:
-            return self._evaluate_on(connection, state, manifest, staged, now, source)
+            return self._evaluate_on(connection, state, manifest, staged, now, source, declared)
 
     def _evaluate_on(
         self,
@@ -764,8 +766,10 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
+        declared: Expectations | None = None,
     ) -> tuple[Receipt, Checked]:
-        checked = self.steps.row_checks(connection, state, manifest, staged)
+        """declared: the expectations, where the decision read them (else read here)."""
+        checked = self.steps.row_checks(connection, state, manifest, staged, declared)
         active = source.check()
         if active is not None:
             checked.rows.append(active)

@@ -23,7 +23,12 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider.checks import expectations, released
 from dogana_provider.checks import rows as checks
-from dogana_provider.checks.expectations import Consequence, Result, RowCountExpectation
+from dogana_provider.checks.expectations import (
+    Consequence,
+    Expectations,
+    Result,
+    RowCountExpectation,
+)
 from dogana_provider.dialects import Dialect
 from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver.actions import (
@@ -70,6 +75,8 @@ class Deciding:
     activation: Activation
     held: str | None
     discarded: Hold | None
+    expectations: Expectations | None
+    """The table's declared expectations (None: to be read where the rows are checked)."""
 
 
 class UnknownTable(LookupError):
@@ -135,7 +142,9 @@ class Steps:
             else self.sources.required_and_record_of(read.joined)
         )
         activation = Activation(table, required, record)
-        return Deciding(read.state, read.accepted, activation, read.held, read.discarded)
+        return Deciding(
+            read.state, read.accepted, activation, read.held, read.discarded, read.expectations
+        )
 
     def locked_state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table, lock=True)
@@ -297,11 +306,18 @@ class Steps:
             self.store.remove_staging(connection, name)
 
     def row_checks(
-        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
+        self,
+        connection: Any,
+        state: TableState,
+        manifest: Manifest,
+        staged: Staged,
+        declared: Expectations | None = None,
     ) -> Checked:
         """Every named row check of a staged file against the table's contract (checks/rows.py),
-        then each of the table's expectations (checks/expectations.py), in one scan of its rows."""
-        declared = self.store.expectations(connection, state.table)
+        then each of the table's expectations (checks/expectations.py), in one scan of its rows;
+        declared: the expectations, where the decision read them already (Steps.decision)."""
+        if declared is None:
+            declared = self.store.expectations(connection, state.table)
         last_rows = None
         if any(isinstance(item, RowCountExpectation) for item in declared):
             last = self.store.last_accepted(connection, state.table)

@@ -239,6 +239,8 @@ class Decided:
     discarded: Hold | None
     joined: tuple[Any, ...] | None
     """joined's columns, as read (None: nothing was joined)."""
+    expectations: Expectations | None = None
+    """The table's declared expectations (None: not read, the store may predate them)."""
 
 
 class Store:
@@ -388,18 +390,27 @@ class Store:
     def decided(
         self, connection: Any, table: str, manifest_identity: str, joined: Joined | None
     ) -> Decided:
-        """state, accepted and holds_for, with joined (the activation, Steps.decision), in one
-        statement: the table's row, the manifest's acceptance as a subquery, and the manifest's
-        holding or discarded holds by a LEFT JOIN, a row for each hold's row (one, of NULLs,
-        for none). state is None when the table is not registered."""
+        """state, accepted, expectations and holds_for, with joined (the activation, Steps.
+        decision), in one statement: the table's row, the manifest's acceptance and the table's
+        expectations as subqueries, and the manifest's holding or discarded holds by a LEFT
+        JOIN, a row for each hold's row (one, of NULLs, for none). state is None when the table
+        is not registered; expectations None where its table is not known to exist."""
         p = self.p
         holds = self._has_holds(connection)
+        declared = self.own_tables is not None and self.own_tables.known(
+            f"{self.prefix}_expectations"
+        )
         columns = [
             "t.contract, t.ledger",
             f"(SELECT r.receipt FROM {self.receipts} r WHERE r.table_name = {p} "
             f"AND r.manifest_identity = {p} AND r.accepted_identity IS NOT NULL)",
         ]
         params: list[Any] = [table, manifest_identity]
+        if declared:
+            columns.append(
+                f"(SELECT e.expectations FROM {self.expectations_table} e WHERE e.table_name = {p})"
+            )
+            params.append(table)
         joins = []
         if joined is not None:
             columns.append(joined.columns)
@@ -428,14 +439,24 @@ class Store:
         first = rows[0]
         state = TableState(table, self._ledger(connection, table, first[0], first[1]))
         accepted = None if first[2] is None else Receipt.from_json(first[2])
-        after = 3 + (0 if joined is None else joined.width)
+        expectations = None
+        if declared:
+            text = first[3]
+            expectations = (
+                Expectations()
+                if text is None
+                else Expectations.from_dict(json.loads(text), f"{table} expectations")
+            )
+        before = 3 + int(declared)
+        after = before + (0 if joined is None else joined.width)
         found = self._holds_of(row[after:] for row in rows if holds and row[after] is not None)
         return Decided(
             state,
             accepted,
             next((hold.hold_id for hold in found if hold.state == HOLDING), None),
             next((hold for hold in found if hold.state == DISCARDED), None),
-            None if joined is None else tuple(first[3:after]),
+            None if joined is None else tuple(first[before:after]),
+            expectations,
         )
 
     def table_names(self, connection: Any) -> list[str]:
@@ -544,7 +565,18 @@ class Store:
         index, chunks = stored_form(ledger)
         table = ledger.contract.table
         stored, summaries = self._stored(connection, table)
-        for name in sorted(chunks.keys() - stored):
+        added, gone = sorted(chunks.keys() - stored), sorted(stored - chunks.keys())
+        # A chunk gone and one added are one row rewritten: one statement where a DELETE and
+        # an INSERT were two. No stored row has the added digest (stored was read under the
+        # table's lock), so the rewrite meets no other.
+        for old, name in zip(gone, added, strict=False):
+            execute(
+                connection,
+                f"UPDATE {self.chunks} SET digest = {self.p}, regions = {self.p} "
+                f"WHERE table_name = {self.p} AND digest = {self.p}",
+                (name, chunks[name].decode("utf-8"), table, old),
+            )
+        for name in added[len(gone) :]:
             # A registration racing another (insert_table) may find the other's chunk: its
             # bytes are these, since a digest names them.
             execute(
@@ -554,7 +586,7 @@ class Store:
                 f"{self.dialect.unless_exists('table_name', 'digest')}",
                 (table, name, chunks[name].decode("utf-8")),
             )
-        for name in sorted(stored - chunks.keys()):
+        for name in gone[len(added) :]:
             execute(
                 connection,
                 f"DELETE FROM {self.chunks} WHERE table_name = {self.p} AND digest = {self.p}",
@@ -575,13 +607,25 @@ class Store:
         each chunk that has none yet, once."""
         # Read in full only when a state read needs it; here its form is enough.
         wrong = {name for name, text in found.items() if not text.startswith(SUMMARY_START)}
-        for name in sorted((found.keys() - chunks.keys()) | wrong):
+        gone = sorted(found.keys() - chunks.keys())
+        added = sorted(chunks.keys() - found.keys())
+        # As _store's chunks: a summary gone and one added are one row rewritten, and so is a
+        # summary in another form, in place; no stored row has an added digest.
+        pairs = [(name, name) for name in sorted(wrong & chunks.keys())]
+        for old, name in [*pairs, *zip(gone, added, strict=False)]:
+            execute(
+                connection,
+                f"UPDATE {self.summaries} SET digest = {self.p}, summary = {self.p} "
+                f"WHERE table_name = {self.p} AND digest = {self.p}",
+                (name, summary_form(chunks[name]), table, old),
+            )
+        for name in gone[len(added) :]:
             execute(
                 connection,
                 f"DELETE FROM {self.summaries} WHERE table_name = {self.p} AND digest = {self.p}",
                 (table, name),
             )
-        for name in sorted(chunks.keys() - (found.keys() - wrong)):
+        for name in added[len(gone) :]:
             execute(
                 connection,
                 f"INSERT INTO {self.summaries} (table_name, digest, summary) "
