@@ -781,6 +781,11 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     """One variant in this process; what it measured."""
     home = Path(args.home)
     database = DATABASES[args.database](args.run, home)
+    # Loaded in every variant's process before it is timed, as in a task's: Airflow forks the
+    # task's process from its supervisor, whose module a connection's look-up imports otherwise
+    # (0.1 s), inside the run of every variant that looks a connection up.
+    import airflow.sdk.execution_time.supervisor  # noqa: F401
+
     if args.child == "dogana":
         # The import baseline: everything a delivery loads, loaded before any row moves.
         import pyarrow.parquet  # noqa: F401
