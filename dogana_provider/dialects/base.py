@@ -287,7 +287,7 @@ class Dialect:
 
     def statistics(self, table: str) -> list[str]:
         """The statements that give the planner a table's statistics, for a table whose rows were
-        all loaded at once (a staging table swapped in): none where the planner needs none."""
+        all replaced at once (a whole-table replacement): none where the planner needs none."""
         return []
 
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
