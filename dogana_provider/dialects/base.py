@@ -287,6 +287,11 @@ class Dialect:
             f"TYPE {self.column_type(logical)}",
         )
 
+    def statistics(self, table: str) -> list[str]:
+        """The statements that give the planner a table's statistics, for a table whose rows were
+        all replaced at once (a whole-table replacement): none where the planner needs none."""
+        return []
+
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]

@@ -16,13 +16,14 @@ publication's transaction, the checked staging table itself becomes the publishe
 tombstones deleted, its row-number and deleted columns dropped, the old table dropped, the staged
 one renamed, the indexes built on the loaded rows), committed with the ledger and the receipt or
 not at all. Copying it instead stays for what a swap would break, each case named in swap_refused:
-a group's publication (its tables' rows are copied one table after another),
-MariaDB (RENAME TABLE commits at once, so a crash could publish rows without their receipt), a
-published table whose columns differ from the delivery's (added by an earlier delivery), and one
-that other objects hang on (views, foreign keys, triggers, grants, rules), which a dropped table
-would lose. A PostgreSQL reader under REPEATABLE READ whose snapshot predates the swap and who
-first touches the table after it sees it empty, as after TRUNCATE; Receiver.read locks the table
-before its snapshot so that its ledger and rows stay one committed state.
+a group's publication (its tables' rows are copied one table after another), MariaDB (RENAME TABLE
+commits at once, so a crash could publish rows without their receipt), a published table whose
+columns differ from the delivery's (added by an earlier delivery), and one that other objects hang
+on (views, foreign keys, triggers, grants, rules), which a dropped table would lose. Either way the
+replaced table's statistics are gathered (Dialect.statistics) before the commit. A PostgreSQL
+reader under REPEATABLE READ whose snapshot predates the swap and who first touches the table after
+it sees it empty, as after TRUNCATE; Receiver.read locks the table before its snapshot so that its
+ledger and rows stay one committed state.
 
 A keyless action matches no keys. The deleted column is never published: the published table is
 created without it, and only live rows (deleted false, or no deleted column in the file) are
@@ -216,12 +217,16 @@ def execute_plan(
     refused = swap_refused(connection, dialect, plan, staged, contract) if swap else "copy"
     if refused is None:
         swap_in(connection, dialect, staged, contract)
-        return
-    published = _Published(connection, dialect, staged, contract)
-    if published.upserts_with_tombstones(plan):
-        return
-    for action in plan.actions:
-        published.run(action)
+    else:
+        published = _Published(connection, dialect, staged, contract)
+        if not published.upserts_with_tombstones(plan):
+            for action in plan.actions:
+                published.run(action)
+    if any(action.operation is ActionKind.REPLACE_ALL for action in plan.actions):
+        # Every row is new: the next changes delivery's plans need the table's statistics now,
+        # not when autovacuum comes round to it.
+        for statement in dialect.statistics(dialect.quote(contract.table)):
+            execute(connection, statement)
 
 
 def swap_refused(
