@@ -29,6 +29,7 @@ from dogana_core.manifest import Manifest
 from dogana_core.planner import ExtractionRequest
 from dogana_core.shape import Checkpoint
 from dogana_provider.delivery.files import DeliveryWriter, Written
+from dogana_provider.dialects import Dialect
 from dogana_provider.sources.bulk import BulkRead, numbered, settled_schema
 from dogana_provider.sources.columns import Columns, UnsupportedColumn
 from dogana_provider.sources.parallel import read_parts
@@ -62,6 +63,22 @@ class Read:
     readers: int = 1
     """Readers of the table in the one snapshot, each writing a part (parallel.py); a source
     that cannot share its snapshot reads with one and logs why."""
+
+    def statement(self, dialect: Dialect, placeholder: Any) -> str | None:
+        """The statement that will read its rows, as a source told of it before the snapshot
+        (SnapshotSource.expect) sees it; None for a read refused when read."""
+        try:
+            reading = Reading(
+                self.contract,
+                self.request,
+                self.relation,
+                dialect,
+                placeholder,
+                deleted_flag=self.deleted_flag,
+            )
+        except UnsupportedRead:
+            return None
+        return reading.rows()
 
 
 @dataclass(frozen=True)
@@ -242,6 +259,7 @@ def _bulk(
     sql = reading.rows(snapshot.produced_at)
     with ExitStack() as stack:
         try:
+            snapshot.source.bulk_serves(sql)
             columns = _settled(snapshot, reading, sql, params, typed)
             bulk = stack.enter_context(
                 snapshot.source.bulk_read(snapshot, sql, params, columns, reading.relation)

@@ -121,6 +121,9 @@ class PostgresSnapshots(SnapshotSource):
         if _driver(connection) == "psycopg":  # as it was before begin told it
             connection.isolation_level = connection.read_only = None
 
+    def bulk_serves(self, sql: str) -> None:
+        return None
+
     def bulk_read(
         self,
         snapshot: Snapshot,

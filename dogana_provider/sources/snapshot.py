@@ -212,6 +212,11 @@ class SnapshotSource(ABC):
         nothing."""
         return None
 
+    def bulk_serves(self, sql: str) -> None:
+        """bulk.SlowPath naming why no bulk read can run the statement, asked before it is
+        described for one (a describe is a statement of its own); by default none can."""
+        raise SlowPath(f"no bulk read shares a {self.dialect} read's snapshot")
+
     def bulk_read(
         self,
         snapshot: Snapshot,

@@ -161,14 +161,32 @@ class SqliteSnapshots(SnapshotSource):
         # Per open read connection (by id): its witness, or why it has none (SlowPath's text).
         self._witnesses: dict[int, Witness | str] = {}
         self._spare: Reader | None = None
+        self._unwitnessed: str | None = None
+        """Why the next snapshot's reads need no witness (expect), or None: a witness."""
 
     def expect(self, reads: Sequence[Any]) -> None:
         """A whole-table read is read by the reader: its process starts now, and imports what
         it reads with while the read's connection opens and its snapshot is taken. A read of
-        changes or of a window compares through dogana_utc() or reads few rows: none starts."""
+        changes or of a window compares through dogana_utc() or reads few rows: none starts.
+        When every read compares through dogana_utc() or dogana_date(), no reader can serve
+        any (bulk_read refuses each before it looks for a witness): the snapshot opens none."""
         whole = any(r.request.since is None and r.request.window is None for r in reads)
         if whole and self._spare is None and importlib.util.find_spec("adbc_driver_sqlite"):
             self._spare = Reader()
+        refused = [self._refused(read) for read in reads]
+        if reads and all(why is not None for why in refused):
+            self._unwitnessed = f"no read of the snapshot can be bulk read: {refused[0]}"
+
+    def _refused(self, read: Any) -> str | None:
+        """Why the reader cannot serve the read's statement (sqlite_serves), or None."""
+        statement = read.statement(SQLITE, self.placeholder)
+        if statement is None:
+            return None  # refused when read, in the snapshot
+        try:
+            sqlite_serves(statement)
+        except SlowPath as why:
+            return str(why)
+        return None
 
     @contextmanager
     def snapshot(self, until: datetime) -> Iterator[Snapshot]:
@@ -176,6 +194,7 @@ class SqliteSnapshots(SnapshotSource):
             with super().snapshot(until) as snapshot:
                 yield snapshot
         finally:
+            self._unwitnessed = None
             self._drop_spare()
 
     def _drop_spare(self) -> None:
@@ -208,6 +227,8 @@ class SqliteSnapshots(SnapshotSource):
     def reading(self, connection: Any) -> tuple[Any, datetime]:
         """The witness's marker and the read's, then the clock (see the module docstring)."""
         witness = self._witnesses.get(id(connection))
+        if witness is None and self._unwitnessed is not None:
+            witness = self._witnesses[id(connection)] = self._unwitnessed
         if witness is None:
             try:
                 witness = Witness.beside(connection, self.connect, self._spare)
@@ -237,6 +258,9 @@ class SqliteSnapshots(SnapshotSource):
         self._close_witness(connection)
         if connection.in_transaction:
             connection.execute("ROLLBACK")
+
+    def bulk_serves(self, sql: str) -> None:
+        sqlite_serves(sql)
 
     def bulk_read(
         self,

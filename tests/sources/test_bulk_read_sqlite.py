@@ -343,6 +343,46 @@ def test_a_read_of_changes_starts_no_reader_before_its_snapshot(tmp_path: Path) 
     assert source._spare is None
 
 
+def changes_of_t(tmp_path: Path) -> Read:
+    """A changes read by a datetime cursor, which compares through dogana_utc()."""
+    contract = Contract(
+        "t",
+        ("id",),
+        {"changes": Shape.changes(checkpoint="timestamp")},
+        cursor_column="at",
+        types={"id": "int", "at": "datetime"},
+    )
+    request = ExtractionRequest("t", "changes", UNTIL, since=UNTIL - timedelta(days=1))
+    return Read(contract, request, Relation(table="t"), tmp_path / "t.parquet")
+
+
+def test_a_snapshot_no_reader_can_serve_a_read_of_opens_no_witness(tmp_path: Path) -> None:
+    file = database(tmp_path, [(1, "a", None, None, "2025-12-31 12:00:00", None, None, 1, None)])
+    opened: list[sqlite3.Connection] = []
+
+    def connect() -> sqlite3.Connection:
+        opened.append(sqlite3.connect(file))
+        return opened[-1]
+
+    [done] = extract(SqliteSnapshots(connect), [changes_of_t(tmp_path)])
+    assert len(opened) == 1  # the read's: no witness beside it
+    assert pq.read_table(done.path).column("id").to_pylist() == [1]
+
+
+def test_a_statement_no_reader_can_serve_is_not_described_for_one(tmp_path: Path) -> None:
+    file = database(tmp_path, [])
+    statements: list[str] = []
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(file)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    extract(SqliteSnapshots(connect), [changes_of_t(tmp_path)])
+    assert any("dogana_utc(" in sql for sql in statements)  # the rows' statement, read
+    assert not any("dogana_described" in sql for sql in statements)
+
+
 def test_a_reader_started_before_a_snapshot_nothing_read_with_is_stopped_with_it(
     tmp_path: Path,
 ) -> None:
