@@ -248,6 +248,15 @@ class Dialect:
         """The query of each column's name and declared type, for declared_types."""
         raise NotImplementedError
 
+    declared_types_apart = False
+    """Whether declared_types_of reads each table by a statement of its own
+    (read_declared_types) rather than one query of them all."""
+
+    def read_declared_types(self, connection: Any, table: str) -> list[tuple[Any, ...]]:
+        """Each column's name and declared type, in one statement: declared_types_query's."""
+        sql, params = self.declared_types_query(table)
+        return fetch_all(connection, sql, params)
+
     def catalog_columns(
         self, connection: Any, schema: str | None, table: str
     ) -> list[CatalogColumn]:
@@ -388,19 +397,17 @@ def declared_types(connection: Any, dialect: Dialect, table: str) -> dict[str, s
     the logical type beside the affinity that stores it); MariaDB's collation is part of a
     string's type, since it decides how values compare.
     """
-    sql, params = dialect.declared_types_query(table)
-    cursor = connection.cursor()
-    try:
-        cursor.execute(sql, params)
-        return {str(name): str(kind).lower() for name, kind in cursor.fetchall()}
-    finally:
-        cursor.close()
+    rows = dialect.read_declared_types(connection, table)
+    return {str(name): str(kind).lower() for name, kind in rows}
 
 
 def declared_types_of(
     connection: Any, dialect: Dialect, tables: Sequence[str]
 ) -> list[dict[str, str]]:
-    """declared_types of each of tables, in one statement."""
+    """declared_types of each of tables, in one statement (Dialect.declared_types_apart: one
+    each)."""
+    if dialect.declared_types_apart:
+        return [declared_types(connection, dialect, table) for table in tables]
     queries: list[str] = []
     params: list[Any] = []
     for number, table in enumerate(tables):

@@ -128,6 +128,14 @@ class SqliteDialect(Dialect):
     def declared_types_query(self, table: str) -> tuple[str, tuple[Any, ...]]:
         return "SELECT name, type FROM pragma_table_info(?)", (table,)
 
+    # pragma_table_info() runs its PRAGMA again, nested: a statement more than the PRAGMA's
+    # own, and a PRAGMA joins no query, so each table is read by one.
+    declared_types_apart = True
+
+    def read_declared_types(self, connection: Any, table: str) -> list[tuple[Any, ...]]:
+        rows = fetch_all(connection, f"PRAGMA table_info({self.quote(table)})")
+        return [(name, declared) for _, name, declared, *_ in rows]
+
     def widen_column(self, connection: Any, table: str, column: str, logical: str) -> None:
         # SQLite alters no column's type: the table is made again under the new declaration
         # and its rows copied, in the caller's transaction (SQLite's own recipe for ALTER).
