@@ -491,9 +491,9 @@ class StagedRows:
             key = self.q(self.contract.key[0])
             distinct = {"keys": f"COUNT({key})", "distinct_keys": f"COUNT(DISTINCT {key})"}
             if self.dialect.staged_key_index:
-                # Alone, SQLite answers it from the staging table's key index
-                # (actions.index_staged_keys); in the scan it would insert every key into a
-                # temporary b-tree, slow for keys in no order.
+                # In a subquery of its own, SQLite answers it from the staging table's key
+                # index (actions.index_staged_keys); in the scan it would insert every key
+                # into a temporary b-tree, slow for keys in no order.
                 apart = {"distinct_keys": distinct.pop("distinct_keys")}
         columns = ["COUNT(*)", *sums, *distinct.values()]
         # An aggregate the counts or another group already compute (a unique_check on the key)
@@ -512,25 +512,27 @@ class StagedRows:
         shared.update(known)
         # The aggregates asked alone follow the scan's in the row the groups read.
         shared.update({part: len(columns) + len(extra_sql) + i for i, part in enumerate(alone)})
-        apart_values = [
-            self.execute(f"SELECT {sql} FROM {self.table}", [])[0][0] for sql, _ in alone
-        ]
+        # Each asked alone is a subquery of its own, planned as its own statement would be.
+        alone_sql = [f"(SELECT {sql} FROM {self.table})" for sql, _ in alone]
         found = (
             run_or_fail(
                 self.connection,
                 self.dialect,
-                f"SELECT {', '.join([*columns, *extra_sql])} FROM {self.table}",
+                f"SELECT {', '.join([*columns, *extra_sql, *alone_sql])} FROM {self.table}",
                 tuple([*params, *extra_params]),
             )
             if self.extra
             else None
         )
         if isinstance(found, StatementFailed) or found is None:
-            (row,) = self.execute(f"SELECT {', '.join(columns)} FROM {self.table}", params)
+            (row,) = self.execute(
+                f"SELECT {', '.join([*columns, *alone_sql])} FROM {self.table}", params
+            )
             self.extra_values = [self._alone(group) for group in self.extra]
         else:
-            row = (*found[0], *apart_values)
+            row = found[0]
             self.extra_values = [tuple(row[shared[part]] for part in group) for group in self.extra]
+        apart_values = row[len(row) - len(alone) :]
         total, *rest = (int(value or 0) for value in [*row[: len(columns)], *apart_values])
         names = [*conditions, *distinct, *apart]
         return {"total": total, **dict(zip(names, rest, strict=True))}
