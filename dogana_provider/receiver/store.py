@@ -418,6 +418,7 @@ class Store:
             joins.append(joined.join)
         if holds:
             columns.append(", ".join(f"h.{column}" for column in _HOLD_COLUMNS.split(", ")))
+            columns.append("h.position")
         if joined is not None:
             params += joined.join_params
         if holds:
@@ -427,11 +428,10 @@ class Store:
             )
             params += [table, manifest_identity, HOLDING, DISCARDED]
         params.append(table)
-        order = " ORDER BY h.held_at, h.hold_id, h.position" if holds else ""
         rows = fetch_all(
             connection,
             f"SELECT {', '.join(columns)} FROM {self.tables} t {' '.join(joins)} "
-            f"WHERE t.table_name = {p}{order}",
+            f"WHERE t.table_name = {p}",
             tuple(params),
         )
         if not rows:
@@ -449,7 +449,14 @@ class Store:
             )
         before = 3 + int(declared)
         after = before + (0 if joined is None else joined.width)
-        found = self._holds_of(row[after:] for row in rows if holds and row[after] is not None)
+        # The holds in _holds' order (held_at, hold_id, position), sorted here: ORDER BY
+        # would sort the whole joined row, its documents too, in a temporary table that
+        # MariaDB writes to disk for every decision.
+        held = sorted(
+            (row for row in rows if holds and row[after] is not None),
+            key=lambda row: (row[after + _HELD_AT], row[after], row[-1]),
+        )
+        found = self._holds_of(row[after:-1] for row in held)
         return Decided(
             state,
             accepted,
@@ -1239,6 +1246,7 @@ _HOLD_COLUMNS = (
     "hold_id, table_name, staging_table, manifest, contract, checks, expectations, staged, "
     "base_publication_id, held_at, state, decided_by, decided_at, reason, outcome"
 )
+_HELD_AT = _HOLD_COLUMNS.split(", ").index("held_at")
 
 
 def _hold(hold_id: str, rows: list[tuple[Any, ...]]) -> Hold:
