@@ -52,8 +52,10 @@ class MySqlSnapshots(SnapshotSource):
                 converter[code] = None  # the value's bytes, as the server sent them
             connection.converter = converter
         _autocommit(connection, True)
-        self._execute(connection, "SET time_zone = '+00:00'")
-        self._execute(connection, "SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        # Both session settings in one SET (tx_isolation: SET SESSION TRANSACTION's variable).
+        self._execute(
+            connection, "SET time_zone = '+00:00', SESSION tx_isolation = 'REPEATABLE-READ'"
+        )
 
     def clock(self, connection: Any) -> datetime:
         now = self._execute(connection, "SELECT UTC_TIMESTAMP(6)")[0]

@@ -27,7 +27,8 @@ commit in between (a busy source) leaves the rows to sqlite3, in the read's own 
 they are whenever there is no reader: the driver is not installed, the database is not a file
 (in memory), other databases are attached to the read's connection (the reader would not see
 them), or the statement compares through dogana_utc(), which the reader lacks (a changes read:
-few rows, looked up by text ranges). Each case is named in the log.
+few rows, looked up by text ranges). Each case is named in the log. A snapshot whose every read
+compares through dogana_utc() or dogana_date() opens no witness (SqliteSnapshots.expect).
 
 The reader's process is started before the read's connection opens when a whole-table read is
 expected (SqliteSnapshots.expect), and asked to open the file before the clock reading: it
