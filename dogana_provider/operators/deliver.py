@@ -32,7 +32,7 @@ from airflow.sdk import DAG, BaseOperator, task
 from airflow.sdk.bases.operator import ExecutorSafeguard
 from airflow.sdk.exceptions import AirflowSkipException
 
-from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.hooks.dogana import DoganaHook, shared_receivers
 from dogana_provider.operators.arguments import native
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
@@ -111,6 +111,12 @@ class DeliverOperator(BaseOperator):
         self.window = window
 
     def execute(self, context: Any) -> Any:
+        # The steps, and a batch's deliveries, share one receiver: its idle connections and
+        # what it read of its own tables pass from step to step (hooks/dogana.py).
+        with shared_receivers():
+            return self._execute(context)
+
+    def _execute(self, context: Any) -> Any:
         if self.contract is not None:
             return self._deliver(native(self.contract, "contract"), context)
         batch = native(self.contracts, "contracts")

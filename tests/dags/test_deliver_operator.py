@@ -135,3 +135,36 @@ with dag:
     assert states(run)["deliver"] == "success"
     logged = capfd.readouterr()
     assert "cannot be called outside of the Task Runner" not in logged.out + logged.err
+
+
+@ON_SQLITE
+def test_a_batch_builds_one_receiver_for_every_step_of_every_delivery(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's DoganaHook would build its own receiver, its own connections and catalog
+    reads with it, four or more a delivery: a batch builds one and lends it to them all."""
+    from dogana_provider.receiver.receiver import Receiver
+
+    built: list[Receiver] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        built.append(from_hook(cls, hook, **options))
+        return built[-1]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(counted))
+    tables = [f"r{i}_{databases.uid}" for i in range(2)]
+    source_tables(databases, tables)
+    batch = [contract(table).to_dict() for table in tables]
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contracts={batch!r})
+""",
+    )
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert len(built) == 1
