@@ -168,3 +168,40 @@ with dag:
     run = databases.run(module.dag)  # type: ignore[attr-defined]
     assert states(run)["deliver"] == "success"
     assert len(built) == 1
+
+
+@ON_SQLITE
+def test_the_heap_before_a_batch_is_left_out_of_the_collectors_passes_until_its_end(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full garbage collection walks the task process's whole heap (Airflow, the provider,
+    pyarrow) and is due every few tables' rows: the batch freezes that heap while it delivers,
+    and gives it back to the collector after."""
+    import gc
+
+    from dogana_provider.receiver.receiver import Receiver
+
+    frozen: list[int] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def noted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        frozen.append(gc.get_freeze_count())
+        return from_hook(cls, hook, **options)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(noted))
+    table = f"h_{databases.uid}"
+    source_tables(databases, [table])
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contracts={[contract(table).to_dict()]!r})
+""",
+    )
+    before = gc.get_freeze_count()
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert frozen and all(count > before for count in frozen)
+    assert gc.get_freeze_count() == before
