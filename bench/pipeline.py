@@ -485,22 +485,27 @@ class MariaDb(Database):
         dump = Path(tempfile.gettempdir()) / f"dogana_bench_{self.run}_changes.tsv"
         dump.unlink(missing_ok=True)
         names = ", ".join(COLUMNS)
+        flag = self.soft_delete
+        copied = names if flag is None else f"{names}, {flag}"
         source = self._connect(self._db("source"))
         try:
             source.cursor().execute(
-                f"SELECT {names} FROM {TABLE} WHERE updated_at > %s "
+                f"SELECT {copied} FROM {TABLE} WHERE updated_at > %s "
                 f"AND updated_at <= UTC_TIMESTAMP(6) INTO OUTFILE '{dump}'",
                 (mark,),
             )
         finally:
             source.close()
+        # The target has no flag column: the temporary table takes the source's columns.
         self._run(
             self._db("target"),
-            f"CREATE TEMPORARY TABLE changed SELECT {names} FROM {TABLE} LIMIT 0",
-            f"LOAD DATA INFILE '{dump}' INTO TABLE changed ({names})",
+            f"CREATE TEMPORARY TABLE changed SELECT {copied} FROM "
+            f"{self._db('source')}.{TABLE} LIMIT 0",
+            f"LOAD DATA INFILE '{dump}' INTO TABLE changed ({copied})",
             "BEGIN",
             f"DELETE {TABLE} FROM {TABLE} JOIN changed ON changed.id = {TABLE}.id",
-            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed",
+            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed"
+            f"{'' if flag is None else f' WHERE NOT {flag}'}",
             "COMMIT",
         )
         dump.unlink(missing_ok=True)
@@ -724,42 +729,51 @@ def few_rows(database: Database, home: Path, rows: int) -> dict[str, Any]:
 
 
 @contextmanager
-def counted() -> Iterator[dict[str, int]]:
+def counted(log: list[str] | None = None) -> Iterator[dict[str, int]]:
     """Every statement and connection the drivers see meanwhile, counted: the drivers' own
     entry points wrapped (sqlite3's trace callback, psycopg's and MySQLdb's cursors), the
-    bench's alone."""
+    bench's alone. With a log, each statement is appended to it beside its callers in dogana's
+    own code, innermost first, to find where the statements go."""
     import MySQLdb
     import MySQLdb.cursors
 
     count = {"statements": 0, "connections": 0}
 
-    def statement(*_: Any) -> None:
+    def statement(_: Any, args: tuple[Any, ...] = ()) -> None:
         count["statements"] += 1
+        if log is not None:
+            log.append(described(args[-1] if args else _))
 
     def wrapped(owner: Any, name: str, before: Any) -> tuple[Any, str, Any]:
         original = getattr(owner, name)
 
         def counting(*args: Any, **kwargs: Any) -> Any:
             made = original(*args, **kwargs)
-            before(made)
+            before(made, args)
             return made
 
         setattr(owner, name, counting)
         return owner, name, original
 
-    def connection(made: Any) -> None:
+    def connection(made: Any, _: tuple[Any, ...] = ()) -> None:
         count["connections"] += 1
         if isinstance(made, sqlite3.Connection):
             made.set_trace_callback(statement)
+
+    def psycopg_statement(made: Any, args: tuple[Any, ...]) -> None:
+        cursor, query = args[:2]
+        if log is not None and hasattr(query, "as_string"):  # psycopg.sql's composed query
+            query = query.as_string(cursor)
+        statement(made, (query,))
 
     patched = [
         wrapped(sqlite3, "connect", connection),
         wrapped(MySQLdb, "connect", connection),
         wrapped(MySQLdb.cursors.BaseCursor, "_query", statement),
-        wrapped(psycopg.Cursor, "execute", statement),
-        wrapped(psycopg.Cursor, "executemany", statement),
-        wrapped(psycopg.Cursor, "copy", statement),
-        wrapped(psycopg.ServerCursor, "execute", statement),
+        wrapped(psycopg.Cursor, "execute", psycopg_statement),
+        wrapped(psycopg.Cursor, "executemany", psycopg_statement),
+        wrapped(psycopg.Cursor, "copy", psycopg_statement),
+        wrapped(psycopg.ServerCursor, "execute", psycopg_statement),
     ]
     connect = psycopg.Connection.connect.__func__  # type: ignore[attr-defined]
 
@@ -777,10 +791,32 @@ def counted() -> Iterator[dict[str, int]]:
             setattr(owner, name, original)
 
 
+def described(query: Any) -> str:
+    """A statement on one line, after its callers in dogana's own code (innermost first)."""
+    if isinstance(query, bytes):
+        query = query.decode("utf-8", "replace")
+    elif not isinstance(query, str):
+        query = repr(query)
+    callers = []
+    frame: Any = sys._getframe(1)
+    while frame is not None and len(callers) < 4:
+        name = frame.f_code.co_filename
+        if "/dogana_provider/" in name or "/dogana_core/" in name:
+            where = name.rsplit("/dogana_", 1)[1].split("/", 1)[1]
+            callers.append(f"{where}:{frame.f_lineno} {frame.f_code.co_name}")
+        frame = frame.f_back
+    return f"{' < '.join(callers) or '?'}\n    {' '.join(query.split())[:300]}"
+
+
 def child(args: argparse.Namespace) -> dict[str, Any]:
     """One variant in this process; what it measured."""
     home = Path(args.home)
     database = DATABASES[args.database](args.run, home)
+    # Loaded in every variant's process before it is timed, as in a task's: Airflow forks the
+    # task's process from its supervisor, whose module a connection's look-up imports otherwise
+    # (0.1 s), inside the run of every variant that looks a connection up.
+    import airflow.sdk.execution_time.supervisor  # noqa: F401
+
     if args.child == "dogana":
         # The import baseline: everything a delivery loads, loaded before any row moves.
         import pyarrow.parquet  # noqa: F401

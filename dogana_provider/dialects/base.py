@@ -76,6 +76,8 @@ class Dialect:
     """Whether SELECT ... FOR UPDATE locks a row; SQLite's BEGIN IMMEDIATE locks the database."""
     statement_savepoint: bool = False
     """Whether a failed statement aborts its transaction unless a savepoint catches it."""
+    locks_outer_join: bool = True
+    """Whether SELECT ... FOR UPDATE may lock the rows a LEFT JOIN adds (PostgreSQL refuses)."""
     rowid_names: tuple[str, ...] = ()
     """The names of a table's implicit row number, in the order tried (a column may hide one)."""
     text_datetimes: bool = False
@@ -285,6 +287,11 @@ class Dialect:
             f"TYPE {self.column_type(logical)}",
         )
 
+    def statistics(self, table: str) -> list[str]:
+        """The statements that give the planner a table's statistics, for a table whose rows were
+        all replaced at once (a whole-table replacement): none where the planner needs none."""
+        return []
+
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]
@@ -306,8 +313,10 @@ class Dialect:
         that have nothing to check (see receiver/actions.py)."""
         yield
 
-    def has_unique_or_foreign(self, connection: Any, table: str) -> bool:
-        """Whether the table has a unique index or a foreign key of its own."""
+    def keeps_insert_checks(self, connection: Any, table: str) -> bool:
+        """Whether an INSERT into the table keeps the checks unchecked_inserts turns off: it has
+        a unique index or a foreign key of its own, or rows already (what turning them off
+        speeds is an insert into an empty table)."""
         return True
 
     # Statements that may fail ---------------------------------------------------------------

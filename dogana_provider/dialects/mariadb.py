@@ -250,13 +250,14 @@ class MariadbDialect(Dialect):
                 "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
             )
 
-    def has_unique_or_foreign(self, connection: Any, table: str) -> bool:
+    def keeps_insert_checks(self, connection: Any, table: str) -> bool:
         count = scalar(
             connection,
             "SELECT (SELECT COUNT(*) FROM information_schema.STATISTICS "
             "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0) "
             "+ (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s)",
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s) "
+            f"+ EXISTS (SELECT 1 FROM {self.quote(table)})",
             (table, table),
         )
         return int(count) != 0

@@ -226,8 +226,15 @@ class PostgresDialect(Dialect):
         drops = ", ".join(f"DROP COLUMN {self.quote(name)}" for name in columns)
         return [f"ALTER TABLE {table} {drops}"] if columns else []
 
+    def statistics(self, table: str) -> list[str]:
+        # Without them the planner takes a key for one value in 200 and a staged-key array for
+        # ten keys: past a few million rows it scans the table, comparing each row with every
+        # staged key, until autovacuum analyzes it.
+        return [f"ANALYZE {table}"]
+
     def one_key_match(self, column: str, staged: str) -> str | None:
-        # The staged keys as one array: an index scan whatever the statistics say.
+        # The staged keys as one array, looked up in the key index: the table's statistics
+        # (statistics()) tell the planner the keys are unique.
         return f"{column} = ANY (ARRAY({staged}))"
 
     def statement_error(self, error: BaseException) -> str | None:
@@ -257,5 +264,6 @@ POSTGRES = PostgresDialect(
     # "C" compares the bytes of UTF-8, which is code-point order, whatever the database's locale.
     text_collation='"C"',
     statement_savepoint=True,
+    locks_outer_join=False,
     log_connector="pg_logical",
 )

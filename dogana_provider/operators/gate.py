@@ -150,6 +150,10 @@ class GateOperator(BaseOperator):
         self._files: dict[str, str] = {}  # table -> the delivered file's uri, for lineage
         self._receipts: list[Receipt] = []
         receiver = DoganaHook(self.receiver_conn_id).receiver
+        with receiver.step():
+            return self._execute(receiver, context)
+
+    def _execute(self, receiver: Receiver, context: Any) -> Any:
         self.tables: tuple[str, ...] = configured_tables(self.table)
         if self.sweep_after is not None:
             swept = receiver.sweep(self.sweep_after)

@@ -16,13 +16,14 @@ publication's transaction, the checked staging table itself becomes the publishe
 tombstones deleted, its row-number and deleted columns dropped, the old table dropped, the staged
 one renamed, the indexes built on the loaded rows), committed with the ledger and the receipt or
 not at all. Copying it instead stays for what a swap would break, each case named in swap_refused:
-a group's publication (its tables' rows are copied one table after another),
-MariaDB (RENAME TABLE commits at once, so a crash could publish rows without their receipt), a
-published table whose columns differ from the delivery's (added by an earlier delivery), and one
-that other objects hang on (views, foreign keys, triggers, grants, rules), which a dropped table
-would lose. A PostgreSQL reader under REPEATABLE READ whose snapshot predates the swap and who
-first touches the table after it sees it empty, as after TRUNCATE; Receiver.read locks the table
-before its snapshot so that its ledger and rows stay one committed state.
+a group's publication (its tables' rows are copied one table after another), MariaDB (RENAME TABLE
+commits at once, so a crash could publish rows without their receipt), a published table whose
+columns differ from the delivery's (added by an earlier delivery), and one that other objects hang
+on (views, foreign keys, triggers, grants, rules), which a dropped table would lose. Either way the
+replaced table's statistics are gathered (Dialect.statistics) before the commit. A PostgreSQL
+reader under REPEATABLE READ whose snapshot predates the swap and who first touches the table after
+it sees it empty, as after TRUNCATE; Receiver.read locks the table before its snapshot so that its
+ledger and rows stay one committed state.
 
 A keyless action matches no keys. The deleted column is never published: the published table is
 created without it, and only live rows (deleted false, or no deleted column in the file) are
@@ -127,9 +128,10 @@ def add_missing_columns(
     """Add the staged columns the published table lacks, nullable: no existing row changes.
     Where DDL commits at once (MariaDB), widen the columns an accepted schema version widens
     here too, before the publication's transaction: ALTER inside it would commit it early."""
-    if not dialect.transactional_ddl:
-        widen_columns(connection, dialect, staged, contract)
-    have = set(existing_columns(connection, dialect, contract.table))
+    if not dialect.transactional_ddl:  # the columns widening read: widened, still there
+        have = set(widen_columns(connection, dialect, staged, contract))
+    else:
+        have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
             execute(
@@ -139,14 +141,17 @@ def add_missing_columns(
             )
 
 
-def widen_columns(connection: Any, dialect: Dialect, staged: Staged, contract: Contract) -> None:
+def widen_columns(
+    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+) -> dict[str, str]:
     """Widen each published decimal column whose staged type raises its precision and keeps its
     scale, before an accepted delivery's rows go in; the published indexes are built again
     where widening rebuilt the table (SQLite).
 
     Only an accepted delivery reaches here, and column_types refuses a staged type other than
     the published one unless the delivery's schema version widens that column (schema/), so
-    every widening found was allowed by the table's schema policy.
+    every widening found was allowed by the table's schema policy. The published columns'
+    declared types, as read before widening, are returned.
     """
     have = declared_types(connection, dialect, contract.table)
     chosen = {}
@@ -159,6 +164,7 @@ def widen_columns(connection: Any, dialect: Dialect, staged: Staged, contract: C
         dialect.widen_column(connection, contract.table, name, logical)
     if chosen:
         create_indexes(connection, dialect, staged, contract)
+    return have
 
 
 def _decimal(spelled: str) -> tuple[int, int] | None:
@@ -211,12 +217,16 @@ def execute_plan(
     refused = swap_refused(connection, dialect, plan, staged, contract) if swap else "copy"
     if refused is None:
         swap_in(connection, dialect, staged, contract)
-        return
-    published = _Published(connection, dialect, staged, contract)
-    if published.upserts_with_tombstones(plan):
-        return
-    for action in plan.actions:
-        published.run(action)
+    else:
+        published = _Published(connection, dialect, staged, contract)
+        if not published.upserts_with_tombstones(plan):
+            for action in plan.actions:
+                published.run(action)
+    if any(action.operation is ActionKind.REPLACE_ALL for action in plan.actions):
+        # Every row is new: the next changes delivery's plans need the table's statistics now,
+        # not when autovacuum comes round to it.
+        for statement in dialect.statistics(dialect.quote(contract.table)):
+            execute(connection, statement)
 
 
 def swap_refused(
@@ -332,8 +342,9 @@ class _Published:
             )
             where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
         # A table someone gave a primary key, a unique index or a foreign key keeps the
-        # checks; dogana's own indexes are not unique (the row checks find duplicate keys).
-        unchecked = not self.dialect.has_unique_or_foreign(self.connection, self.contract.table)
+        # checks (dogana's own indexes are not unique: the row checks find duplicate keys), and
+        # so does one holding rows, where turning them off would speed nothing.
+        unchecked = not self.dialect.keeps_insert_checks(self.connection, self.contract.table)
         with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
                 self.connection,

@@ -32,7 +32,7 @@ from dogana_core.contract import check_identifier
 from dogana_provider.dialects import Dialect, execute, fetch_all, fetch_one
 from dogana_provider.receiver.activation import SourceRecord, Status
 from dogana_provider.receiver.own_tables import OwnTables, table_exists
-from dogana_provider.receiver.store import stamp
+from dogana_provider.receiver.store import Joined, stamp
 
 REQUIRE_ACTIVATION = "require_activation"
 RECEIVER_WIDE = "*"  # the log's table name for a change of a receiver's setting
@@ -106,6 +106,8 @@ class SourceStore:
         for sql in statements:
             execute(connection, sql)
         self._ready = True
+        if self.own_tables is not None:
+            self.own_tables.made(self.own_names)
 
     def ready(self, connection: Any) -> bool:
         """Whether the tables exist; a store older than them has none yet (then: off, no
@@ -174,6 +176,28 @@ class SourceStore:
         required = any(int(row[0]) == 0 and row[1] == "on" for row in rows)
         record = next((_record(row[1:]) for row in rows if int(row[0]) == 1), None)
         return required, record
+
+    def joined(self, connection: Any, table: str) -> Joined | None:
+        """required_and_record as a part of another table's read (Store.decided): the setting
+        as a subquery, the table's record by a LEFT JOIN; None where the tables do not exist
+        yet (then: not required, no record)."""
+        if not self.ready(connection):
+            return None
+        return Joined(
+            columns=(
+                f"(SELECT g.setting_value FROM {self.settings} g WHERE g.name = {self.p}), "
+                + ", ".join(f"s.{column}" for column in _COLUMNS.split(", "))
+            ),
+            column_params=(REQUIRE_ACTIVATION,),
+            join=f"LEFT JOIN {self.sources} s ON s.table_name = {self.p}",
+            join_params=(table,),
+            width=1 + len(_COLUMNS.split(", ")),
+        )
+
+    @staticmethod
+    def required_and_record_of(row: tuple[Any, ...]) -> tuple[bool, SourceRecord | None]:
+        """What joined's columns read: whether activation is required, and the record."""
+        return row[0] == "on", None if row[1] is None else _record(row[1:])
 
     def records(self, connection: Any) -> dict[str, SourceRecord]:
         """Every table's record by table name: one row per table, read whole."""

@@ -156,6 +156,8 @@ class LineageStore:
         create_index(
             connection, self.dialect, self.name, self.own_names[2], "source_name, published_at"
         )
+        if self.own_tables is not None:
+            self.own_tables.made(self.own_names)
 
     def ensure(self, connection: Any) -> None:
         """Create the table unless it exists, where a publication writes; once seen, it is not

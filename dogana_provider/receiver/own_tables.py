@@ -6,12 +6,17 @@ one table at a time, that is a catalog query per table in each step of a deliver
 OwnTables, the first question reads the catalog for every own table and index at once
 (Dialect.existing_names); a table found is known for good, since the receiver never drops its
 own, and one not found is looked up again at the next question, as another process may have
-created it meanwhile.
+created it meanwhile; except within one step (OwnTables.step: a gate's sweep and decision, a
+publication), where the catalog's answer stands until the step ends. What a step reads of such
+a table was written before the step began (a schema version's proposal, by the extract that made
+the delivery), so a table made meanwhile holds nothing for it; the tables this process makes
+are added as it makes them (made).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from dogana_provider.dialects import Dialect, declared_types
@@ -24,13 +29,37 @@ class OwnTables:
         self.dialect = dialect
         self.names = tuple(names)
         self.found: set[str] = set()
+        self.missing: set[str] | None = None
+        """Within a step, the names its catalog read did not find (None: outside a step)."""
+
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One step: a name the catalog did not show is missing until the step ends, not
+        looked up again. A step within a step is the outer one's."""
+        if self.missing is not None:
+            yield
+            return
+        self.missing = set()
+        try:
+            yield
+        finally:
+            self.missing = None
 
     def exist(self, connection: Any, names: Iterable[str]) -> bool:
-        """Whether every one of names exists; the catalog is read only while one is not known."""
-        wanted = set(names)
-        if not wanted <= self.found:
+        """Whether every one of names exists; the catalog is read only while one is not known,
+        and within a step only until it was read once."""
+        unknown = set(names) - self.found
+        if unknown and not (self.missing and unknown <= self.missing):
             self.found |= self.dialect.existing_names(connection, self.names)
-        return wanted <= self.found
+            if self.missing is not None:
+                self.missing = set(self.names) - self.found
+        return not unknown - self.found
+
+    def made(self, names: Iterable[str]) -> None:
+        """This process created names (CREATE ... IF NOT EXISTS): they exist."""
+        self.found |= set(names)
+        if self.missing:
+            self.missing -= self.found
 
     def known(self, name: str) -> bool:
         """Whether name was found to exist already; asks nothing."""

@@ -346,15 +346,27 @@ class Receiver:
         decision = self.decide(path, manifest, table=table)
         return self.publish(decision, origin=origin) if decision.to_publish else decision.receipt
 
+    @contextmanager
+    def step(self) -> Iterator[None]:
+        """One step of a delivery (a gate's sweep, registration and decision; a publication):
+        a receiver's own table the catalog did not show is not looked up again until it ends
+        (own_tables.py). decide and publish are each one step by themselves."""
+        with self.steps.own_tables.step():
+            yield
+
     def decide(self, path: str | Path, manifest: Manifest, *, table: str | None = None) -> Decision:
         """Steps 1 to 3; table defaults to the one the manifest names."""
+        with self.step():
+            return self._decide(path, manifest, table)
+
+    def _decide(self, path: str | Path, manifest: Manifest, table: str | None) -> Decision:
         table = manifest.table if table is None else table
         path = str(path)
         with transaction(self.connect, self.dialect, write=False) as connection:
-            state = self.steps.state(connection, table)
-            original = self.store.accepted(connection, table, manifest.identity)
-            activation = self.steps.activation(connection, table)
-            held, discarded = self.store.holds_for(connection, table, manifest.identity)
+            read = self.steps.decision(connection, table, manifest.identity)
+        state, original, activation = read.state, read.accepted, read.activation
+        declared = read.expectations
+        held, discarded = read.held, read.discarded
         now = self.clock()
         if original is not None:
             # Bytes are hashed only to check a declared content_hash; rows are never read.
@@ -380,7 +392,7 @@ class Receiver:
         name = self.steps.staging_name(manifest)
         with scratch.deciding(name):  # a gate killed before it hands back leaves it to sweep
             staged = self.steps.stage(path, manifest, state.contract, name)
-            receipt, checked = self._evaluate(state, manifest, staged, now, source)
+            receipt, checked = self._evaluate(state, manifest, staged, now, source, declared)
             if receipt.outcome is Outcome.REJECTED:
                 if expectations.held(checked.results, (check.name for check in receipt.failed)):
                     return self.hold(Held(state, manifest, staged, receipt, checked, now))
@@ -422,6 +434,10 @@ class Receiver:
         refused (refuse), whatever its outcome, so a sender never chooses the table. origin:
         where its rows came from, for the publication's lineage edge (lineage_store.py).
         """
+        with self.step():
+            return self._publish(decision, table, origin)
+
+    def _publish(self, decision: Decision, table: str | None, origin: Origin | None) -> Receipt:
         if decision.held:
             raise HeldDelivery(
                 f"{decision.receipt.table}: delivery {decision.receipt.manifest.identity[:12]} is "
@@ -477,9 +493,9 @@ class Receiver:
     ) -> Receipt:
         """Lock the head, judge the table's activation again, decide again if stale, then plan,
         ledger and receipt; no commit."""
-        state = self.steps.locked_state(connection, receipt.table)
+        state, activation = self.steps.locked_with_activation(connection, receipt.table)
         now = self.clock()
-        source = self.steps.activation(connection, receipt.table, lock=True).at(now)
+        source = activation.at(now)
         if not source.publishes:
             refused = self.steps.inactive(state.ledger, receipt.manifest, source, now)
             self.steps.save_refused(connection, refused)
@@ -737,9 +753,10 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
+        declared: Expectations | None = None,
     ) -> tuple[Receipt, Checked]:
         with transaction(self.connect, self.dialect, write=False) as connection:
-            return self._evaluate_on(connection, state, manifest, staged, now, source)
+            return self._evaluate_on(connection, state, manifest, staged, now, source, declared)
 
     def _evaluate_on(
         self,
@@ -749,8 +766,10 @@ class Receiver:
         staged: Staged,
         now: datetime,
         source: SourceState,
+        declared: Expectations | None = None,
     ) -> tuple[Receipt, Checked]:
-        checked = self.steps.row_checks(connection, state, manifest, staged)
+        """declared: the expectations, where the decision read them (else read here)."""
+        checked = self.steps.row_checks(connection, state, manifest, staged, declared)
         active = source.check()
         if active is not None:
             checked.rows.append(active)

@@ -23,7 +23,12 @@ from dogana_core.ledger import Ledger
 from dogana_core.manifest import Manifest
 from dogana_provider.checks import expectations, released
 from dogana_provider.checks import rows as checks
-from dogana_provider.checks.expectations import Consequence, Result, RowCountExpectation
+from dogana_provider.checks.expectations import (
+    Consequence,
+    Expectations,
+    Result,
+    RowCountExpectation,
+)
 from dogana_provider.dialects import Dialect
 from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver.actions import (
@@ -36,7 +41,7 @@ from dogana_provider.receiver.activation import SOURCE_ACTIVE, Activation, Sourc
 from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.lineage_store import Edge, LineageStore
 from dogana_provider.receiver.own_tables import OwnTables
-from dogana_provider.receiver.store import Store, TableState, stamp
+from dogana_provider.receiver.store import Hold, Store, TableState, stamp
 from dogana_provider.receiver.transactions import Connect, transaction
 from dogana_provider.schema import conformance
 from dogana_provider.schema.versions import SchemaVersions
@@ -59,6 +64,19 @@ class Checked:
         """What the gate evaluates: the row checks, then one Check per expectation (or the one
         saying none is declared). A violated hold fails until Receiver.hold decides it."""
         return [*self.rows, *expectations.checks_of(self.results)]
+
+
+@dataclass(frozen=True)
+class Deciding:
+    """What Receiver.decide reads of a table, at one instant (Steps.decision)."""
+
+    state: TableState
+    accepted: Receipt | None
+    activation: Activation
+    held: str | None
+    discarded: Hold | None
+    expectations: Expectations | None
+    """The table's declared expectations (None: to be read where the rows are checked)."""
 
 
 class UnknownTable(LookupError):
@@ -110,11 +128,43 @@ class Steps:
             raise UnknownTable(f"no contract is registered for table {table!r}")
         return state
 
+    def decision(self, connection: Any, table: str, manifest_identity: str) -> Deciding:
+        """What a decision reads, in one statement: the table's state, the manifest's
+        acceptance, its holds and the table's activation (Store.decided)."""
+        read = self.store.decided(
+            connection, table, manifest_identity, self.sources.joined(connection, table)
+        )
+        if read.state is None:
+            raise UnknownTable(f"no contract is registered for table {table!r}")
+        required, record = (
+            (False, None)
+            if read.joined is None
+            else self.sources.required_and_record_of(read.joined)
+        )
+        activation = Activation(table, required, record)
+        return Deciding(
+            read.state, read.accepted, activation, read.held, read.discarded, read.expectations
+        )
+
     def locked_state(self, connection: Any, table: str) -> TableState:
         state = self.store.state(connection, table, lock=True)
         if state is None:
             raise UnknownTable(f"table {table!r} was unregistered before publishing")
         return state
+
+    def locked_with_activation(self, connection: Any, table: str) -> tuple[TableState, Activation]:
+        """locked_state, then activation(lock=True): in one statement where the dialect locks
+        the rows of an outer join (Store.locked), else in two, the table's row locked first."""
+        joined = self.sources.joined(connection, table)
+        if joined is None or not self.dialect.locks_outer_join:
+            state = self.locked_state(connection, table)
+            return state, self.activation(connection, table, lock=True)
+        read = self.store.locked(connection, table, joined)
+        if read.state is None:
+            raise UnknownTable(f"table {table!r} was unregistered before publishing")
+        assert read.joined is not None
+        required, record = self.sources.required_and_record_of(read.joined)
+        return read.state, Activation(table, required, record)
 
     def save_rejection(self, connection: Any, receipt: Receipt) -> None:
         # The lock numbers receipts without gaps or duplicates under concurrent writers.
@@ -256,11 +306,18 @@ class Steps:
             self.store.remove_staging(connection, name)
 
     def row_checks(
-        self, connection: Any, state: TableState, manifest: Manifest, staged: Staged
+        self,
+        connection: Any,
+        state: TableState,
+        manifest: Manifest,
+        staged: Staged,
+        declared: Expectations | None = None,
     ) -> Checked:
         """Every named row check of a staged file against the table's contract (checks/rows.py),
-        then each of the table's expectations (checks/expectations.py), in one scan of its rows."""
-        declared = self.store.expectations(connection, state.table)
+        then each of the table's expectations (checks/expectations.py), in one scan of its rows;
+        declared: the expectations, where the decision read them already (Steps.decision)."""
+        if declared is None:
+            declared = self.store.expectations(connection, state.table)
         last_rows = None
         if any(isinstance(item, RowCountExpectation) for item in declared):
             last = self.store.last_accepted(connection, state.table)

@@ -63,7 +63,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -217,6 +217,32 @@ class Hold:
         return any(held.grouped for held in self.tables)
 
 
+@dataclass(frozen=True)
+class Joined:
+    """Another store's part of a table's read (Store.decided): its columns, a LEFT JOIN, and
+    the parameters of each in the order they appear."""
+
+    columns: str
+    column_params: tuple[Any, ...]
+    join: str
+    join_params: tuple[Any, ...]
+    width: int
+
+
+@dataclass(frozen=True)
+class Decided:
+    """What a decision reads of a table, at one instant (Store.decided)."""
+
+    state: TableState | None
+    accepted: Receipt | None
+    held: str | None
+    discarded: Hold | None
+    joined: tuple[Any, ...] | None
+    """joined's columns, as read (None: nothing was joined)."""
+    expectations: Expectations | None = None
+    """The table's declared expectations (None: not read, the store may predate them)."""
+
+
 class Store:
     """Statements on the store's tables, for one dialect and prefix."""
 
@@ -323,6 +349,8 @@ class Store:
             f"{self.prefix}_receipts_manifest",
             "table_name, manifest_identity",
         )
+        if self.own_tables is not None:
+            self.own_tables.made(self.own_names)
 
     # Table rows -----------------------------------------------------------------------------
 
@@ -341,6 +369,95 @@ class Store:
         if row is None:
             return None
         return TableState(table, self._ledger(connection, table, row[0], row[1]))
+
+    def locked(self, connection: Any, table: str, joined: Joined) -> Decided:
+        """state(lock=True) with joined (the activation, locked with the table's row: Steps.
+        locked_with_activation), in one statement, where the dialect locks an outer join's
+        rows; accepted and the holds are not read."""
+        assert self.dialect.locks_outer_join
+        rows = fetch_all(
+            connection,
+            f"SELECT t.contract, t.ledger, {joined.columns} FROM {self.tables} t "
+            f"{joined.join} WHERE t.table_name = {self.p}{self.dialect.for_update(True)}",
+            (*joined.column_params, *joined.join_params, table),
+        )
+        if not rows:
+            return Decided(None, None, None, None, None)
+        contract, ledger, *rest = rows[0]
+        state = TableState(table, self._ledger(connection, table, contract, ledger))
+        return Decided(state, None, None, None, tuple(rest))
+
+    def decided(
+        self, connection: Any, table: str, manifest_identity: str, joined: Joined | None
+    ) -> Decided:
+        """state, accepted, expectations and holds_for, with joined (the activation, Steps.
+        decision), in one statement: the table's row, the manifest's acceptance and the table's
+        expectations as subqueries, and the manifest's holding or discarded holds by a LEFT
+        JOIN, a row for each hold's row (one, of NULLs, for none). state is None when the table
+        is not registered; expectations None where its table is not known to exist."""
+        p = self.p
+        holds = self._has_holds(connection)
+        declared = self.own_tables is not None and self.own_tables.known(
+            f"{self.prefix}_expectations"
+        )
+        columns = [
+            "t.contract, t.ledger",
+            f"(SELECT r.receipt FROM {self.receipts} r WHERE r.table_name = {p} "
+            f"AND r.manifest_identity = {p} AND r.accepted_identity IS NOT NULL)",
+        ]
+        params: list[Any] = [table, manifest_identity]
+        if declared:
+            columns.append(
+                f"(SELECT e.expectations FROM {self.expectations_table} e WHERE e.table_name = {p})"
+            )
+            params.append(table)
+        joins = []
+        if joined is not None:
+            columns.append(joined.columns)
+            params += joined.column_params
+            joins.append(joined.join)
+        if holds:
+            columns.append(", ".join(f"h.{column}" for column in _HOLD_COLUMNS.split(", ")))
+        if joined is not None:
+            params += joined.join_params
+        if holds:
+            joins.append(
+                f"LEFT JOIN {self.holds} h ON h.table_name = {p} AND h.manifest_identity = {p} "
+                f"AND h.state IN ({p}, {p})"
+            )
+            params += [table, manifest_identity, HOLDING, DISCARDED]
+        params.append(table)
+        order = " ORDER BY h.held_at, h.hold_id, h.position" if holds else ""
+        rows = fetch_all(
+            connection,
+            f"SELECT {', '.join(columns)} FROM {self.tables} t {' '.join(joins)} "
+            f"WHERE t.table_name = {p}{order}",
+            tuple(params),
+        )
+        if not rows:
+            return Decided(None, None, None, None, None)
+        first = rows[0]
+        state = TableState(table, self._ledger(connection, table, first[0], first[1]))
+        accepted = None if first[2] is None else Receipt.from_json(first[2])
+        expectations = None
+        if declared:
+            text = first[3]
+            expectations = (
+                Expectations()
+                if text is None
+                else Expectations.from_dict(json.loads(text), f"{table} expectations")
+            )
+        before = 3 + int(declared)
+        after = before + (0 if joined is None else joined.width)
+        found = self._holds_of(row[after:] for row in rows if holds and row[after] is not None)
+        return Decided(
+            state,
+            accepted,
+            next((hold.hold_id for hold in found if hold.state == HOLDING), None),
+            next((hold for hold in found if hold.state == DISCARDED), None),
+            None if joined is None else tuple(first[before:after]),
+            expectations,
+        )
 
     def table_names(self, connection: Any) -> list[str]:
         """Every registered table's name, in name order: one row each, read whole."""
@@ -448,7 +565,18 @@ class Store:
         index, chunks = stored_form(ledger)
         table = ledger.contract.table
         stored, summaries = self._stored(connection, table)
-        for name in sorted(chunks.keys() - stored):
+        added, gone = sorted(chunks.keys() - stored), sorted(stored - chunks.keys())
+        # A chunk gone and one added are one row rewritten: one statement where a DELETE and
+        # an INSERT were two. No stored row has the added digest (stored was read under the
+        # table's lock), so the rewrite meets no other.
+        for old, name in zip(gone, added, strict=False):
+            execute(
+                connection,
+                f"UPDATE {self.chunks} SET digest = {self.p}, regions = {self.p} "
+                f"WHERE table_name = {self.p} AND digest = {self.p}",
+                (name, chunks[name].decode("utf-8"), table, old),
+            )
+        for name in added[len(gone) :]:
             # A registration racing another (insert_table) may find the other's chunk: its
             # bytes are these, since a digest names them.
             execute(
@@ -458,7 +586,7 @@ class Store:
                 f"{self.dialect.unless_exists('table_name', 'digest')}",
                 (table, name, chunks[name].decode("utf-8")),
             )
-        for name in sorted(stored - chunks.keys()):
+        for name in gone[len(added) :]:
             execute(
                 connection,
                 f"DELETE FROM {self.chunks} WHERE table_name = {self.p} AND digest = {self.p}",
@@ -479,13 +607,25 @@ class Store:
         each chunk that has none yet, once."""
         # Read in full only when a state read needs it; here its form is enough.
         wrong = {name for name, text in found.items() if not text.startswith(SUMMARY_START)}
-        for name in sorted((found.keys() - chunks.keys()) | wrong):
+        gone = sorted(found.keys() - chunks.keys())
+        added = sorted(chunks.keys() - found.keys())
+        # As _store's chunks: a summary gone and one added are one row rewritten, and so is a
+        # summary in another form, in place; no stored row has an added digest.
+        pairs = [(name, name) for name in sorted(wrong & chunks.keys())]
+        for old, name in [*pairs, *zip(gone, added, strict=False)]:
+            execute(
+                connection,
+                f"UPDATE {self.summaries} SET digest = {self.p}, summary = {self.p} "
+                f"WHERE table_name = {self.p} AND digest = {self.p}",
+                (name, summary_form(chunks[name]), table, old),
+            )
+        for name in gone[len(added) :]:
             execute(
                 connection,
                 f"DELETE FROM {self.summaries} WHERE table_name = {self.p} AND digest = {self.p}",
                 (table, name),
             )
-        for name in sorted(chunks.keys() - (found.keys() - wrong)):
+        for name in added[len(gone) :]:
             execute(
                 connection,
                 f"INSERT INTO {self.summaries} (table_name, digest, summary) "
@@ -947,15 +1087,18 @@ class Store:
         cursor = connection.cursor()
         try:
             cursor.execute(
-                "SELECT hold_id, table_name, staging_table, manifest, contract, checks, "
-                "expectations, staged, base_publication_id, held_at, state, decided_by, "
-                f"decided_at, reason, outcome FROM {self.holds} WHERE {where} "
+                f"SELECT {_HOLD_COLUMNS} FROM {self.holds} WHERE {where} "
                 "ORDER BY held_at, hold_id, position",
                 params,
             )
             rows = cursor.fetchall()
         finally:
             cursor.close()
+        return self._holds_of(rows)
+
+    @staticmethod
+    def _holds_of(rows: Iterable[Sequence[Any]]) -> list[Hold]:
+        """The holds of rows of _HOLD_COLUMNS, in their order, a hold's rows together."""
         holds: dict[str, list[tuple[Any, ...]]] = {}
         for row in rows:
             holds.setdefault(str(row[0]), []).append(tuple(row))
@@ -1090,6 +1233,12 @@ def _index(text: str) -> Index:
 def stamp(moment: datetime) -> str:
     """A UTC instant as fixed-width text, so that text order is time order on every database."""
     return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+_HOLD_COLUMNS = (
+    "hold_id, table_name, staging_table, manifest, contract, checks, expectations, staged, "
+    "base_publication_id, held_at, state, decided_by, decided_at, reason, outcome"
+)
 
 
 def _hold(hold_id: str, rows: list[tuple[Any, ...]]) -> Hold:

@@ -110,6 +110,8 @@ class SchemaVersions:
             "UNIQUE (table_name, version))",
         )
         self._exists = True
+        if self.own_tables is not None:
+            self.own_tables.made(self.own_names)
 
     def exists(self, connection: Any) -> bool:
         """Whether the table is there: a store that never met a policy has none."""

@@ -192,15 +192,19 @@ def _insert(
     )
     rows = 0
     # The DB-API driver's data error (PEP 249's optional connection attribute): a value out of
-    # its column's range. PostgreSQL then aborts the transaction, so the load runs under a
-    # savepoint that rolls it back and lets the caller drop the table and record a rejection.
+    # its column's range. Where that aborts the transaction (PostgreSQL: statement_savepoint),
+    # the load runs under a savepoint that rolls it back and lets the caller drop the table and
+    # record a rejection; elsewhere the failed statement alone is undone, and the table whose
+    # rows it held is dropped all the same.
     data_error = getattr(connection, "DataError", None) or _NoError
+    savepoint = dialect.statement_savepoint
     bulk = BULK_LOADS.get(dialect)
     logical = [kind for _, kind in types]
     loader = None if bulk is None else bulk(connection, dialect, table, quoted, logical)
     cursor = connection.cursor()
     try:
-        cursor.execute("SAVEPOINT dogana_stage")
+        if savepoint:
+            cursor.execute("SAVEPOINT dogana_stage")
         try:
             for batch, following in _paired(delivered.batches([name for name, _ in types])):
                 numbers = range(first + rows, first + rows + batch.num_rows)
@@ -222,13 +226,15 @@ def _insert(
             # holds): an open COPY ends failed, which the savepoint's rollback clears.
             _abort(loader)
             loader = None
-            cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
+            if savepoint:
+                cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
             raise
         except (OverflowError, ValueError, data_error) as exc:
             # ValueError: a date Python cannot hold (year 10000), met converting to bind it.
             _abort(loader)
             loader = None
-            cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
+            if savepoint:
+                cursor.execute("ROLLBACK TO SAVEPOINT dogana_stage")
             rule = str(exc).split("\n")[0]
             # Drivers name the column in the message (PostgreSQL's COPY context, MariaDB's
             # "for column 'x'"); only a staged column's name is taken from it.
@@ -239,7 +245,8 @@ def _insert(
                 f"a value does not fit the {dialect} column it is staged in: {rule}",
                 column=column,
             ) from None
-        cursor.execute("RELEASE SAVEPOINT dogana_stage")
+        if savepoint:
+            cursor.execute("RELEASE SAVEPOINT dogana_stage")
     finally:
         _abort(loader)  # only a failure leaves one open
         cursor.close()

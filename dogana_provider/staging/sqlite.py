@@ -76,10 +76,9 @@ class Preloaded:
         """The loaded rows into the (new, empty, alike) staging table, in the caller's
         transaction, on a connection ``attaching`` made."""
         loaded = f"{SQLITE.quote(LOADED)}.{SQLITE.quote(LOADED)}"
-        # Under a savepoint, as staging's other loads: a failure takes back the rows alone.
-        execute(connection, "SAVEPOINT dogana_stage")
+        # One statement, undone alone if it fails; its failure is operational (the rows were
+        # checked as they were preloaded) and raises out of the stage's transaction.
         execute(connection, f"INSERT INTO {SQLITE.quote(table)} SELECT * FROM {loaded}")
-        execute(connection, "RELEASE SAVEPOINT dogana_stage")
 
     lock: Any = None
 

@@ -224,6 +224,34 @@ class ActivationConformance:
         assert [c.name for c in receipt.failed] == [SOURCE_ACTIVE]
         self.assert_refused_changes_nothing(receiver, source.table, before, receipt)
 
+    def test_a_publication_locks_the_tables_activation_record_until_it_ends(
+        self, connect: Any, receiver: Receiver, source: Source
+    ) -> None:
+        """The publication's read of the table's head and activation (one statement where the
+        database locks an outer join's rows) locks the record: a deactivation waits for it."""
+        if not self.dialect.row_locks:
+            pytest.skip("BEGIN IMMEDIATE locks the whole database: no row to look at")
+        receiver.sources.require(True, by=STEWARD)
+        receiver.sources.activate(source.table, **grant())
+        self.published_once(receiver, source)
+        sources = self.dialect.quote(receiver.steps.sources.own_names[1])
+        with transaction(receiver.connect, self.dialect) as publishing:
+            _, activation = receiver.steps.locked_with_activation(publishing, source.table)
+            assert activation.required and activation.record is not None
+            assert activation.record.status == Status.ACTIVE
+            other = connect()
+            try:
+                with pytest.raises(self.driver_error):
+                    execute(
+                        other,
+                        f"SELECT status FROM {sources} WHERE table_name = "
+                        f"{self.dialect.placeholder} FOR UPDATE NOWAIT",
+                        (source.table,),
+                    )
+            finally:
+                other.rollback()
+                other.close()
+
     # Who may authorize ----------------------------------------------------------------------
 
     @pytest.mark.parametrize("grantor", ACCOUNTS)

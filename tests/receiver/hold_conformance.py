@@ -24,11 +24,13 @@ from receiver_deliveries import NOW, Source, at
 from dogana_core.gate import Outcome
 from dogana_core.group import Group, recorded_digest
 from dogana_provider.checks.expectations import Expectations
+from dogana_provider.dialects import execute
 from dogana_provider.receiver import Decision, Receiver
 from dogana_provider.receiver.activation import SOURCE_ACTIVE
 from dogana_provider.receiver.holds import DISCARDED_CHECK, NotHeld
 from dogana_provider.receiver.receiver import HeldDelivery
 from dogana_provider.receiver.together import GroupDecision
+from dogana_provider.receiver.transactions import transaction
 
 PERSON = "Ada Lovelace"
 OTHER = "Grace Hopper"
@@ -80,6 +82,18 @@ class HoldConformance:
         assert held.base_publication_id == receiver.ledger(source.table).head != "None"
         assert [c.name for c in held.checks if not c.passed] == [HELD_BY]
         receiver.verify(source.table)
+
+    def test_a_store_made_before_holds_decides_as_before(
+        self, connect: Any, receiver: Receiver, source: Source, uid: str
+    ) -> None:
+        """A store without the holds table (made before holds) decides and publishes without
+        reading one: the decision's one read leaves the holds out (Store.decided)."""
+        with transaction(receiver.connect, self.dialect) as connection:
+            execute(connection, f"DROP TABLE {receiver.store.holds}")
+        older = Receiver(connect, self.dialect, prefix=f"s{uid}", clock=lambda: NOW)
+        source.put(1, 1, "one", at(1))
+        self.publish_checked(older, source, source.full(at(2)))
+        assert self.published(older, source.table) == source.expected()
 
     def test_a_held_delivery_is_never_swept_whatever_its_age(
         self, connect: Any, receiver: Receiver, source: Source, uid: str

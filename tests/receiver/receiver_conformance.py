@@ -967,7 +967,9 @@ class ReceiverConformance(ActivationConformance, HoldConformance, LineageConform
         before = self.state(receiver, source.table)
         source.put(2, 2, "n2", at(3))
         delivery = source.changes(at(2), at(4))
-        lost = self.make(lambda: FaultyConnection(connect(), "SAVEPOINT", lose=True), uid)
+        # Lost right after the staging table is made, before its rows load.
+        staging = "CREATE TABLE " + self.dialect.quote(STAGING_PREFIX)[:-1]
+        lost = self.make(lambda: FaultyConnection(connect(), staging, lose=True), uid)
         with pytest.raises((ConnectionError, self.driver_error)):
             lost.decide(*delivery)
         assert self.state(receiver, source.table) == before

@@ -234,3 +234,28 @@ def test_staging_is_aria_and_a_unique_index_someone_added_still_refuses_a_duplic
     finally:
         connection.close()
         drop_tables(mariadb_url, uid)
+
+
+def test_inserts_go_unchecked_only_into_an_empty_table_with_nothing_to_check(
+    mariadb_url: str,
+) -> None:
+    """InnoDB's unique and foreign key checks are turned off for a publication's INSERT only
+    where the table has neither a unique index nor a foreign key and no row yet: what turning
+    them off speeds is an insert into an empty table (dialects/mariadb.py)."""
+    uid = uuid.uuid4().hex[:10]
+    name = f"checked_{uid}"
+    table = MARIADB.quote(name)
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(f"CREATE TABLE {table} (id BIGINT, name TEXT)")
+        assert not MARIADB.keeps_insert_checks(connection, name)
+        cursor.execute(f"INSERT INTO {table} (id, name) VALUES (1, 'one')")
+        assert MARIADB.keeps_insert_checks(connection, name)
+        cursor.execute(f"DELETE FROM {table}")
+        cursor.execute(f"CREATE UNIQUE INDEX unique_id ON {table} (id)")
+        assert MARIADB.keeps_insert_checks(connection, name)
+    finally:
+        connection.rollback()
+        connection.close()
+        drop_tables(mariadb_url, uid)

@@ -28,6 +28,7 @@ from receiver_deliveries import NOW, Source, at, write_many
 
 from dogana_core.gate import Outcome, Receipt
 from dogana_core.manifest import Manifest
+from dogana_provider.receiver.steps import STAGING_PREFIX
 
 PROCESSES_TIMEOUT = 120  # seconds for all publishers together
 
@@ -173,7 +174,7 @@ class _Loading:
         class Cursor:
             def execute(self, sql: str, params: Any = ()) -> Any:
                 result = cursor.execute(sql, params)
-                if sql.startswith("SAVEPOINT dogana_stage"):
+                if sql.startswith("CREATE TABLE") and STAGING_PREFIX in sql:  # rows next
                     loading.set()
                     time.sleep(PROCESSES_TIMEOUT)  # killed meanwhile
                 return result
@@ -200,8 +201,6 @@ def gate(
 
 def staging_tables(kind: str, url: str, prefix: str, manifest: Manifest) -> list[str]:
     """The delivery's staging tables in the database, and every one the store still notes."""
-    from dogana_provider.receiver.steps import STAGING_PREFIX
-
     connection = connector(kind, url)()
     try:
         cursor = connection.cursor()

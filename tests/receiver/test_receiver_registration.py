@@ -263,3 +263,53 @@ def test_a_receiver_looks_its_own_tables_up_together_not_one_by_one(tmp_path: Pa
     own = receiver.steps.own_names
     alone = [s for s in statements if "table_info" in s and any(f"'{n}'" in s for n in own)]
     assert alone == []
+
+
+CATALOG = "FROM sqlite_master WHERE type IN ('table', 'index')"  # Dialect.existing_names
+
+
+def test_a_step_reads_the_catalog_of_its_own_tables_once(tmp_path: Path) -> None:
+    """Within one step (Receiver.step: decide, publish) a receiver's own table the catalog did
+    not show (here the schema versions', which no policy made) is not looked up again."""
+    from dogana_provider.dialects import SQLITE
+    from dogana_provider.receiver import Receiver
+
+    path = tmp_path / "receiver.sqlite"
+    source = Source("orders", tmp_path)
+    Receiver(lambda: sqlite3.connect(path), SQLITE, clock=lambda: NOW).register(source.contract)
+    statements: list[str] = []
+
+    def traced() -> sqlite3.Connection:
+        connection = sqlite3.connect(path)
+        connection.set_trace_callback(statements.append)
+        return connection
+
+    source.put(1, 1, "one", at(1))
+    decision = Receiver(traced, SQLITE, clock=lambda: NOW).decide(*source.full(at(2)))
+    assert decision.to_publish, decision.receipt.failed
+    assert sum(CATALOG in s for s in statements) == 1
+    statements.clear()
+    receipt = Receiver(traced, SQLITE, clock=lambda: NOW).publish(decision)
+    assert receipt.outcome is Outcome.ACCEPTED
+    assert sum(CATALOG in s for s in statements) == 1
+
+
+def test_a_table_a_step_creates_is_seen_in_that_step(tmp_path: Path) -> None:
+    """A registration in a step creates the receiver's tables the step's catalog read did not
+    show: the step sees them (OwnTables.made), so a sweep in it finds the staging it noted."""
+    from contextlib import closing
+    from datetime import timedelta
+
+    from dogana_provider.dialects import SQLITE
+    from dogana_provider.receiver import Receiver
+
+    path = tmp_path / "receiver.sqlite"
+    source = Source("orders", tmp_path)
+    receiver = Receiver(lambda: sqlite3.connect(path), SQLITE, clock=lambda: NOW)
+    source.put(1, 1, "one", at(1))
+    with receiver.step(), closing(sqlite3.connect(path)) as connection:
+        assert not receiver.steps.created(connection)  # the step's catalog read: none yet
+        receiver.register(source.contract)
+        decision = receiver.decide(*source.full(at(2)))
+        assert decision.staged is not None, decision.receipt.failed
+        assert receiver.sweep(timedelta(0)) == (decision.staged.table,)
