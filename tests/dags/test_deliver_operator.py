@@ -135,3 +135,73 @@ with dag:
     assert states(run)["deliver"] == "success"
     logged = capfd.readouterr()
     assert "cannot be called outside of the Task Runner" not in logged.out + logged.err
+
+
+@ON_SQLITE
+def test_a_batch_builds_one_receiver_for_every_step_of_every_delivery(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's DoganaHook would build its own receiver, its own connections and catalog
+    reads with it, four or more a delivery: a batch builds one and lends it to them all."""
+    from dogana_provider.receiver.receiver import Receiver
+
+    built: list[Receiver] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        built.append(from_hook(cls, hook, **options))
+        return built[-1]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(counted))
+    tables = [f"r{i}_{databases.uid}" for i in range(2)]
+    source_tables(databases, tables)
+    batch = [contract(table).to_dict() for table in tables]
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contracts={batch!r})
+""",
+    )
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert len(built) == 1
+
+
+@ON_SQLITE
+def test_the_heap_before_a_batch_is_left_out_of_the_collectors_passes_until_its_end(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full garbage collection walks the task process's whole heap (Airflow, the provider,
+    pyarrow) and is due every few tables' rows: the batch freezes that heap while it delivers,
+    and gives it back to the collector after."""
+    import gc
+
+    from dogana_provider.receiver.receiver import Receiver
+
+    frozen: list[int] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def noted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        frozen.append(gc.get_freeze_count())
+        return from_hook(cls, hook, **options)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(noted))
+    table = f"h_{databases.uid}"
+    source_tables(databases, [table])
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+                    contracts={[contract(table).to_dict()]!r})
+""",
+    )
+    before = gc.get_freeze_count()
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert frozen and all(count > before for count in frozen)
+    assert gc.get_freeze_count() == before
