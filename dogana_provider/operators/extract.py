@@ -141,8 +141,8 @@ class ExtractOperator(BaseOperator):
     :param column_types: logical types for columns neither the contract nor the driver types
         ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
     :param receiver_conn_id: the receiver's connection: with it, each table's source columns are
-        discovered and checked against the schema version the receiver holds before a row is
-        read (dogana_provider/schema/); without it (None), nothing is checked before the read
+        discovered (a connector's: those its stream declares) and checked against the schema
+        version the receiver holds before a row is read (dogana_provider/schema/); without it (None), nothing is checked before the read
         and the gate's column_types check alone refuses a retyped column. delivery_task_group
         passes its own.
     :param schema_policy: the table's schema policy ("evolve", "freeze", or a mapping of tables,
