@@ -221,31 +221,6 @@ class MariaDb(Changes, pipeline.MariaDb):
     def keys(self, first: int, last: int, step: int) -> str:
         return f"SELECT seq FROM seq_{first}_to_{last}_step_{step}"
 
-    def floor_changes(self, mark: str) -> None:
-        dump = Path(tempfile.gettempdir()) / f"dogana_bench_{self.run}_changes.tsv"
-        dump.unlink(missing_ok=True)
-        names = ", ".join(COLUMNS)
-        source = self._connect(self._db("source"))
-        try:
-            source.cursor().execute(
-                f"SELECT {names}, deleted FROM {TABLE} WHERE updated_at > %s "
-                f"AND updated_at <= UTC_TIMESTAMP(6) INTO OUTFILE '{dump}'",
-                (mark,),
-            )
-        finally:
-            source.close()
-        self._run(
-            self._db("target"),
-            f"CREATE TEMPORARY TABLE changed SELECT {names}, deleted FROM "
-            f"{self._db('source')}.{TABLE} LIMIT 0",
-            f"LOAD DATA INFILE '{dump}' INTO TABLE changed ({names}, deleted)",
-            "BEGIN",
-            f"DELETE {TABLE} FROM {TABLE} JOIN changed ON changed.id = {TABLE}.id",
-            f"INSERT INTO {TABLE} ({names}) SELECT {names} FROM changed WHERE NOT deleted",
-            "COMMIT",
-        )
-        dump.unlink(missing_ok=True)
-
     def drop(self, source: bool = False) -> None:  # type: ignore[override]
         roles = [self.target] + (["source"] if source else [])
         self._run(None, *(f"DROP DATABASE IF EXISTS {self._db(role)}" for role in roles))
