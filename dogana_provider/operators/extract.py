@@ -142,9 +142,9 @@ class ExtractOperator(BaseOperator):
         ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
     :param receiver_conn_id: the receiver's connection: with it, each table's source columns are
         discovered (a connector's: those its stream declares) and checked against the schema
-        version the receiver holds before a row is read (dogana_provider/schema/); without it (None), nothing is checked before the read
-        and the gate's column_types check alone refuses a retyped column. delivery_task_group
-        passes its own.
+        version the receiver holds before a row is read (dogana_provider/schema/); without it
+        (None), nothing is checked before the read and the gate's column_types check alone
+        refuses a retyped column. delivery_task_group passes its own.
     :param schema_policy: the table's schema policy ("evolve", "freeze", or a mapping of tables,
         columns, data_type to evolve / freeze / discard_value / discard_row), or for a group a
         mapping from table to one; by default tables evolve, columns evolve, data_type freeze.
