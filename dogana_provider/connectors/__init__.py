@@ -14,13 +14,17 @@
     mariadb_group.py   a group of MariaDB tables from one pass over the binlog
     extract.py       a read written as a delivery, its manifest stamped from the read's proof
 
-connector_of(config) builds a connector from its configuration mapping, by its "kind".
+connector_of(config) builds a connector from its configuration mapping, by its "kind". A
+connector's module is imported when its kind is first built or its name first read from this
+package: a task delivering SQL snapshots never loads the log readers, the HTTP client or the JSON
+Lines reader.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dogana_provider.connectors.contract import (
     Connector,
@@ -35,23 +39,54 @@ from dogana_provider.connectors.contract import (
     StreamColumn,
     UnknownStream,
 )
-from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
-from dogana_provider.connectors.jsonl import JsonLinesConnector
-from dogana_provider.connectors.log_capture import LogGroup
-from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
-from dogana_provider.connectors.mariadb_group import MariadbBinlogGroup
-from dogana_provider.connectors.pg_group import PgLogicalGroup
-from dogana_provider.connectors.pg_logical import PgLogicalConnector
-from dogana_provider.connectors.sql import SqlConnector
 
-CONNECTORS: dict[str, type[Connector]] = {
-    JsonLinesConnector.kind: JsonLinesConnector,
-    HttpJsonConnector.kind: HttpJsonConnector,
-    SqlConnector.kind: SqlConnector,
-    PgLogicalConnector.kind: PgLogicalConnector,
-    MariadbBinlogConnector.kind: MariadbBinlogConnector,
+if TYPE_CHECKING:
+    from dogana_provider.connectors.http import HttpJsonConnector, SourceUnavailable
+    from dogana_provider.connectors.jsonl import JsonLinesConnector
+    from dogana_provider.connectors.log_capture import LogGroup
+    from dogana_provider.connectors.mariadb_binlog import MariadbBinlogConnector
+    from dogana_provider.connectors.mariadb_group import MariadbBinlogGroup
+    from dogana_provider.connectors.pg_group import PgLogicalGroup
+    from dogana_provider.connectors.pg_logical import PgLogicalConnector
+    from dogana_provider.connectors.sql import SqlConnector
+
+MODULES: dict[str, str] = {
+    "JsonLinesConnector": "jsonl",
+    "HttpJsonConnector": "http",
+    "SourceUnavailable": "http",
+    "SqlConnector": "sql",
+    "PgLogicalConnector": "pg_logical",
+    "MariadbBinlogConnector": "mariadb_binlog",
+    "LogGroup": "log_capture",
+    "PgLogicalGroup": "pg_group",
+    "MariadbBinlogGroup": "mariadb_group",
 }
-"""Each connector by its kind, the "kind" of its configuration."""
+"""The module of this package each of its connectors' names is defined in, imported on its
+first use."""
+
+CONNECTORS: dict[str, str] = {
+    "jsonl": "JsonLinesConnector",
+    "http": "HttpJsonConnector",
+    "sql": "SqlConnector",
+    "pg_logical": "PgLogicalConnector",
+    "mariadb_binlog": "MariadbBinlogConnector",
+}
+"""Each connector's class by its kind, the "kind" of its configuration (and the class's own)."""
+
+GROUP_CONNECTORS: dict[str, str] = {
+    "pg_logical": "PgLogicalGroup",
+    "mariadb_binlog": "MariadbBinlogGroup",
+}
+"""The connectors that read a group's tables in one read, at one instant, by kind."""
+
+
+def __getattr__(name: str) -> Any:
+    """A connector's name, from its module (MODULES), imported now."""
+    if name not in MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{MODULES[name]}"), name)
+    globals()[name] = value
+    return value
 
 
 def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
@@ -64,14 +99,8 @@ def connector_of(config: Mapping[str, Any] | Connector) -> Connector:
         raise ConnectorError(
             f"kind: {kind!r} is not a connector's kind (they are {', '.join(sorted(CONNECTORS))})"
         )
-    return CONNECTORS[kind](options)
-
-
-GROUP_CONNECTORS: dict[str, type[LogGroup[Any]]] = {
-    PgLogicalGroup.kind: PgLogicalGroup,
-    MariadbBinlogGroup.kind: MariadbBinlogGroup,
-}
-"""The connectors that read a group's tables in one read, at one instant."""
+    connector: type[Connector] = __getattr__(CONNECTORS[kind])
+    return connector(options)
 
 
 def group_connector_of(config: Mapping[str, Any]) -> LogGroup[Any]:
@@ -82,7 +111,8 @@ def group_connector_of(config: Mapping[str, Any]) -> LogGroup[Any]:
             f"kind: {kind!r} reads one table at a time; a group is read in one read of its "
             f"tables, by {', '.join(sorted(GROUP_CONNECTORS))}"
         )
-    return GROUP_CONNECTORS[kind](config)
+    group: type[LogGroup[Any]] = __getattr__(GROUP_CONNECTORS[kind])
+    return group(config)
 
 
 __all__ = [

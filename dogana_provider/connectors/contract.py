@@ -86,10 +86,13 @@ class UnknownStream(ConnectorError):
 @dataclass(frozen=True)
 class StreamColumn:
     """A column of a stream and its dogana logical type (int, float, str, bool, date, datetime,
-    decimal(p,s)); a type dogana has none for keeps its source's name, and fails arrow()."""
+    decimal(p,s)); a type dogana has none for keeps its source's name, and fails arrow().
+    nullable is whether the source says it may hold null: a source whose catalog says so (a
+    SQL table, a log's) declares it, one that says nothing (a file, an API) leaves it True."""
 
     name: str
     type: str
+    nullable: bool = True
 
     def arrow(self) -> pa.DataType:
         return arrow_type(self.type)

@@ -468,7 +468,7 @@ class MariadbBinlogConnector(LogConnector):
             kind = column.type
             if declared.get(column.name) == "bool" and column.native.startswith("tinyint"):
                 kind = "bool"  # BOOLEAN is TINYINT(1): bool where the pipeline says so
-            columns.append(StreamColumn(column.name, kind))
+            columns.append(StreamColumn(column.name, kind, column.nullable))
         return (self.table_stream(columns, key),)
 
     def health(self) -> Health:

@@ -251,7 +251,7 @@ class PgLogicalConnector(LogConnector):
         connection = self.session()
         try:
             columns = [
-                StreamColumn(c.name, c.type)
+                StreamColumn(c.name, c.type, c.nullable)
                 for c in discover_columns(connection, self.dialect, self.table)
             ]
             key = self.primary_key(connection)

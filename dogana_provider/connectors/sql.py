@@ -113,7 +113,7 @@ class SqlConnector(Connector):
                 Stream(
                     table,
                     tuple(
-                        StreamColumn(c.name, c.type)
+                        StreamColumn(c.name, c.type, c.nullable)
                         for c in discover_columns(connection, self.dialect, table)
                     ),
                     self.key(table),

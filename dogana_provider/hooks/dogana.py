@@ -10,12 +10,18 @@ database, under ``prefix``. For example::
     AIRFLOW_CONN_DOGANA_DEFAULT='postgresql://loader@db.internal:5432/warehouse'
 
 The hook never logs the connection's URI, login or password: only its id and its type.
+
+Inside ``shared_receivers()`` every hook of one connection and prefix gives the same Receiver:
+DeliverOperator's steps, and a batch's deliveries, then borrow each other's idle connections
+(transactions.Reusing) and what the receiver found in the catalog once (own_tables.py), instead
+of each step opening its own.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +37,20 @@ from dogana_provider.hooks.sql import sql_hook
 from dogana_provider.receiver.receiver import Receiver, UnknownTable
 from dogana_provider.receiver.transactions import transaction
 from dogana_provider.report.table import plural
+
+_SHARED: ContextVar[dict[tuple[str, str], Receiver] | None] = ContextVar(
+    "dogana_shared_receivers", default=None
+)
+
+
+@contextmanager
+def shared_receivers() -> Iterator[None]:
+    """Inside, DoganaHook gives one Receiver per connection and prefix (the module docstring)."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
 
 
 class DoganaHook(BaseHook):
@@ -57,7 +77,11 @@ class DoganaHook(BaseHook):
         return sql_hook(self.receiver_conn_id, "receiver")
 
     def get_conn(self) -> Receiver:
-        """The receiver, built once per hook."""
+        """The receiver, built once per hook (once per connection inside shared_receivers)."""
+        shared = _SHARED.get()
+        key = (self.receiver_conn_id, self.prefix)
+        if self._receiver is None and shared is not None:
+            self._receiver = shared.get(key)
         if self._receiver is None:
             db_hook = self.get_db_hook()
             self._receiver = Receiver.from_hook(
@@ -69,6 +93,8 @@ class DoganaHook(BaseHook):
                 self._receiver.dialect,
                 self.prefix,
             )
+            if shared is not None:
+                shared[key] = self._receiver
         return self._receiver
 
     @property

@@ -25,14 +25,16 @@ batch did publish get no event from it (their receipts and claims are there, as 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, task
 from airflow.sdk.bases.operator import ExecutorSafeguard
 from airflow.sdk.exceptions import AirflowSkipException
 
-from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.hooks.dogana import DoganaHook, shared_receivers
 from dogana_provider.operators.arguments import native
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
@@ -111,6 +113,12 @@ class DeliverOperator(BaseOperator):
         self.window = window
 
     def execute(self, context: Any) -> Any:
+        # The steps, and a batch's deliveries, share one receiver: its idle connections and
+        # what it read of its own tables pass from step to step (hooks/dogana.py).
+        with shared_receivers(), _heap_set_aside():
+            return self._execute(context)
+
+    def _execute(self, context: Any) -> Any:
         if self.contract is not None:
             return self._deliver(native(self.contract, "contract"), context)
         batch = native(self.contracts, "contracts")
@@ -166,6 +174,23 @@ class DeliverOperator(BaseOperator):
             gate >> publish
             receipt = steps.run(publish)
         return {"request": request, "delivery": delivery, "receipt": receipt}
+
+
+@contextmanager
+def _heap_set_aside() -> Iterator[None]:
+    """The objects alive now, the task process's whole heap (Airflow, the provider, pyarrow),
+    left out of the garbage collector's passes until the end (gc.freeze). The rows of a few
+    tables are enough to start a full pass, which walks that heap and costs more than a
+    table's own work; what the deliveries make is still collected. The objects are given back
+    to the collector after, unless objects were frozen before (a LocalExecutor's task process
+    inherits its worker's): gc gives back all frozen objects or none, so they all stay."""
+    already = gc.get_freeze_count()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        if not already:
+            gc.unfreeze()
 
 
 class _Steps:

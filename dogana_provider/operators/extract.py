@@ -34,7 +34,7 @@ from __future__ import annotations
 import shlex
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -50,6 +50,7 @@ from dogana_core.shape import Checkpoint
 from dogana_provider import settings
 from dogana_provider.connectors import (
     GROUP_CONNECTORS,
+    Connector,
     ConnectorError,
     RefusedRead,
     ReleasedPosition,
@@ -140,10 +141,10 @@ class ExtractOperator(BaseOperator):
     :param column_types: logical types for columns neither the contract nor the driver types
         ({"amount": "decimal(12,2)"}); for a group a mapping from table to such a mapping.
     :param receiver_conn_id: the receiver's connection: with it, each table's source columns are
-        discovered and checked against the schema version the receiver holds before a row is
-        read (dogana_provider/schema/); without it (None), nothing is checked before the read
-        and the gate's column_types check alone refuses a retyped column. delivery_task_group
-        passes its own.
+        discovered (a connector's: those its stream declares) and checked against the schema
+        version the receiver holds before a row is read (dogana_provider/schema/); without it
+        (None), nothing is checked before the read and the gate's column_types check alone
+        refuses a retyped column. delivery_task_group passes its own.
     :param schema_policy: the table's schema policy ("evolve", "freeze", or a mapping of tables,
         columns, data_type to evolve / freeze / discard_value / discard_row), or for a group a
         mapping from table to one; by default tables evolve, columns evolve, data_type freeze.
@@ -287,7 +288,7 @@ class ExtractOperator(BaseOperator):
                 )
             expected: dict[str, Expected] = {}
             if self.receiver_conn_id is not None:
-                reads, expected = self._check_schemas(hook, reads)
+                reads, expected = self._check_tables(hook, reads)
             try:
                 done = extract(source, reads, row_group_rows=self.row_group_rows, overwrite=True)
             except (UnreadableSource, UnsupportedRead) as exc:
@@ -315,6 +316,7 @@ class ExtractOperator(BaseOperator):
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch, connector:
             target = folder / f"{contract.table}.parquet"
             local = self._local_path(target, Path(scratch))
+            expected = self._check_streams([(contract, request, connector, stream)])
             try:
                 delivered = extract_stream(
                     connector,
@@ -333,6 +335,8 @@ class ExtractOperator(BaseOperator):
                 self._full_read(exc, connector, contract, context)
                 raise
             self.log.info("the read proves: %s", delivered.proof.why)
+            extracted = Extracted(delivered.path, delivered.manifest)
+            self._propose(expected, [extracted])
             path = connector.config.get("path")
             origin = Origin(
                 connector.config.get("conn_id"),
@@ -341,7 +345,7 @@ class ExtractOperator(BaseOperator):
                 str(context["run_id"]),
                 self.task_id,
             )
-            return self._deliver(Extracted(delivered.path, delivered.manifest), folder, origin)
+            return self._deliver(extracted, folder, origin)
 
     def _group_from_connector(self, context: Any, group: list[Any]) -> list[dict[str, Any]]:
         """A group's tables in one read of the connector (one log position: a slot's LSN, a
@@ -357,6 +361,12 @@ class ExtractOperator(BaseOperator):
         folder = self._folder(context)
         self._written = []
         wait_for(max(r.until for r in requests), self.max_wait, ", ".join(contracts))
+        asked = [(contracts[r.table.lower()], r) for r in requests]
+        members = {c.table: reader.member(c.table) for c, _ in asked}
+        # One table's policy refusal refuses the group's read: its tables move together.
+        expected = self._check_streams(
+            [(c, r, members[c.table], members[c.table].table) for c, r in asked]
+        )
         try:
             readings = reader.read(since)
         except ReleasedPosition as exc:
@@ -368,11 +378,12 @@ class ExtractOperator(BaseOperator):
                 # One table's refusal resets the group: every table read whole at once.
                 self._fail_for_full_read(exc, context, *contracts.values())
             raise
-        pushed = []
+        done: list[Extracted] = []
+        origins: list[Origin] = []
         with tempfile.TemporaryDirectory(prefix="dogana-extract-") as scratch:
             for request in requests:
                 contract = contracts[request.table.lower()]
-                member = reader.member(contract.table)
+                member = members[contract.table]
                 target = folder / f"{contract.table}.parquet"
                 with OneOfGroup(member, readings[member.table]) as one:
                     delivered = extract_stream(
@@ -384,15 +395,21 @@ class ExtractOperator(BaseOperator):
                         row_group_rows=self.row_group_rows,
                         overwrite=True,
                     )
-                origin = Origin(
-                    config.get("conn_id"),
-                    member.table,
-                    str(context["dag"].dag_id),
-                    str(context["run_id"]),
-                    self.task_id,
+                done.append(Extracted(delivered.path, delivered.manifest))
+                origins.append(
+                    Origin(
+                        config.get("conn_id"),
+                        member.table,
+                        str(context["dag"].dag_id),
+                        str(context["run_id"]),
+                        self.task_id,
+                    )
                 )
-                extracted = Extracted(delivered.path, delivered.manifest)
-                pushed.append(self._deliver(extracted, folder, origin))
+            self._propose(expected, done)
+            pushed = [
+                self._deliver(item, folder, origin)
+                for item, origin in zip(done, origins, strict=True)
+            ]
         self.log.info("the read proves: %s", delivered.proof.why)
         return pushed
 
@@ -450,48 +467,97 @@ class ExtractOperator(BaseOperator):
 
     # The schema policy (dogana_provider/schema/) ---------------------------------------------
 
+    def _check_tables(self, hook: Any, reads: list[Read]) -> tuple[list[Read], dict[str, Expected]]:
+        """A SQL source's tables checked (_check_schemas), their columns from its catalog."""
+        dialect = dialect_for(hook)
+        connection = hook.get_conn()
+        try:
+            return self._check_schemas(
+                reads,
+                lambda read: discover_columns(connection, dialect, read.relation),
+                f"source connection {self.source_conn_id!r}",
+            )
+        finally:
+            connection.close()
+
+    def _check_streams(
+        self, tables: Sequence[tuple[Contract, ExtractionRequest, Connector, str]]
+    ) -> dict[str, Expected]:
+        """A connector's tables (each one's contract, request, connector and stream) checked as a
+        SQL source's are (_check_schemas), where the receiver is known: the columns are those
+        the stream declares it delivers. A log connector's stream is its table's catalog now,
+        which its reads hold to the declared columns. The policy's ways of reading a change
+        otherwise (a column left out, or read as the published type) are a snapshot read's: a
+        connector delivers its stream as it is, so they fail the task instead."""
+        if self.receiver_conn_id is None:
+            return {}
+        # A Read names what is judged (the contract, the stream as its relation); nothing
+        # reads it: the connector's read follows.
+        reads = [Read(c, request, Relation(table=stream), "") for c, request, _, stream in tables]
+        connectors = {contract.table: connector for contract, _, connector, _ in tables}
+
+        def columns(read: Read) -> list[SourceColumn]:
+            stream = connectors[read.contract.table].stream(str(read.relation.table))
+            return [SourceColumn(c.name, c.type, c.nullable, c.type) for c in stream.columns]
+
+        kind = tables[0][2].kind
+        _, expected = self._check_schemas(reads, columns, f"{kind} connector")
+        unread = [
+            f"{table}: the held version's policy reads "
+            + ", ".join(
+                [f"{c} not at all" for c in outcome.left_out]
+                + [f"{c} as {t}" for c, t in outcome.read_as.items()]
+            )
+            for table, outcome in expected.items()
+            if outcome.left_out or outcome.read_as
+        ]
+        if unread:
+            raise AirflowFailException(
+                f"{kind} connector: "
+                + "; ".join(unread)
+                + ": a connector delivers its stream's columns as they are, so nothing was read"
+            )
+        return expected
+
     def _check_schemas(
-        self, hook: Any, reads: list[Read]
+        self,
+        reads: list[Read],
+        discover: Callable[[Read], list[SourceColumn]],
+        source: str,
     ) -> tuple[list[Read], dict[str, Expected]]:
         """Each table's source columns, discovered without reading a row, judged by the policy
         of the version the receiver holds: a change it forbids fails the task before any row is
         read (no retry: the source must change, or a person); the reads as the policy has them
-        (columns left out, or read as the published type)."""
+        (columns left out, or read as the published type). discover is the one part a source
+        does its own way: a SQL table's catalog, a connector's stream."""
         receiver = DoganaHook(str(self.receiver_conn_id)).receiver
         tables = [read.contract.table for read in reads]
         held = held_versions(receiver.connect, receiver.dialect, receiver.store.prefix, tables)
-        dialect = dialect_for(hook)
         checked: list[Read] = []
         expected: dict[str, Expected] = {}
         self._discovered: dict[str, list[SourceColumn]] = {}
         refused: list[str] = []
-        connection = hook.get_conn()
-        try:
-            for read in reads:
-                try:
-                    found = discover_columns(connection, dialect, read.relation)
-                except UndiscoverableSource as exc:
-                    if self._declared_policy(read.contract.table) is not None:
-                        refused.append(f"{read.contract.table}: no schema check is possible: {exc}")
-                    else:
-                        self.log.info("%s: schema not checked: %s", read.contract.table, exc)
-                    checked.append(read)
-                    continue
-                outcome = self._judge(read, found, held[read.contract.table])
-                if isinstance(outcome, str):
-                    refused.append(outcome)
-                    checked.append(read)
-                    continue
-                self.log.info("schema: %s", outcome.summary())
-                self._discovered[read.contract.table] = found  # for OpenLineage
-                expected[read.contract.table] = outcome
-                checked.append(_as_policy_reads(read, found, outcome))
-        finally:
-            connection.close()
+        for read in reads:
+            try:
+                found = discover(read)
+            except UndiscoverableSource as exc:
+                if self._declared_policy(read.contract.table) is not None:
+                    refused.append(f"{read.contract.table}: no schema check is possible: {exc}")
+                else:
+                    self.log.info("%s: schema not checked: %s", read.contract.table, exc)
+                checked.append(read)
+                continue
+            outcome = self._judge(read, found, held[read.contract.table])
+            if isinstance(outcome, str):
+                refused.append(outcome)
+                checked.append(read)
+                continue
+            self.log.info("schema: %s", outcome.summary())
+            self._discovered[read.contract.table] = found  # for OpenLineage
+            expected[read.contract.table] = outcome
+            checked.append(_as_policy_reads(read, found, outcome))
         if refused:
-            raise AirflowFailException(
-                f"source connection {self.source_conn_id!r}: " + "\n".join(refused)
-            )
+            raise AirflowFailException(f"{source}: " + "\n".join(refused))
         return checked, expected
 
     def _judge(

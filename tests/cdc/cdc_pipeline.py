@@ -77,11 +77,13 @@ def write_group_dag(
     monkeypatch: pytest.MonkeyPatch,
     connector: dict[str, Any],
     contracts: list[Contract],
+    schema_policy: Any = None,
 ) -> tuple[Any, str]:
     """One delivery_task_group reading a table, or a group's tables from one slot (group id
-    "both"), through the connector (a configuration) into a SQLite receiver; the DAG's module
-    and the receiver's connection id."""
-    name = str(connector.get("slot") or connector["tables"][0])[-8:]
+    "both"), through the connector (a configuration) into a SQLite receiver, under the schema
+    policy given (by default none declared); the DAG's module and the receiver's connection
+    id."""
+    name = str(connector.get("slot") or connector.get("table") or connector["tables"][0])[-8:]
     receiver_id = f"receiver_{name}"
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{receiver_id.upper()}", sqlite_connection(tmp_path / "receiver.sqlite")
@@ -105,6 +107,7 @@ def write_group_dag(
                 receiver_conn_id={receiver_id!r},
                 extract={{"connector": {connector!r}, "output_folder": {output!r}}},
                 fresh_as_of="{{{{ data_interval_end }}}}",
+                schema_policy={schema_policy!r},
             )
         """,
     )

@@ -18,6 +18,8 @@ from cdc_pipeline import COLUMNS, FULL_READ, MariaTable, PgTable, log_contract, 
 from dogana_core.group import Group
 from dogana_core.manifest import Manifest
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.receiver.transactions import transaction
+from dogana_provider.schema.versions import SchemaVersions
 
 ROWS = 20
 TOTAL = ROWS * 100 * 2
@@ -301,14 +303,22 @@ def equal_to_the_source(
 
 
 # The ALTER (on PostgreSQL, on MariaDB), the refusal's words, the columns declared as they are
-# now. The retype keeps the column's dogana type (str), which the published table holds as it is:
-# a column whose dogana type changes is refused again by the receiver's column_types check.
+# now, and the group's schema policy. The retype keeps the column's dogana type (str), which the
+# published table holds as it is. The widening changes it (decimal(12,2) to decimal(14,2)),
+# which the policy judges before the read: data_type evolve lets the full read publish it.
 ALTERS = {
-    "add": (("ADD COLUMN extra INT DEFAULT 5",) * 2, "extra added", {"extra": "int"}),
+    "add": (("ADD COLUMN extra INT DEFAULT 5",) * 2, "extra added", {"extra": "int"}, None),
     "retype": (
         ("ALTER COLUMN name TYPE varchar(40)", "MODIFY name VARCHAR(40)"),
         "name retyped",
         {},
+        None,
+    ),
+    "widen": (
+        ("ALTER COLUMN amount TYPE numeric(14,2)", "MODIFY amount DECIMAL(14,2)"),
+        "amount retyped",
+        {"amount": "decimal(14,2)"},
+        {"data_type": "evolve"},
     ),
 }
 
@@ -324,23 +334,23 @@ def test_a_column_changed_in_one_table_of_a_group_refuses_the_group_until_its_fu
     capfd: pytest.CaptureFixture[str],
     change: str,
 ) -> None:
-    """A column added or retyped in one table of a group, between two deliveries and amid
+    """A column added, retyped or widened in one table of a group, between two deliveries and amid
     changes to both tables: the group's read is refused as relation_changed, naming the table
     and the change, and neither table's rows, ledger or receipts move. The command printed is
     the group's full read, every table's complete shape: declaring the columns as they are now
     does not read the log over the change; that full read reads both tables again, and the log
-    goes on from it."""
+    goes on from it; a widened decimal is published with the table's next schema version."""
     import json
     import shlex
 
     source, tables = log_source, [log_source.table, second]
     first_table, second_table = (quoted(source, t) for t in tables)
-    (alter_pg, alter_maria), named, declared = ALTERS[change]
+    (alter_pg, alter_maria), named, declared, policy = ALTERS[change]
     contracts = [log_contract(table) for table in tables]
 
     def dag(columns: dict[str, dict[str, str]]) -> Any:
         connector = source.group_config(tables, columns=columns)
-        return write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts)
+        return write_group_dag(airflow_home, tmp_path, monkeypatch, connector, contracts, policy)
 
     module, receiver_id = dag(dict.fromkeys(tables, COLUMNS))
     fill(source, tables)
@@ -383,3 +393,12 @@ def test_a_column_changed_in_one_table_of_a_group_refuses_the_group_until_its_fu
     assert shapes == ["log", "log"]
     assert equal_to_the_source(hook, source, tables[0], [])
     assert equal_to_the_source(hook, source, second, ["extra"] if change == "add" else [])
+    if change == "widen":
+        receiver = hook.receiver
+        held = SchemaVersions(receiver.dialect, receiver.store.prefix)
+        with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            amounts = [
+                [{c.name: c.type for c in v.columns}["amount"] for v in held.history(connection, t)]
+                for t in tables
+            ]
+        assert amounts == [["decimal(12,2)"], ["decimal(12,2)", "decimal(14,2)"]]

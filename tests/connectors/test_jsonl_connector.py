@@ -14,7 +14,16 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from jsonl_files import append, config, lines, order, orders_contract, published, write
+from jsonl_files import (
+    ORDERS_COLUMNS,
+    append,
+    config,
+    lines,
+    order,
+    orders_contract,
+    published,
+    write,
+)
 
 from dogana_core.planner import next_extraction
 from dogana_provider.connectors import JsonLinesConnector, RefusedRead
@@ -209,3 +218,64 @@ def test_a_read_killed_mid_way_is_read_again_whole_from_the_held_token(
     assert receiver.receive(again.path, again.manifest).outcome == "accepted"
     assert deliver(receiver, connector, "feed", tmp_path) == "accepted"
     assert sorted(published(receiver, "orders")) == list(range(1, 400))
+
+
+def test_a_declared_column_retyped_under_freeze_is_refused_before_the_connector_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connector pipeline's extract, knowing its receiver, judges the columns its stream
+    declares against the held schema version, as a SQL snapshot's does: amount declared
+    int where version 1 holds float (the file's amounts are whole, so either reads) fails the
+    task naming the column and the policy before a row is read, and leaves the receiver as it
+    was: not a read delivered for the gate's column_types check to reject."""
+    import json
+    from types import SimpleNamespace
+
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from dogana_core.manifest import Manifest
+    from dogana_provider.hooks.dogana import DoganaHook
+    from dogana_provider.operators.extract import ExtractOperator
+    from dogana_provider.receiver.transactions import transaction
+    from dogana_provider.schema.versions import SchemaVersions
+
+    conn_id = f"rcv_{uuid.uuid4().hex[:8]}"
+    database = {"conn_type": "sqlite", "host": str(tmp_path / "warehouse.sqlite")}
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(database))
+    receiver = DoganaHook(conn_id).receiver
+    contract = orders_contract()
+    receiver.register(contract)
+    source = write(tmp_path / "orders.jsonl", [{**order(n), "amount": n * 10} for n in (1, 2)])
+
+    def run(columns: dict[str, str], run_id: str) -> dict:
+        request = next_extraction(receiver.ledger("orders"), "export", now())
+        extract = ExtractOperator(
+            task_id="extract",
+            connector={"kind": "jsonl", **config(source, whole_history=True, columns=columns)},
+            contract=contract,
+            request=request.to_dict(),
+            receiver_conn_id=conn_id,
+            output_folder=(tmp_path / run_id).as_uri(),
+        )
+        context = {"dag": SimpleNamespace(dag_id="orders_feed"), "run_id": run_id}
+        return extract.execute(context)
+
+    def kept() -> tuple:
+        versions = SchemaVersions(receiver.dialect, receiver.store.prefix)
+        with transaction(receiver.connect, receiver.dialect, write=False) as connection:
+            held = versions.history(connection, "orders")
+        receipts = [r.to_dict() for r in receiver.receipts("orders")]
+        return published(receiver, "orders"), receiver.ledger("orders"), receipts, held
+
+    pushed = run(dict(ORDERS_COLUMNS), "first")
+    path = str(tmp_path / "first" / "orders.parquet")
+    assert receiver.receive(path, Manifest.from_dict(pushed["manifest"])).outcome == "accepted"
+    before = kept()
+    assert [v.version for v in before[3]] == [1]
+    with pytest.raises(AirflowFailException) as refused:
+        run({**ORDERS_COLUMNS, "amount": "int"}, "retyped")
+    message = str(refused.value)
+    assert "jsonl connector: orders:" in message and "so nothing was read" in message
+    assert "amount retyped: float -> int: refused (data_type freeze)" in message
+    assert not (tmp_path / "retyped" / "orders.parquet").exists()
+    assert kept() == before

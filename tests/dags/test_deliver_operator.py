@@ -32,6 +32,19 @@ SOURCE, RECEIVER = "dogana_source", "dogana_default"
     return write_dag(airflow_home, name, header + body)
 
 
+def one_deliver(databases: Databases, airflow_home: Path, **arguments: Any) -> object:
+    """A DAG of one DeliverOperator from the source to the receiver, given these arguments."""
+    given = "".join(f", {name}={value!r}" for name, value in arguments.items())
+    return dag_with(
+        databases,
+        airflow_home,
+        f"""
+with dag:
+    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER{given})
+""",
+    )
+
+
 def mapped_xcom(run: Any, task_id: str) -> list[Any]:
     """What each mapped instance of task_id returned, in map index order."""
     from airflow.models.xcom import XComModel
@@ -89,15 +102,7 @@ def test_a_failed_delivery_of_a_batch_fails_the_task_naming_it_after_the_others_
     missing = f"missing_{databases.uid}"
     databases.activate([missing])
     batch = [contract(table).to_dict() for table in (tables[0], missing, tables[1])]
-    module = dag_with(
-        databases,
-        airflow_home,
-        f"""
-with dag:
-    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
-                    contracts={batch!r})
-""",
-    )
+    module = one_deliver(databases, airflow_home, contracts=batch)
     run = databases.run(module.dag)  # type: ignore[attr-defined]
     assert states(run)["deliver"] == "failed"
     for number, table in enumerate(tables):  # published; their events go with the failed task
@@ -121,17 +126,63 @@ def test_the_steps_of_a_delivery_run_as_the_task_runner_runs_an_operator_with_no
     monkeypatch.setattr(ExecutorSafeguard, "test_mode", False)
     table = f"one_{databases.uid}"
     source_tables(databases, [table])
-    module = dag_with(
-        databases,
-        airflow_home,
-        f"""
-with dag:
-    DeliverOperator(task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
-                    contract={contract(table).to_dict()!r})
-""",
-    )
+    module = one_deliver(databases, airflow_home, contract=contract(table).to_dict())
     capfd.readouterr()
     run = databases.run(module.dag)  # type: ignore[attr-defined]
     assert states(run)["deliver"] == "success"
     logged = capfd.readouterr()
     assert "cannot be called outside of the Task Runner" not in logged.out + logged.err
+
+
+@ON_SQLITE
+def test_a_batch_builds_one_receiver_for_every_step_of_every_delivery(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's DoganaHook would build its own receiver, its own connections and catalog
+    reads with it, four or more a delivery: a batch builds one and lends it to them all."""
+    from dogana_provider.receiver.receiver import Receiver
+
+    built: list[Receiver] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def counted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        built.append(from_hook(cls, hook, **options))
+        return built[-1]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(counted))
+    tables = [f"r{i}_{databases.uid}" for i in range(2)]
+    source_tables(databases, tables)
+    batch = [contract(table).to_dict() for table in tables]
+    module = one_deliver(databases, airflow_home, contracts=batch)
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert len(built) == 1
+
+
+@ON_SQLITE
+def test_the_heap_before_a_batch_is_left_out_of_the_collectors_passes_until_its_end(
+    databases: Databases, airflow_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full garbage collection walks the task process's whole heap (Airflow, the provider,
+    pyarrow) and is due every few tables' rows: the batch freezes that heap while it delivers,
+    and gives it back to the collector after."""
+    import gc
+
+    from dogana_provider.receiver.receiver import Receiver
+
+    frozen: list[int] = []
+    from_hook = Receiver.from_hook.__func__  # type: ignore[attr-defined]
+
+    def noted(cls: type[Receiver], hook: Any, **options: Any) -> Receiver:
+        frozen.append(gc.get_freeze_count())
+        return from_hook(cls, hook, **options)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Receiver, "from_hook", classmethod(noted))
+    table = f"h_{databases.uid}"
+    source_tables(databases, [table])
+    module = one_deliver(databases, airflow_home, contracts=[contract(table).to_dict()])
+    before = gc.get_freeze_count()
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert frozen and all(count > before for count in frozen)
+    assert gc.get_freeze_count() == before

@@ -408,6 +408,18 @@ class Client:
         body = {"connection_id": conn_id, "conn_type": conn_type, **fields}
         self.request("POST", "/connections", json=body)
 
+    def pool(self, name: str, slots: int) -> None:
+        """Create the pool with this many slots, or resize it: at 0 the scheduler queues none
+        of its tasks, which wait scheduled until it has a slot open."""
+        body = {"name": name, "slots": slots, "include_deferred": False}
+        response = self.http.patch(
+            f"/api/v2/pools/{name}", params={"update_mask": "slots"}, json=body
+        )
+        if response.status_code == 404:
+            self.request("POST", "/pools", json=body)
+        elif response.is_error:
+            raise AssertionError(f"PATCH /pools/{name}: {response.status_code} {response.text}")
+
     # Runs -------------------------------------------------------------------------------------
 
     def trigger(

@@ -12,6 +12,8 @@ story's result.
 
     def test_it(played: Played) -> None:
         run = played.result(mapped)                  # waits for the story, or raises its error
+
+    told = told_by(mapped, "told")                   # or a module fixture named told, its result
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+import pytest
 from deployment import Client
 
 T = TypeVar("T")
@@ -52,3 +55,13 @@ class Played:
     def result(self, function: Callable[[Client, Servers], T], timeout: float = 600) -> T:
         result: T = self.futures[key(function)].result(timeout)
         return result
+
+
+def told_by(function: Callable[[Client, Servers], T], name: str) -> Any:
+    """A module fixture named name whose value is what the story function returned."""
+
+    @pytest.fixture(scope="module", name=name)
+    def result(played: Played) -> T:
+        return played.result(function)
+
+    return result

@@ -9,6 +9,15 @@ API, as an administrator adds one), each DAG into a receiver schema of its own.
                 for the idle slot; run as printed, the slot is gone. The next run is refused
                 (slot_dropped) and its log prints the full read's command; run as printed, a
                 run reads the table whole, the slot is made again, and the log goes on.
+    pg group:   two PostgreSQL tables behind one slot, published together: both whole, then a
+                transaction touching both from the log; a TRUNCATE of one refuses the group's
+                next read with the command of every table's full read; run as printed, a run
+                publishes both whole, and the log goes on.
+    pg stale:   two runs at once, held by pools the story resizes: a run plans while another's
+                read is not yet published, and its read comes after a third run's read has
+                moved the slot past that plan; the publication since does not meet its run's
+                requirement, so it fails asking to plan again; run as printed, a new run plans
+                from the published position and reads the log on, no full read.
     maria log:  a MariaDB table's full read, then its binlog; a TRUNCATE refuses the next read
                 with the full read's command; run as printed, the table is published again.
     deliver:    DeliverOperator (two readers in one exported snapshot), @daily with catch-up,
@@ -30,25 +39,38 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 
 import psycopg
 import psycopg2
 import pytest
-from deployment import Client, Deployment, Run
-from stories import Played, Servers, story
+from deployment import TERMINAL, Client, Deployment, Run
+from stories import Played, Servers, story, told_by
 
 from dogana_core import Outcome
+from dogana_core.manifest import Manifest
 from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
 
 PG_LOG, MARIA_LOG, DELIVER = "dogana_test_pg_log", "dogana_test_maria_log", "dogana_test_deliver"
+PG_GROUP, PG_STALE = "dogana_test_pg_group", "dogana_test_pg_stale"
+GROUP_ID = "both"
+"""The pg group DAG's task group (dags/log_capture.py)."""
+STALE_POOLS = {"extract": "dogana_test_stale_extract", "gate": "dogana_test_stale_gate"}
+"""The pools of the pg stale DAG's extract and gate (dags/log_capture.py)."""
 SECRET = f"sched-{secrets.token_hex(8)}"
 """The password of the PostgreSQL sources' connections (trust auth ignores it): it must appear
 in no task log, XCom or command output."""
 FULL_READ = re.compile(r"to run the full read: (airflow dags trigger .*)$")
+PLAN_AGAIN = re.compile(r"to plan again: (airflow dags trigger .*)$")
 DROP_SLOT = re.compile(r"^\s*(dogana cdc drop-slot .*)$", re.MULTILINE)
+
+
+class Source(Protocol):
+    """Where a delivered table comes from, as a story reads it."""
+
+    def rows(self) -> list[tuple[Any, ...]]: ...
 
 
 @dataclass
@@ -58,11 +80,18 @@ class Story:
     dag_id: str
     run: str
     url: str
+    group: str = ""
+    """The delivery's task group, the prefix of its tasks' ids ("" for a one-task DAG)."""
+    sources: dict[str, Source] = field(default_factory=dict)
+    """Each table the DAG delivers, and the source that holds it."""
     found: dict[str, dict[str, Any]] = field(default_factory=dict)
     states: dict[str, dict[str, str | None]] = field(default_factory=dict)
     logs: dict[str, str] = field(default_factory=dict)
     xcoms: dict[str, Any] = field(default_factory=dict)
-    compared: dict[str, tuple[Any, Any]] = field(default_factory=dict)
+    compared: dict[str, dict[str, tuple[Any, Any]]] = field(default_factory=dict)
+    """After each successful run, each table's published rows and the source's."""
+    kept: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """What the receiver held at a moment: each table's published rows and ledger."""
     commands: dict[str, subprocess.CompletedProcess[str]] = field(default_factory=dict)
     printed: dict[str, str] = field(default_factory=dict)
     runs: dict[str, Run] = field(default_factory=dict)
@@ -71,6 +100,9 @@ class Story:
     def schema(self) -> str:
         """The receiver's schema: named after the DAG and the session (teardown drops it)."""
         return f"{self.dag_id}_{self.run}"
+
+    def task(self, name: str) -> str:
+        return f"{self.group}.{name}" if self.group else name
 
     def receiver(self) -> Receiver:
         return Receiver(
@@ -82,14 +114,41 @@ class Story:
             at = [read.columns.index(c) for c in ("id", "amount", "name")]
             return sorted(comparable(tuple(row[i] for i in at)) for row in read.rows)
 
-    def end(self, client: Client, name: str, run: Run, table: str, task: str = "extract") -> None:
+    def end(self, client: Client, name: str, run: Run, task: str = "extract") -> None:
+        """Wait for run to end; its state, its tasks' and task's log and return value."""
         assert client.deployment is not None
         self.runs[name] = run
         self.found[name] = client.wait(run)
         self.states[name] = client.states(run)
-        task_id = f"{table}.{task}" if task != "deliver" else task
-        self.logs[name] = client.deployment.task_log(run, task_id)
-        self.xcoms[name] = client.xcom(run, task_id)
+        self.logs[name] = client.deployment.task_log(run, self.task(task))
+        self.xcoms[name] = client.xcom(run, self.task(task))
+
+    def delivered(self, client: Client, name: str, run: Run) -> None:
+        """end(), then each table's published rows beside the source's, if the run succeeded."""
+        self.end(client, name, run)
+        if self.found[name]["state"] == "success":
+            self.compared[name] = {
+                table: (self.published(table), source.rows())
+                for table, source in self.sources.items()
+            }
+
+    def keep(self, name: str) -> None:
+        receiver = self.receiver()
+        self.kept[name] = {
+            table: (self.published(table), receiver.ledger(table).to_dict())
+            for table in self.sources
+        }
+
+    def manifests(self, name: str) -> list[Manifest]:
+        """The manifest of each delivery the run's extract pushed (a group's: one per table)."""
+        pushed = self.xcoms[name]
+        return [
+            Manifest.from_dict(d["manifest"])
+            for d in (pushed if isinstance(pushed, list) else [pushed])
+        ]
+
+    def shapes(self, name: str) -> list[str]:
+        return [manifest.shape for manifest in self.manifests(name)]
 
 
 def comparable(row: tuple[Any, ...]) -> tuple[Any, ...]:
@@ -120,6 +179,22 @@ def as_printed(deployment: Deployment, line: str) -> subprocess.CompletedProcess
     )
 
 
+def run_printed(
+    client: Client, scenario: Story, refused: str, printed: re.Pattern[str], name: str
+) -> bool:
+    """The command the refused run's log printed (printed's first group) run as printed, and
+    the run it creates delivered as name; False when the log printed none."""
+    assert client.deployment is not None
+    lines = [m.group(1) for e in events(scenario.logs[refused]) if (m := printed.search(e))]
+    if not lines:
+        return False
+    scenario.printed[name] = lines[0]
+    known = set(client.runs(scenario.dag_id))
+    scenario.commands[name] = as_printed(client.deployment, lines[0])
+    scenario.delivered(client, name, new_run(client, scenario.dag_id, known))
+    return True
+
+
 def new_run(client: Client, dag_id: str, known: set[Run]) -> Run:
     """The run of dag_id that is not one of known (a command created it)."""
     for _ in range(60):
@@ -130,37 +205,57 @@ def new_run(client: Client, dag_id: str, known: set[Run]) -> Run:
     raise AssertionError(f"no new run of {dag_id}")
 
 
-def add_receiver(client: Client, scenario: Story) -> None:
-    with psycopg.connect(scenario.url, autocommit=True) as connection:
-        connection.execute(f"CREATE SCHEMA {scenario.schema}")
-    parts = urlsplit(scenario.url)
-    client.add_connection(
-        f"{scenario.dag_id}_receiver",
-        "postgres",
-        host=parts.hostname,
-        port=parts.port,
-        login=parts.username,
-        schema=parts.path.lstrip("/"),
-        extra={"options": f"-csearch_path={scenario.schema}"},
-    )
+def wait_task(client: Client, run: Run, task_id: str, *states: str) -> str | None:
+    """Wait until the task of run is in one of states, or the run has ended; the task's state."""
+    for _ in range(300):
+        state = client.states(run).get(task_id)
+        if state in states or client.run(run)["state"] in TERMINAL:
+            return state
+        client._pause()
+    raise AssertionError(f"{task_id} of {run} not {states}: {client.explain(run)}")
 
 
-def add_pg_source(client: Client, conn_id: str, url: str) -> None:
+def add_connection(client: Client, conn_id: str, conn_type: str, url: str, **fields: Any) -> None:
+    """A connection to the server at url, its database the connection's schema."""
     parts = urlsplit(url)
     client.add_connection(
         conn_id,
-        "postgres",
+        conn_type,
         host=parts.hostname,
         port=parts.port,
         login=parts.username,
-        password=SECRET,
         schema=parts.path.lstrip("/"),
+        **fields,
     )
+
+
+def begin(client: Client, scenario: Story, conn_id: str, conn_type: str, url: str) -> None:
+    """The DAG's receiver (a schema of its own) and its source's connection (a PostgreSQL
+    one with SECRET as its password) added, the DAG parsed and unpaused."""
+    with psycopg.connect(scenario.url, autocommit=True) as connection:
+        connection.execute(f"CREATE SCHEMA {scenario.schema}")
+    add_connection(
+        client,
+        f"{scenario.dag_id}_receiver",
+        "postgres",
+        scenario.url,
+        extra={"options": f"-csearch_path={scenario.schema}"},
+    )
+    secret = {"password": SECRET} if conn_type == "postgres" else {}
+    add_connection(client, conn_id, conn_type, url, **secret)
+    client.wait_parsed([scenario.dag_id])
+    client.unpause(scenario.dag_id)
 
 
 def run_of(client: Client) -> str:
     assert client.deployment is not None
     return client.deployment.environment["DOGANA_TEST_RUN"]
+
+
+def postgres(servers: Servers) -> str:
+    url = servers["postgres"]
+    assert url is not None, "the real-scheduler layer's metadata database is PostgreSQL"
+    return url
 
 
 # PostgreSQL's log -----------------------------------------------------------------------------
@@ -169,6 +264,14 @@ def run_of(client: Client) -> str:
 class PgSource:
     def __init__(self, url: str, table: str) -> None:
         self.url, self.table = url, table
+
+    def create(self, rows: int) -> None:
+        """The table, with rows rows."""
+        self.execute(
+            f'CREATE TABLE "{self.table}" (id bigint PRIMARY KEY, amount numeric(12,2), name text)',
+            f"INSERT INTO \"{self.table}\" SELECT g, g * 1.5, 'n' || g "
+            f"FROM generate_series(1, {rows}) g",
+        )
 
     def execute(self, *statements: str) -> None:
         with psycopg.connect(self.url, autocommit=True) as connection:
@@ -192,40 +295,29 @@ class PgSource:
 
 @story
 def pg_log(client: Client, servers: Servers) -> Story:
-    url = servers["postgres"]
-    assert url is not None, "the real-scheduler layer's metadata database is PostgreSQL"
+    url = postgres(servers)
     assert client.deployment is not None
     run = run_of(client)
     table, slot = f"sched_pg_log_{run}", f"dogana_sched_{run}"
-    scenario = Story(PG_LOG, run, url)
     source = PgSource(url, table)
-    source.execute(
-        f'CREATE TABLE "{table}" (id bigint PRIMARY KEY, amount numeric(12,2), name text)',
-        f"INSERT INTO \"{table}\" SELECT g, g * 1.5, 'n' || g FROM generate_series(1, 20) g",
-    )
-    add_receiver(client, scenario)
-    add_pg_source(client, "dogana_test_pg_source", url)
-    client.wait_parsed([PG_LOG])
-    client.unpause(PG_LOG)
+    scenario = Story(PG_LOG, run, url, table, {table: source})
+    source.create(20)
+    begin(client, scenario, "dogana_test_pg_source", "postgres", url)
 
-    def delivered(name: str, run: Run) -> None:
-        scenario.end(client, name, run, table)
-        if scenario.found[name]["state"] == "success":
-            scenario.compared[name] = (scenario.published(table), source.rows())
-
-    delivered("first", client.trigger(PG_LOG))  # logical_date null
+    scenario.delivered(client, "first", client.trigger(PG_LOG))  # logical_date null
     source.execute(
         f"UPDATE \"{table}\" SET amount = 99, name = 'changed' WHERE id = 1",
         f'DELETE FROM "{table}" WHERE id = 2',
         f"INSERT INTO \"{table}\" VALUES (100, 1.25, 'new')",
     )
-    delivered("log", client.trigger(PG_LOG))
+    scenario.delivered(client, "log", client.trigger(PG_LOG))
     source.execute(f"INSERT INTO \"{table}\" VALUES (101, 2.5, 'later')")
-    delivered("later", client.trigger(PG_LOG))  # its read moved the slot past "log"'s plan
+    # Its read moves the slot past "log"'s plan.
+    scenario.delivered(client, "later", client.trigger(PG_LOG))
 
     # The second run's extract cleared, as the UI's Clear does: its plan is stale.
     client.clear(scenario.runs["log"], f"{table}.extract")
-    delivered("cleared", scenario.runs["log"])
+    scenario.delivered(client, "cleared", scenario.runs["log"])
 
     status = client.deployment.at_the_terminal(
         "cdc", "status", "dogana_test_pg_source", "--slot", slot
@@ -238,16 +330,101 @@ def pg_log(client: Client, servers: Servers) -> Story:
     scenario.found["slot after drop"] = {"exists": source.slot(slot)}
 
     source.execute(f"UPDATE \"{table}\" SET name = 'after drop' WHERE id = 3")
-    delivered("dropped", client.trigger(PG_LOG))
-    full = [m.group(1) for e in events(scenario.logs["dropped"]) if (m := FULL_READ.search(e))]
-    if full:
-        scenario.printed["full read"] = full[0]
-        known = set(client.runs(PG_LOG))
-        scenario.commands["full read"] = as_printed(client.deployment, full[0])
-        delivered("full read", new_run(client, PG_LOG, known))
+    scenario.delivered(client, "dropped", client.trigger(PG_LOG))
+    if run_printed(client, scenario, "dropped", FULL_READ, "full read"):
         scenario.found["slot after full read"] = {"exists": source.slot(slot)}
         source.execute(f'DELETE FROM "{table}" WHERE id = 4')
-        delivered("after reset", client.trigger(PG_LOG))
+        scenario.delivered(client, "after reset", client.trigger(PG_LOG))
+    return scenario
+
+
+@story
+def pg_group(client: Client, servers: Servers) -> Story:
+    url = postgres(servers)
+    run = run_of(client)
+    tables = [f"sched_pg_group_a_{run}", f"sched_pg_group_b_{run}"]
+    sources = {table: PgSource(url, table) for table in tables}
+    scenario = Story(PG_GROUP, run, url, GROUP_ID, dict(sources))
+    for each in sources.values():
+        each.create(5)
+    source, first, second = sources[tables[0]], *(f'"{table}"' for table in tables)
+    begin(client, scenario, "dogana_test_pg_group_source", "postgres", url)
+
+    scenario.delivered(client, "first", client.trigger(PG_GROUP))
+    # One transaction moves an amount from a row of one table to a new row of the other.
+    source.execute(
+        "BEGIN",
+        f"UPDATE {first} SET amount = amount - 1 WHERE id = 1",
+        f"INSERT INTO {second} VALUES (100, 1, 'moved')",
+        "COMMIT",
+    )
+    scenario.delivered(client, "log", client.trigger(PG_GROUP))
+    source.execute(f"TRUNCATE TABLE {second}", f"INSERT INTO {second} VALUES (7, 7, 'seven')")
+    scenario.keep("before the refusal")
+    scenario.delivered(client, "truncated", client.trigger(PG_GROUP))
+    scenario.keep("after the refusal")
+    if run_printed(client, scenario, "truncated", FULL_READ, "full read"):
+        source.execute(
+            "BEGIN",
+            f"DELETE FROM {first} WHERE id = 2",
+            f"UPDATE {second} SET name = 'after reset' WHERE id = 7",
+            "COMMIT",
+        )
+        scenario.delivered(client, "after reset", client.trigger(PG_GROUP))
+    return scenario
+
+
+@story
+def pg_stale(client: Client, servers: Servers) -> Story:
+    """Runs a, b and c of one DAG, held by its pools so that c's read moves the slot past a's
+    plan, and a's read comes after it, with a publication since that a's run end is after.
+
+    The scheduler queues the tasks waiting on a pool in order of their runs' logical dates (its
+    query orders by priority weight, then logical date): a and c are given dates, c's earlier,
+    so that when the extract pool opens one slot, c's extract reads first.
+    """
+    url = postgres(servers)
+    run = run_of(client)
+    table = f"sched_pg_stale_{run}"
+    source = PgSource(url, table)
+    scenario = Story(PG_STALE, run, url, table, {table: source})
+    extract, gate = scenario.task("extract"), scenario.task("gate")
+    source.create(5)
+    client.pool(STALE_POOLS["extract"], 1)
+    client.pool(STALE_POOLS["gate"], 1)
+    begin(client, scenario, "dogana_test_pg_stale_source", "postgres", url)
+    scenario.delivered(client, "first", client.trigger(PG_STALE))
+
+    # b reads the log; its gate waits.
+    client.pool(STALE_POOLS["gate"], 0)
+    source.execute(f"UPDATE \"{table}\" SET name = 'b' WHERE id = 1")
+    b = client.trigger(PG_STALE)
+    wait_task(client, b, gate, "scheduled")
+    read_at = Manifest.from_dict(client.xcom(b, extract)["manifest"]).produced_at
+    # a, its run's end after b's read, plans on the position b read from; its extract waits.
+    client.pool(STALE_POOLS["extract"], 0)
+    a_end = datetime.now(UTC)
+    a = client.trigger(PG_STALE, logical_date=a_end.isoformat())
+    wait_task(client, a, extract, "scheduled")
+    # b publishes: up to a time before a's run end.
+    client.pool(STALE_POOLS["gate"], 1)
+    wait_task(client, b, gate, "success")
+    client.pool(STALE_POOLS["gate"], 0)
+    scenario.delivered(client, "b", b)
+    # c plans on b's publication; its read moves the slot there, past a's plan.
+    source.execute(f"UPDATE \"{table}\" SET name = 'c' WHERE id = 2")
+    c = client.trigger(PG_STALE, logical_date=(read_at + (a_end - read_at) / 2).isoformat())
+    wait_task(client, c, extract, "scheduled")
+    scenario.keep("before a's read")
+    client.pool(STALE_POOLS["extract"], 1)
+    for each in (c, a):
+        wait_task(client, each, extract, "success", "failed", "skipped")
+    scenario.keep("after a's read")
+    scenario.states["c before its gate"] = client.states(c)
+    client.pool(STALE_POOLS["gate"], 1)
+    scenario.end(client, "a", a)
+    scenario.delivered(client, "c", c)
+    run_printed(client, scenario, "a", PLAN_AGAIN, "plan again")
     return scenario
 
 
@@ -294,48 +471,26 @@ def maria_log(client: Client, servers: Servers) -> Story | None:
     maria, url = servers["mariadb"], servers["postgres"]
     if maria is None or url is None:
         return None
-    assert client.deployment is not None
     run = run_of(client)
     table = f"sched_maria_log_{run}"
-    scenario = Story(MARIA_LOG, run, url)
     source = MariaSource(maria, table)
+    scenario = Story(MARIA_LOG, run, url, table, {table: source})
     source.execute(
         f"CREATE TABLE `{table}` (id BIGINT PRIMARY KEY, amount DECIMAL(12,2), name TEXT)",
         f"INSERT INTO `{table}` VALUES (1, 1.5, 'one'), (2, 3, 'two'), (3, 4.5, 'three')",
     )
-    add_receiver(client, scenario)
-    parts = urlsplit(maria)
-    client.add_connection(
-        "dogana_test_maria_source",
-        "mysql",
-        host=parts.hostname,
-        port=parts.port,
-        login=parts.username,
-        schema=parts.path.lstrip("/"),
-    )
-    client.wait_parsed([MARIA_LOG])
-    client.unpause(MARIA_LOG)
+    begin(client, scenario, "dogana_test_maria_source", "mysql", maria)
 
-    def delivered(name: str, run: Run) -> None:
-        scenario.end(client, name, run, table)
-        if scenario.found[name]["state"] == "success":
-            scenario.compared[name] = (scenario.published(table), source.rows())
-
-    delivered("first", client.trigger(MARIA_LOG))
+    scenario.delivered(client, "first", client.trigger(MARIA_LOG))
     source.execute(
         f"UPDATE `{table}` SET amount = 99, name = 'changed' WHERE id = 1",
         f"DELETE FROM `{table}` WHERE id = 2",
         f"INSERT INTO `{table}` VALUES (100, 1.25, 'new')",
     )
-    delivered("log", client.trigger(MARIA_LOG))
+    scenario.delivered(client, "log", client.trigger(MARIA_LOG))
     source.execute(f"TRUNCATE TABLE `{table}`", f"INSERT INTO `{table}` VALUES (7, 7, 'seven')")
-    delivered("truncated", client.trigger(MARIA_LOG))
-    full = [m.group(1) for e in events(scenario.logs["truncated"]) if (m := FULL_READ.search(e))]
-    if full:
-        scenario.printed["full read"] = full[0]
-        known = set(client.runs(MARIA_LOG))
-        scenario.commands["full read"] = as_printed(client.deployment, full[0])
-        delivered("full read", new_run(client, MARIA_LOG, known))
+    scenario.delivered(client, "truncated", client.trigger(MARIA_LOG))
+    run_printed(client, scenario, "truncated", FULL_READ, "full read")
     return scenario
 
 
@@ -344,8 +499,7 @@ def maria_log(client: Client, servers: Servers) -> Story | None:
 
 @story
 def deliver(client: Client, servers: Servers) -> Story:
-    url = servers["postgres"]
-    assert url is not None
+    url = postgres(servers)
     run = run_of(client)
     table = f"sched_deliver_{run}"
     scenario = Story(DELIVER, run, url)
@@ -356,21 +510,22 @@ def deliver(client: Client, servers: Servers) -> Story:
         f"INSERT INTO \"{table}\" SELECT g, g / 4.0, repeat('x', 200) || g "
         "FROM generate_series(1, 5000) g",
     )
-    add_receiver(client, scenario)
-    add_pg_source(client, "dogana_test_deliver_source", url)
-    client.wait_parsed([DELIVER])
-    client.unpause(DELIVER)
+    begin(client, scenario, "dogana_test_deliver_source", "postgres", url)
     scheduled = client.wait_for_run(DELIVER, run_type="scheduled")
     manual = client.trigger(DELIVER)  # logical_date null
     dated = client.trigger(DELIVER, logical_date=datetime.now(UTC).isoformat())
     client.wait_all([scheduled, manual, dated])
     for n, each in enumerate(client.runs(DELIVER)):
-        scenario.end(client, f"run {n}", each, table, task="deliver")
-    scenario.compared["all"] = (scenario.published(table), source.rows())
+        scenario.end(client, f"run {n}", each, task="deliver")
+    scenario.compared["all"] = {table: (scenario.published(table), source.rows())}
     return scenario
 
 
 # Fixtures -------------------------------------------------------------------------------------
+
+STORIES = (pg_log, pg_group, pg_stale, maria_log, deliver)
+SLOTS = ("dogana_sched", "dogana_sched_group", "dogana_sched_stale")
+PG_TABLES = ("sched_pg_log", "sched_pg_group_a", "sched_pg_group_b", "sched_pg_stale")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -380,29 +535,31 @@ def leave_nothing(
     """After the module, whatever its stories made is dropped, by the session's names, whether
     a story finished or not."""
     yield
-    for each in (pg_log, maria_log, deliver):
+    for each in STORIES:
         with contextlib.suppress(Exception):
             played.result(each)
     run = deployment.environment["DOGANA_TEST_RUN"]
     with psycopg.connect(postgres_url, autocommit=True) as connection:
-        for dag_id in (PG_LOG, MARIA_LOG, DELIVER):
+        for dag_id in (PG_LOG, PG_GROUP, PG_STALE, MARIA_LOG, DELIVER):
             connection.execute(f"DROP SCHEMA IF EXISTS {dag_id}_{run} CASCADE")
-        for table in (f"sched_pg_log_{run}", f"sched_deliver_{run}"):
-            connection.execute(f'DROP TABLE IF EXISTS "{table}"')
-        connection.execute(f'DROP PUBLICATION IF EXISTS "dogana_sched_{run}"')
-        connection.execute(
-            "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
-            "WHERE slot_name = %s AND NOT active",
-            (f"dogana_sched_{run}",),
-        )
+        for table in (*PG_TABLES, "sched_deliver"):
+            connection.execute(f'DROP TABLE IF EXISTS "{table}_{run}"')
+        for slot in SLOTS:
+            connection.execute(f'DROP PUBLICATION IF EXISTS "{slot}_{run}"')
+            connection.execute(
+                "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots "
+                "WHERE slot_name = %s AND NOT active",
+                (f"{slot}_{run}",),
+            )
     with contextlib.suppress(pytest.skip.Exception):
         source = MariaSource(request.getfixturevalue("mariadb_url"), "")
         source.execute(f"DROP TABLE IF EXISTS `sched_maria_log_{run}`")
 
 
-@pytest.fixture(scope="module")
-def pg(played: Played) -> Story:
-    return played.result(pg_log)
+pg = told_by(pg_log, "pg")
+group = told_by(pg_group, "group")
+stale = told_by(pg_stale, "stale")
+delivered = told_by(deliver, "delivered")
 
 
 @pytest.fixture(scope="module")
@@ -413,13 +570,25 @@ def maria(played: Played) -> Story:
     return found
 
 
-@pytest.fixture(scope="module")
-def delivered(played: Played) -> Story:
-    return played.result(deliver)
-
-
 def shows(story: Story, *names: str) -> str:
     return "\n".join(f"{n}: {story.states.get(n)}\n{story.logs.get(n, '')[-3000:]}" for n in names)
+
+
+def assert_published_as_source(story: Story, *names: str) -> None:
+    """After each named run, every table's published rows are the source's."""
+    for name in names:
+        assert story.found[name]["state"] == "success", shows(story, name)
+        for table, (published, source) in story.compared[name].items():
+            assert published == source, (name, table)
+
+
+def trigger_line(dag_id: str, **shapes: str) -> str:
+    """`airflow dags trigger` as a log prints it: with a conf naming each table's shape."""
+    if not shapes:
+        return f"airflow dags trigger {dag_id}"
+    return (
+        f"airflow dags trigger {dag_id} --conf {shlex.quote(json.dumps({'dogana_shape': shapes}))}"
+    )
 
 
 # PostgreSQL's log -----------------------------------------------------------------------------
@@ -428,11 +597,9 @@ def shows(story: Story, *names: str) -> str:
 def test_a_postgres_log_pipeline_publishes_the_source_first_whole_then_from_its_log(
     pg: Story,
 ) -> None:
+    assert_published_as_source(pg, "first", "log", "later")
     for name, shape in (("first", "snapshot"), ("log", "log"), ("later", "log")):
-        assert pg.found[name]["state"] == "success", shows(pg, name)
-        assert pg.xcoms[name]["manifest"]["shape"] == shape
-        published, source = pg.compared[name]
-        assert published == source, name
+        assert pg.shapes(name) == [shape]
     assert pg.found["first"]["logical_date"] is None
 
 
@@ -440,9 +607,8 @@ def test_a_cleared_extract_whose_plan_the_slot_released_is_skipped_as_superseded
     pg: Story,
 ) -> None:
     assert pg.found["cleared"]["state"] == "success", shows(pg, "cleared")
-    table = f"sched_pg_log_{pg.run}"
-    assert pg.states["cleared"][f"{table}.extract"] == "skipped", pg.states["cleared"]
-    assert pg.states["cleared"][f"{table}.publish"] == "skipped"
+    assert pg.states["cleared"][pg.task("extract")] == "skipped", pg.states["cleared"]
+    assert pg.states["cleared"][pg.task("publish")] == "skipped"
     assert any(e.startswith("read superseded") for e in events(pg.logs["cleared"]))
 
 
@@ -461,23 +627,16 @@ def test_a_dropped_slot_prints_the_full_read_command_and_as_printed_it_resets_th
     pg: Story,
 ) -> None:
     table = f"sched_pg_log_{pg.run}"
-    assert pg.states["dropped"][f"{table}.extract"] == "failed"
+    assert pg.states["dropped"][pg.task("extract")] == "failed"
     assert "slot_dropped" in pg.logs["dropped"]
-    assert pg.printed["full read"] == (
-        f'airflow dags trigger {PG_LOG} --conf \'{{"dogana_shape": {{"{table}": "snapshot"}}}}\''
-    )
+    assert pg.printed["full read"] == trigger_line(PG_LOG, **{table: "snapshot"})
     command = pg.commands["full read"]
     assert command.returncode == 0, command.stdout + command.stderr
-    assert pg.found["full read"]["state"] == "success", shows(pg, "full read")
-    assert pg.xcoms["full read"]["manifest"]["shape"] == "snapshot"
+    assert_published_as_source(pg, "full read", "after reset")
+    assert pg.shapes("full read") == ["snapshot"]
     assert pg.found["slot after full read"] == {"exists": True}
-    assert pg.found["after reset"]["state"] == "success", shows(pg, "after reset")
-    assert pg.xcoms["after reset"]["manifest"]["shape"] == "log"
-    for name in ("full read", "after reset"):
-        published, source = pg.compared[name]
-        assert published == source, name
-    receiver = pg.receiver()
-    assert receiver.verify(table).publications == 5
+    assert pg.shapes("after reset") == ["log"]
+    assert pg.receiver().verify(table).publications == 5
 
 
 def test_the_status_command_a_person_runs_shows_the_log_table_complete(
@@ -491,17 +650,78 @@ def test_the_status_command_a_person_runs_shows_the_log_table_complete(
 
 
 def test_no_source_password_in_a_task_log_an_xcom_or_a_command_output(
-    pg: Story, delivered: Story, deployment: Deployment
+    pg: Story, group: Story, stale: Story, delivered: Story, deployment: Deployment
 ) -> None:
-    for story_ in (pg, delivered):
+    for story_ in (pg, group, stale, delivered):
         for name, log in story_.logs.items():
             assert SECRET not in log, name
         assert SECRET not in json.dumps(story_.xcoms, default=str)
         for name, command in story_.commands.items():
             assert SECRET not in command.stdout + command.stderr, name
-    for dag_id in (PG_LOG, DELIVER):
+    for dag_id in (PG_LOG, PG_GROUP, PG_STALE, DELIVER):
         for path in (deployment.logs / "tasks" / f"dag_id={dag_id}").rglob("*.log"):
             assert SECRET not in path.read_text(errors="replace"), path
+
+
+# A PostgreSQL group ---------------------------------------------------------------------------
+
+
+def test_a_transaction_across_a_groups_two_tables_is_published_in_both_from_the_log(
+    group: Story,
+) -> None:
+    assert_published_as_source(group, "first", "log")
+    assert group.shapes("first") == ["snapshot", "snapshot"]
+    assert group.shapes("log") == ["log", "log"]
+    positions = {(m.produced_at, m.generation) for m in group.manifests("log")}
+    assert len(positions) == 1, "both tables read at one position"
+
+
+def test_a_truncate_refuses_the_group_and_its_printed_full_read_of_every_table_resets_it(
+    group: Story,
+) -> None:
+    assert group.found["truncated"]["state"] == "failed"
+    assert group.states["truncated"] == {
+        group.task("plan"): "success",
+        group.task("extract"): "failed",
+        group.task("gate"): "upstream_failed",
+        group.task("publish"): "upstream_failed",
+    }
+    assert "truncate_in_log" in group.logs["truncated"]
+    assert group.kept["after the refusal"] == group.kept["before the refusal"]
+    every_table = trigger_line(PG_GROUP, **dict.fromkeys(group.sources, "snapshot"))
+    assert group.printed.get("full read") == every_table, shows(group, "truncated")
+    command = group.commands["full read"]
+    assert command.returncode == 0, command.stdout + command.stderr
+    assert_published_as_source(group, "full read", "after reset")
+    assert group.shapes("full read") == ["snapshot", "snapshot"]
+    assert group.shapes("after reset") == ["log", "log"]
+    assert group.found["full read"]["conf"] == json.loads(command.args[-1])
+
+
+# A stale plan ---------------------------------------------------------------------------------
+
+
+def test_a_read_whose_plan_the_slot_released_fails_unmet_and_as_printed_a_new_plan_reads_on(
+    stale: Story,
+) -> None:
+    extract = stale.task("extract")
+    assert_published_as_source(stale, "first", "b", "c")
+    assert stale.states["c before its gate"][extract] == "success"
+    assert stale.states["a"] == {
+        stale.task("plan"): "success",
+        extract: "failed",
+        stale.task("gate"): "upstream_failed",
+        stale.task("publish"): "upstream_failed",
+    }
+    assert any(e.startswith("stale plan") for e in events(stale.logs["a"])), shows(stale, "a")
+    assert stale.kept["after a's read"] == stale.kept["before a's read"]
+    assert stale.printed.get("plan again") == trigger_line(PG_STALE), shows(stale, "a")
+    command = stale.commands["plan again"]
+    assert command.returncode == 0, command.stdout + command.stderr
+    assert_published_as_source(stale, "plan again")
+    assert stale.shapes("plan again") == ["log"]
+    [again], [c] = stale.manifests("plan again"), stale.manifests("c")
+    assert again.since == c.generation, "the new plan reads from the published position"
 
 
 # MariaDB's binlog -----------------------------------------------------------------------------
@@ -511,20 +731,14 @@ def test_a_mariadb_binlog_pipeline_publishes_the_source_and_a_truncate_asks_for_
     maria: Story,
 ) -> None:
     table = f"sched_maria_log_{maria.run}"
-    for name, shape in (("first", "snapshot"), ("log", "log")):
-        assert maria.found[name]["state"] == "success", shows(maria, name)
-        assert maria.xcoms[name]["manifest"]["shape"] == shape
-        published, source = maria.compared[name]
-        assert published == source, name
-    assert maria.states["truncated"][f"{table}.extract"] == "failed"
-    assert maria.printed["full read"] == (
-        f'airflow dags trigger {MARIA_LOG} --conf \'{{"dogana_shape": {{"{table}": "snapshot"}}}}\''
-    )
+    assert_published_as_source(maria, "first", "log")
+    assert [maria.shapes("first"), maria.shapes("log")] == [["snapshot"], ["log"]]
+    assert maria.states["truncated"][maria.task("extract")] == "failed"
+    assert maria.printed["full read"] == trigger_line(MARIA_LOG, **{table: "snapshot"})
     command = maria.commands["full read"]
     assert command.returncode == 0, command.stdout + command.stderr
-    assert maria.found["full read"]["state"] == "success", shows(maria, "full read")
-    published, source = maria.compared["full read"]
-    assert published == source == [(7, Decimal("7.00"), "seven")]
+    assert_published_as_source(maria, "full read")
+    assert maria.compared["full read"][table][0] == [(7, Decimal("7.00"), "seven")]
 
 
 # DeliverOperator ------------------------------------------------------------------------------
@@ -540,7 +754,7 @@ def test_deliver_runs_with_catch_up_beside_manual_runs_end_green_with_the_source
     for name, found in delivered.found.items():
         assert found["state"] == "success", shows(delivered, name)
         assert delivered.states[name]["deliver"] in ("success", "skipped"), delivered.states
-    published, source = delivered.compared["all"]
+    [(published, source)] = delivered.compared["all"].values()
     assert published == source and len(source) == 5000
     receipts = delivered.receiver().receipts(table)
     accepted = [r for r in receipts if r.outcome is Outcome.ACCEPTED]

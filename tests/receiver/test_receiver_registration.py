@@ -243,7 +243,10 @@ def test_a_store_missing_one_of_its_tables_gets_it_at_the_next_registration(
         assert set(names) <= again.dialect.existing_names(connection, names)
 
 
-def test_a_receiver_looks_its_own_tables_up_together_not_one_by_one(tmp_path: Path) -> None:
+def registered_and_traced(tmp_path: Path) -> tuple[Source, Callable[[], Any], list[str]]:
+    """A source table registered in a SQLite receiver, and a maker of new receivers of that
+    file (each as a new task process has) whose connections record every statement they run
+    in the list."""
     from dogana_provider.dialects import SQLITE
     from dogana_provider.receiver import Receiver
 
@@ -257,7 +260,12 @@ def test_a_receiver_looks_its_own_tables_up_together_not_one_by_one(tmp_path: Pa
         connection.set_trace_callback(statements.append)
         return connection
 
-    receiver = Receiver(traced, SQLITE, clock=lambda: NOW)
+    return source, lambda: Receiver(traced, SQLITE, clock=lambda: NOW), statements
+
+
+def test_a_receiver_looks_its_own_tables_up_together_not_one_by_one(tmp_path: Path) -> None:
+    source, new_receiver, statements = registered_and_traced(tmp_path)
+    receiver = new_receiver()
     source.put(1, 1, "one", at(1))
     assert receiver.receive(*source.full(at(2))).outcome is Outcome.ACCEPTED
     own = receiver.steps.own_names
@@ -271,25 +279,13 @@ CATALOG = "FROM sqlite_master WHERE type IN ('table', 'index')"  # Dialect.exist
 def test_a_step_reads_the_catalog_of_its_own_tables_once(tmp_path: Path) -> None:
     """Within one step (Receiver.step: decide, publish) a receiver's own table the catalog did
     not show (here the schema versions', which no policy made) is not looked up again."""
-    from dogana_provider.dialects import SQLITE
-    from dogana_provider.receiver import Receiver
-
-    path = tmp_path / "receiver.sqlite"
-    source = Source("orders", tmp_path)
-    Receiver(lambda: sqlite3.connect(path), SQLITE, clock=lambda: NOW).register(source.contract)
-    statements: list[str] = []
-
-    def traced() -> sqlite3.Connection:
-        connection = sqlite3.connect(path)
-        connection.set_trace_callback(statements.append)
-        return connection
-
+    source, new_receiver, statements = registered_and_traced(tmp_path)
     source.put(1, 1, "one", at(1))
-    decision = Receiver(traced, SQLITE, clock=lambda: NOW).decide(*source.full(at(2)))
+    decision = new_receiver().decide(*source.full(at(2)))
     assert decision.to_publish, decision.receipt.failed
     assert sum(CATALOG in s for s in statements) == 1
     statements.clear()
-    receipt = Receiver(traced, SQLITE, clock=lambda: NOW).publish(decision)
+    receipt = new_receiver().publish(decision)
     assert receipt.outcome is Outcome.ACCEPTED
     assert sum(CATALOG in s for s in statements) == 1
 
