@@ -210,6 +210,10 @@ class Dialect:
         finally:
             cursor.close()
 
+    def begin_for_ddl(self, connection: Any, *, write: bool) -> None:
+        """Begin a transaction whose first statement is DDL: as begin, where DDL joins it."""
+        self.begin(connection, write=write)
+
     def lendable(self, connection: Any) -> bool:
         """Whether a connection whose transaction committed may be lent to the next transaction
         (receiver/transactions.py Reusing): idle, and holding nothing that outlives a

@@ -149,14 +149,24 @@ class MariadbDialect(Dialect):
         # A connection lent on (lendable) keeps its session's level: set for the session, and
         # only when it differs from the last one this connection was given, the begin is one
         # statement where begin_statements are two.
-        set_level, start = self.begin_statements(write=write)
+        self._begin(connection, write=write, start=True)
+
+    def begin_for_ddl(self, connection: Any, *, write: bool) -> None:
+        # DDL commits at once, ending any transaction begun before it: the session's level is
+        # set, and what follows the DDL runs in the transaction the driver (autocommit off)
+        # opens at the next statement, or alone (autocommit on), as after a START.
+        self._begin(connection, write=write, start=False)
+
+    def _begin(self, connection: Any, *, write: bool, start: bool) -> None:
+        set_level, started = self.begin_statements(write=write)
         cursor = connection.cursor()
         try:
             if _LEVELS.get(connection) != set_level:
                 _LEVELS.pop(connection, None)  # unknown until the SET succeeds
                 cursor.execute(set_level.replace("SET TRANSACTION", "SET SESSION TRANSACTION"))
                 _LEVELS[connection] = set_level
-            cursor.execute(start)
+            if start:
+                cursor.execute(started)
         finally:
             cursor.close()
 

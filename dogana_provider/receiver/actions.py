@@ -123,26 +123,44 @@ def key_index_name(table: str) -> str:
 
 
 def add_missing_columns(
-    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    contract: Contract,
+    *,
+    declared: dict[str, str] | None = None,
 ) -> None:
     """Add the staged columns the published table lacks, nullable: no existing row changes.
     Where DDL commits at once (MariaDB), widen the columns an accepted schema version widens
-    here too, before the publication's transaction: ALTER inside it would commit it early."""
-    if not dialect.transactional_ddl:  # the columns widening read: widened, still there
+    here too, before the publication's transaction: ALTER inside it would commit it early.
+
+    declared: the published columns' declared types, read in the caller's transaction, which
+    holds the table until it commits (SQLite's publication: one read serves the addition, the
+    widening and the upsert's UPDATE); each column added here joins it."""
+    if declared is not None:
+        have = set(declared)
+    elif not dialect.transactional_ddl:  # the columns widening read: widened, still there
         have = set(widen_columns(connection, dialect, staged, contract))
     else:
         have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
+            spelled = dialect.column_type(kind)
             execute(
                 connection,
                 f"ALTER TABLE {dialect.quote(contract.table)} ADD COLUMN "
-                f"{dialect.quote(name)} {dialect.column_type(kind)}",
+                f"{dialect.quote(name)} {spelled}",
             )
+            if declared is not None:
+                declared[name] = spelled.lower()
 
 
 def widen_columns(
-    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    contract: Contract,
+    declared: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Widen each published decimal column whose staged type raises its precision and keeps its
     scale, before an accepted delivery's rows go in; the published indexes are built again
@@ -151,9 +169,12 @@ def widen_columns(
     Only an accepted delivery reaches here, and column_types refuses a staged type other than
     the published one unless the delivery's schema version widens that column (schema/), so
     every widening found was allowed by the table's schema policy. The published columns'
-    declared types, as read before widening, are returned.
+    declared types, as read before widening, are returned; declared, when given, is that read
+    (add_missing_columns), and each widened column's new type is set in it.
     """
-    have = declared_types(connection, dialect, contract.table)
+    have = dict(
+        declared_types(connection, dialect, contract.table) if declared is None else declared
+    )
     chosen = {}
     for name, logical in published_columns(staged, contract):
         held = _decimal(have.get(name, ""))
@@ -162,6 +183,8 @@ def widen_columns(
             chosen[name] = logical
     for name, logical in chosen.items():
         dialect.widen_column(connection, contract.table, name, logical)
+        if declared is not None:
+            declared[name] = dialect.column_type(logical).lower()
     if chosen:
         create_indexes(connection, dialect, staged, contract)
     return have
@@ -211,14 +234,17 @@ def execute_plan(
     contract: Contract,
     *,
     swap: bool = False,
+    declared: dict[str, str] | None = None,
 ) -> None:
     """Run every action of an accepted plan, in order, on the published table; with swap, a
-    whole-table replacement swaps the staging table in where swap_refused allows it."""
+    whole-table replacement swaps the staging table in where swap_refused allows it.
+    declared: the published columns' declared types, read in this transaction and current
+    (add_missing_columns), or None to read them where needed."""
     refused = swap_refused(connection, dialect, plan, staged, contract) if swap else "copy"
     if refused is None:
         swap_in(connection, dialect, staged, contract)
     else:
-        published = _Published(connection, dialect, staged, contract)
+        published = _Published(connection, dialect, staged, contract, declared)
         if not published.upserts_with_tombstones(plan):
             for action in plan.actions:
                 published.run(action)
@@ -268,8 +294,16 @@ def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contrac
 
 
 class _Published:
-    def __init__(self, connection: Any, dialect: Dialect, staged: Staged, contract: Contract):
+    def __init__(
+        self,
+        connection: Any,
+        dialect: Dialect,
+        staged: Staged,
+        contract: Contract,
+        declared: dict[str, str] | None = None,
+    ):
         self.connection = connection
+        self.declared = declared
         self.dialect = dialect
         self.contract = contract
         self.p = dialect.placeholder
@@ -379,7 +413,11 @@ class _Published:
         """UPDATE the published rows sharing a key with a live staged row to its values."""
         q = self.dialect.quote
         staged = {name for name, _ in self.columns}
-        published = existing_columns(self.connection, self.dialect, self.contract.table)
+        published = (
+            existing_columns(self.connection, self.dialect, self.contract.table)
+            if self.declared is None
+            else list(self.declared)
+        )
         sets = [f"{q(name)} = s.{q(name)}" for name, _ in self.columns if name not in key]
         sets += [f"{q(name)} = NULL" for name in published if name not in staged]
         if not sets:  # every column is the key: the matching rows are the staged ones already

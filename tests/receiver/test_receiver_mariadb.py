@@ -7,6 +7,7 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
@@ -19,6 +20,7 @@ from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
 from dogana_provider.dialects import MARIADB
+from dogana_provider.receiver.transactions import Reusing, transaction, unlent
 
 pytestmark = pytest.mark.mariadb
 
@@ -259,3 +261,123 @@ def test_inserts_go_unchecked_only_into_an_empty_table_with_nothing_to_check(
         connection.rollback()
         connection.close()
         drop_tables(mariadb_url, uid)
+
+
+class Opened:
+    """A connection factory that keeps the connections it opens (each a real one)."""
+
+    def __init__(self, url: str) -> None:
+        self.connect = connector(url)
+        self.opened: list[Any] = []
+
+    def __call__(self) -> Any:
+        self.opened.append(self.connect())
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for connection in self.opened:
+            if connection.open:
+                connection.close()
+
+
+def session_level(connection: Any) -> str:
+    cursor = connection.cursor()
+    try:
+        cursor.execute("SELECT @@session.tx_isolation")
+        return str(cursor.fetchone()[0])
+    finally:
+        cursor.close()
+
+
+def test_a_gate_evaluates_on_the_connection_its_decision_read_on_at_repeatable_read(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """The stage's named lock ends with its session, which closes its connection: it runs on a
+    new one, and the connection the decision read on waits for the evaluation, lent at the
+    reader's REPEATABLE READ it kept; a writer after it reads committed again."""
+    uid = uuid.uuid4().hex[:10]
+    opened = Opened(mariadb_url)
+    receiver = TestMariaDB().make(opened, uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    try:
+        receiver.register(source.contract)
+        source.put(1, 1, "one", at(1))
+        (registered,) = opened.opened
+        decision = receiver.decide(*source.full(at(2)))
+        assert decision.to_publish, decision.receipt.failed
+        registered_again, staging = opened.opened
+        assert registered_again is registered and registered.open
+        assert not staging.open, "the stage's connection, with its named lock, is closed"
+        with transaction(receiver.connect, MARIADB, write=False) as connection:
+            assert connection is registered
+            assert session_level(connection) == "REPEATABLE-READ"
+        with transaction(receiver.connect, MARIADB) as connection:
+            assert connection is registered
+            assert session_level(connection) == "READ-COMMITTED"
+        assert receiver.publish(decision).outcome is Outcome.ACCEPTED
+        assert len(opened.opened) == 2
+    finally:
+        opened.close()
+        drop_tables(mariadb_url, uid)
+
+
+def test_a_lent_connection_begins_each_transaction_at_its_level(mariadb_url: str) -> None:
+    """Whichever level the last transaction left its session at, and whether a named lock's
+    transaction took a connection of its own, each transaction runs at the level it needs."""
+    opened = Opened(mariadb_url)
+    connect = Reusing(opened, lendable=MARIADB.lendable)
+    try:
+        for write in (True, False, False, True, True, False):
+            with transaction(connect, MARIADB, write=write) as connection:
+                assert connection is opened.opened[0]
+                wanted = "READ-COMMITTED" if write else "REPEATABLE-READ"
+                assert session_level(connection) == wanted
+            with transaction(unlent(connect), MARIADB) as locking:
+                assert locking is not opened.opened[0]
+                MARIADB.lock_name(locking, f"dogana_stmts_{uuid.uuid4().hex[:8]}")
+                assert session_level(locking) == "READ-COMMITTED"
+            assert not locking.open
+    finally:
+        opened.close()
+
+
+def test_a_transaction_begun_before_ddl_commits_what_follows_it_or_rolls_it_back(
+    mariadb_url: str,
+) -> None:
+    """No START before a DROP, which commits at once: the statements after it still commit
+    together at the end, or are rolled back together on an error, at a writer's level."""
+    connect = connector(mariadb_url)
+    uid = uuid.uuid4().hex[:10]
+    table, notes = MARIADB.quote(f"dropped_{uid}"), MARIADB.quote(f"notes_{uid}")
+    setup = connect()
+    try:
+        cursor = setup.cursor()
+        cursor.execute(f"CREATE TABLE {notes} (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB")
+        cursor.execute(f"INSERT INTO {notes} VALUES ('a'), ('b')")
+        setup.commit()
+        for name, fails in (("a", True), ("b", False)):
+            cursor.execute(f"CREATE TABLE {table} (id INT)")
+            with (
+                pytest.raises(RuntimeError) if fails else nullcontext(),
+                transaction(connect, MARIADB, ddl_first=True) as connection,
+            ):
+                assert session_level(connection) == "READ-COMMITTED"
+                writing = connection.cursor()
+                writing.execute(f"DROP TABLE {table}")
+                writing.execute(f"DELETE FROM {notes} WHERE name = %s", (name,))
+                if fails:
+                    raise RuntimeError("after the DELETE")
+            setup.commit()
+            cursor.execute(f"SELECT name FROM {notes} ORDER BY name")
+            kept = [row[0] for row in cursor.fetchall()]
+            assert kept == (["a", "b"] if fails else ["a"])
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() AND table_name = %s",
+                (f"dropped_{uid}",),
+            )
+            assert cursor.fetchone()[0] == 0, "the DROP commits at once"
+    finally:
+        cursor = setup.cursor()
+        cursor.execute(f"DROP TABLE IF EXISTS {table}, {notes}")
+        setup.close()
