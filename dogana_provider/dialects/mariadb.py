@@ -59,6 +59,14 @@ _TYPES = {
 }
 _DECIMALS = (0, 246)
 
+
+def _autocommits(connection: Any) -> bool:
+    """Whether the session commits each statement itself: MySQLdb and PyMySQL read it from the
+    server's last reply, without a round trip; True where the driver cannot tell."""
+    get = getattr(connection, "get_autocommit", None)
+    return True if get is None else bool(get())
+
+
 _LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 """The isolation level each connection's session was last set to (MariadbDialect.begin)."""
 
@@ -153,12 +161,16 @@ class MariadbDialect(Dialect):
 
     def begin_for_ddl(self, connection: Any, *, write: bool) -> None:
         # DDL commits at once, ending any transaction begun before it: the session's level is
-        # set, and what follows the DDL runs in the transaction the driver (autocommit off)
+        # set, and what follows the DDL runs in the transaction the session (autocommit off)
         # opens at the next statement, or alone (autocommit on), as after a START.
         self._begin(connection, write=write, start=False)
 
     def _begin(self, connection: Any, *, write: bool, start: bool) -> None:
         set_level, started = self.begin_statements(write=write)
+        # A writer's plain START opens what a session that does not commit each statement
+        # itself (the drivers' default, autocommit off) opens at its next statement anyway, at
+        # the session's level; a reader's takes its snapshot at once, and is always sent.
+        start = start and (not write or _autocommits(connection))
         cursor = connection.cursor()
         try:
             if _LEVELS.get(connection) != set_level:

@@ -381,3 +381,45 @@ def test_a_transaction_begun_before_ddl_commits_what_follows_it_or_rolls_it_back
         cursor = setup.cursor()
         cursor.execute(f"DROP TABLE IF EXISTS {table}, {notes}")
         setup.close()
+
+
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_a_writers_statements_commit_together_or_not_at_all_whatever_the_sessions_autocommit(
+    mariadb_url: str, autocommit: bool
+) -> None:
+    """A writer's transaction sends no START where the session opens one at its first
+    statement (autocommit off), and does where it commits each statement itself: either way
+    its writes are seen by nobody before its commit, and rolled back together on an error."""
+    uid = uuid.uuid4().hex[:10]
+    notes = MARIADB.quote(f"notes_{uid}")
+    other = connector(mariadb_url)()
+    other.autocommit(True)
+    cursor = other.cursor()
+    cursor.execute(f"CREATE TABLE {notes} (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB")
+
+    def connect() -> Any:
+        connection = connector(mariadb_url)()
+        connection.autocommit(autocommit)
+        return connection
+
+    def seen() -> list[str]:
+        cursor.execute(f"SELECT name FROM {notes} ORDER BY name")
+        return [row[0] for row in cursor.fetchall()]
+
+    try:
+        for fails in (True, False):
+            with (
+                pytest.raises(RuntimeError) if fails else nullcontext(),
+                transaction(connect, MARIADB) as connection,
+            ):
+                writing = connection.cursor()
+                writing.execute(f"INSERT INTO {notes} VALUES ('a')")
+                assert seen() == []
+                writing.execute(f"INSERT INTO {notes} VALUES ('b')")
+                assert session_level(connection) == "READ-COMMITTED"
+                if fails:
+                    raise RuntimeError("after both writes")
+            assert seen() == ([] if fails else ["a", "b"])
+    finally:
+        cursor.execute(f"DROP TABLE IF EXISTS {notes}")
+        other.close()
