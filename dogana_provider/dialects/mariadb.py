@@ -276,8 +276,12 @@ class MariadbDialect(Dialect):
             "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
             "* @@innodb_old_blocks_pct DIV 100",
         )
-        batch = max(int(pages) // _PAGES_PER_KEY, -(-rows // _MOST_BATCHES))
-        return None if batch >= rows else batch
+        batch = int(pages) // _PAGES_PER_KEY
+        # Batches larger than fit save no page reads, and more than the most cost more scans of
+        # the staging table than they save: such a delivery is published at once.
+        if batch < 1 or batch >= rows or -(-rows // batch) > _MOST_BATCHES:
+            return None
+        return batch
 
     def keeps_insert_checks(self, connection: Any, table: str) -> bool:
         count = scalar(

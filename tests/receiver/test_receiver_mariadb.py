@@ -316,3 +316,25 @@ def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds
     ]
     assert published == ["DELETE", "INSERT"] * -(-changed // staged)
     assert len(published) == 6
+
+
+def test_a_changes_delivery_whose_fitting_batches_would_be_too_many_is_published_at_once(
+    mariadb_url: str,
+) -> None:
+    """Batches larger than the buffer pool's old part holds save no page reads, and each batch
+    scans the staging table: a delivery that would need more batches than the most that fit is
+    published at once, as one of up to 1,000 rows is, and one that needs fewer is batched."""
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+        )
+        (per,) = cursor.fetchone()
+        per = int(per)
+        assert MARIADB.keyed_batch(connection, 1_000) is None
+        assert MARIADB.keyed_batch(connection, 64 * per) == per
+        assert MARIADB.keyed_batch(connection, 64 * per + 1) is None
+    finally:
+        connection.close()
