@@ -33,9 +33,9 @@ as one process from its start to its exit, after the deployment has stopped. dog
 "four tasks" (delivery_task_group mapped, the default), "one task" (DeliverOperator mapped, a
 task a table), "batches" (DeliverOperator over batches of --batch tables) and "per core"
 (DeliverOperator over contracts_in_folder(folder, tasks=--tasks): as many batches as the
-machine's cores, made by the list's own task). Printed per count:
-each one's seconds, its seconds per table, its ratio to Sling and dlt, the overhead per table
-over Sling, and where a task's time goes (to queued, to start, run).
+machine's cores, made by the list's own task; "N batches" for each of several --tasks). Printed
+per count: each one's seconds, its seconds per table, its ratio to Sling and dlt, the overhead
+per table over Sling, and where a task's time goes (to queued, to start, run).
 
     PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --tables 10 100
     PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --variants batches --batch 25
@@ -413,10 +413,30 @@ class Scheduled(ManyTables):
     targets: list[str]
 
 
+def forms(variants: list[str], tasks: list[int]) -> dict[str, tuple[str, int]]:
+    """Each form measured, by its label: its variant and its number of batches. "per core" at
+    several --tasks is one form each, labelled by it ("2 batches", "4 batches")."""
+    found: dict[str, tuple[str, int]] = {}
+    for variant in variants:
+        if variant == "per core" and len(tasks) > 1:
+            found.update({f"{number} batches": (variant, number) for number in tasks})
+        else:
+            found[variant] = (variant, tasks[0])
+    return found
+
+
 def scheduled(
-    counts: list[int], rows: int, parallelism: int, batch: int, tasks: int, variants: list[str]
+    counts: list[int],
+    rows: int,
+    parallelism: int,
+    batch: int,
+    tasks: list[int],
+    variants: list[str],
 ) -> bool:
     from deployment import Deployment
+
+    labelled = forms(variants, tasks)
+    variants = list(labelled)
 
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-scheduled-"))
     database = Scheduled(uuid.uuid4().hex[:8], work)
@@ -429,6 +449,11 @@ def scheduled(
         environment = {
             "AIRFLOW_CONN_BENCH_SOURCE": database.source_url(),
             "AIRFLOW__DOGANA__DELIVERY_FOLDER": (work / "deliveries").as_uri(),
+            # The deployment's processes run elsewhere: a relative PYTHONPATH (".") would give
+            # them the provider installed in the virtualenv, not this tree's.
+            "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
+            ).rstrip(os.pathsep),
         }
         sources = work / "dag_files"
         sources.mkdir()
@@ -436,12 +461,12 @@ def scheduled(
             folder = work / f"contracts_{count}"
             write_contracts(count, folder)
             for variant in variants:
-                body = VARIANTS[variant]
+                form, number = labelled[variant]
                 dag_id = dag_id_of(variant, count)
                 receiver = f"bench_{dag_id}"
                 environment[f"AIRFLOW_CONN_{receiver.upper()}"] = database.target(dag_id)
-                filled = body.format(
-                    receiver=receiver, folder=str(folder), batch=batch, tasks=tasks
+                filled = VARIANTS[form].format(
+                    receiver=receiver, folder=str(folder), batch=batch, tasks=number
                 )
                 text = dag_file(dag_id, filled)
                 (sources / f"{dag_id}.py").write_text(text, encoding="utf-8")
@@ -631,15 +656,16 @@ def scheduled_report(
     rows: int,
     parallelism: int,
     batch: int,
-    tasks: int,
+    tasks: list[int],
     variants: list[str],
 ) -> bool:
     print(
         f"\nunder a real scheduler: LocalExecutor, [core] parallelism {parallelism}, "
         f"each table {rows:,} rows, PostgreSQL to PostgreSQL;\n  four tasks: delivery_task_group "
         "mapped over the contracts; one task: DeliverOperator mapped over them; batches: "
-        f"DeliverOperator over batches of {batch};\n  per core: DeliverOperator over "
-        f"contracts_in_folder(..., tasks={tasks}), {tasks} batches made by the list's task"
+        f"DeliverOperator over batches of {batch};\n  per core (N batches): DeliverOperator "
+        f"over contracts_in_folder(..., tasks=N), N {'/'.join(map(str, tasks))} batches made "
+        "by the list's task"
     )
     tools = [*variants, "sling", "dlt"]
     print(f"{'tables':>6}  {'tool':<12}{'seconds':>9}{'per table':>11}{'x Sling':>9}{'x dlt':>7}")
@@ -694,7 +720,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--parallelism", type=int, default=8, help="[core] parallelism")
     parser.add_argument("--batch", type=int, default=BATCH, help="tables a task, batched")
     parser.add_argument(
-        "--tasks", type=int, default=TASKS, help="batches (tasks), per core (default: the cores)"
+        "--tasks",
+        type=int,
+        nargs="+",
+        default=[TASKS],
+        help="per core: the batches (tasks), by default the cores; several: a form each",
     )
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="dogana's forms")
     parser.add_argument("--child", nargs=4, metavar=("MAPPED", "PER_FILE", "FOLDER", "RESULT"))
