@@ -11,11 +11,12 @@ state shows in the grid; here a retry runs the whole delivery again, from its pl
     DeliverOperator(task_id="orders", contract=ORDERS, source_conn_id="shop_db",
                     receiver_conn_id="warehouse", fresh_as_of=RUN_END)
 
-    # many small tables: ten deliveries a task, each table its own delivery and publication
+    # many small tables: a batch a core the workers have, each table its own delivery and
+    # publication (batches(contracts_in_folder("/contracts"), 10): ten tables a task)
     DeliverOperator.partial(
         task_id="deliver", source_conn_id="shop_db", receiver_conn_id="warehouse",
         outlets=[dogana_alias("warehouse")],
-    ).expand(contracts=batches(contracts_in_folder("/contracts"), 10))
+    ).expand(contracts=contracts_in_folder("/contracts", tasks=2))
 
 A batch delivers every element (a contract, or a list of contracts read together as a group)
 even when one fails; the task then fails naming each failed delivery, after the others
