@@ -314,6 +314,11 @@ class Dialect:
         deleting and inserting them."""
         return False
 
+    def keyed_batch(self, connection: Any, rows: int) -> int | None:
+        """How many staged rows, of a delivery of rows, a publication's DELETE of the published
+        rows sharing their keys and its INSERT of them take at a time; None for all at once."""
+        return None
+
     def one_key_match(self, column: str, staged: str) -> str | None:
         """The condition on a published one-column key column matching the keys the staged
         SELECT returns, looked up in the key index; None where the database has none better

@@ -59,6 +59,15 @@ _TYPES = {
 }
 _DECIMALS = (0, 246)
 
+# keyed_batch: the staged rows below which a delivery is published at once (its pages are
+# few, and asking the server its buffer pool would cost a statement), the leaf pages one staged
+# key's DELETE and INSERT visit (the key index's and the clustered index's, with room for one
+# more index, a window's), and the most batches, each a scan of the staging table, which has no
+# index on its row number.
+_FEWEST_BATCHED = 1_000
+_PAGES_PER_KEY = 4
+_MOST_BATCHES = 64
+
 
 def _autocommits(connection: Any) -> bool:
     """Whether the session commits each statement itself: MySQLdb and PyMySQL read it from the
@@ -271,6 +280,30 @@ class MariadbDialect(Dialect):
                 connection,
                 "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
             )
+
+    def keyed_batch(self, connection: Any, rows: int) -> int | None:
+        # A multi-table DELETE reads each matching row through the key index and the clustered
+        # index (dogana's published table has no primary key: the key index is a secondary
+        # one), keeps its position, and deletes it in a second pass that visits both pages
+        # again; the INSERT then visits the key index's page a third time. A page read from
+        # disk enters the buffer pool's LRU list at the head of its old part
+        # (innodb_old_blocks_pct), and the pages read after it push it out once that part is
+        # full. Keys spread over a table larger than the pool each lie on pages of their own:
+        # all at once, every visit after the first reads the page from disk again; in batches
+        # whose pages fit the old part, the second and third visits find them there.
+        if rows <= _FEWEST_BATCHED:
+            return None
+        pages = scalar(
+            connection,
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100",
+        )
+        batch = int(pages) // _PAGES_PER_KEY
+        # Batches larger than fit save no page reads, and more than the most cost more scans of
+        # the staging table than they save: such a delivery is published at once.
+        if batch < 1 or batch >= rows or -(-rows // batch) > _MOST_BATCHES:
+            return None
+        return batch
 
     def keeps_insert_checks(self, connection: Any, table: str) -> bool:
         count = scalar(

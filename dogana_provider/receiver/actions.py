@@ -46,6 +46,11 @@ from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.dialects import Dialect, create_index, declared_types, execute
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
+from dogana_provider.staging.table import row_number
+
+Batch = tuple[str, tuple[Any, ...]]
+"""A condition on the staged rows' numbers (" AND ..."), with its parameters."""
+EVERY: Batch = ("", ())
 
 
 def published_columns(staged: Staged, contract: Contract) -> list[tuple[str, str]]:
@@ -310,19 +315,51 @@ class _Published:
         self.target = dialect.quote(contract.table)
         self.source = dialect.quote(staged.table)
         self.columns = published_columns(staged, contract)
+        self.staged = staged
         deleted = contract.deleted_column
         # A file may omit the deleted column: then every row is live.
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
         self._in_place: bool | None = None
+        self._checked: bool | None = None
 
-    def staged_where(self, live: bool | None) -> tuple[str, tuple[Any, ...]]:
-        """Live staged rows, or tombstones, or (None) both; a file without the deleted column
-        has only live."""
+    def staged_where(self, live: bool | None, batch: Batch = EVERY) -> tuple[str, tuple[Any, ...]]:
+        """Live staged rows, or tombstones, or (None) both, of the batch; a file without the
+        deleted column has only live."""
+        where: str
+        params: tuple[Any, ...]
         if live is None:
-            return "1 = 1", ()
-        if self.deleted is None:
-            return ("1 = 1", ()) if live else ("1 = 0", ())
-        return f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
+            where, params = "1 = 1", ()
+        elif self.deleted is None:
+            where, params = ("1 = 1", ()) if live else ("1 = 0", ())
+        else:
+            where, params = f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
+        return where + batch[0], params + batch[1]
+
+    def batches(self) -> list[Batch]:
+        """The staged rows an upsert's DELETE and INSERT take at a time, by their row numbers
+        (1 to the staged rows, staging/table.py), as Dialect.keyed_batch says: all at once
+        where it says None, where the staging table numbers its rows implicitly (SQLite), and
+        into a table whose inserts go unchecked (an empty one: nothing to delete)."""
+        rows = self.staged.rows
+        names = [name for name, _ in self.staged.columns]
+        if not stores_row_column(self.dialect, names):
+            return [EVERY]
+        size = self.dialect.keyed_batch(self.connection, rows)
+        if size is None or not self.dialect.keeps_insert_checks(
+            self.connection, self.contract.table
+        ):
+            return [EVERY]
+        # Every batch's INSERT keeps the checks, asked once: a batch's DELETE may leave the
+        # table empty before the next INSERT, which must not then turn them off mid-transaction.
+        self._checked = True
+        row, p = f"s.{row_number(self.dialect, names)}", self.p
+        batches = []
+        for first in range(1, rows + 1, size):
+            # The first batch open below and the last open above: no staged row is left out.
+            low: Batch = (f" AND {row} >= {p}", (first,)) if first > 1 else EVERY
+            high: Batch = (f" AND {row} < {p}", (first + size,)) if first + size <= rows else EVERY
+            batches.append((low[0] + high[0], low[1] + high[1]))
+        return batches
 
     def run(self, action: Action) -> None:
         kind = action.operation
@@ -339,8 +376,9 @@ class _Published:
                 self.update_matching(action.key)
                 self.insert_live(absent=action.key)
             else:
-                self.delete_matching(action.key, live=True)
-                self.insert_live()
+                for batch in self.batches():
+                    self.delete_matching(action.key, live=True, batch=batch)
+                    self.insert_live(batch=batch)
         elif kind is ActionKind.TOMBSTONE:
             self.delete_matching(action.key, live=False)
         elif kind is ActionKind.APPEND:
@@ -353,23 +391,25 @@ class _Published:
         an INSERT of the live rows, where the upsert deletes and inserts (updates_in_place
         says not): the staged keys are unique, live or tombstone (ApplyPlan.for_delivery), so
         the tombstones' own DELETE after the INSERT would find only the rows the first one
-        already deleted. False, nothing run, for any other plan."""
+        already deleted, nor a later batch's DELETE the rows an earlier one inserted. False,
+        nothing run, for any other plan."""
         actions = plan.actions
         if [action.operation for action in actions] != [ActionKind.UPSERT, ActionKind.TOMBSTONE]:
             return False
         key = actions[0].key
         if actions[1].key != key or self.updates_in_place():
             return False
-        self.delete_matching(key, live=None)
-        self.insert_live()
+        for batch in self.batches():
+            self.delete_matching(key, live=None, batch=batch)
+            self.insert_live(batch=batch)
         return True
 
-    def insert_live(self, absent: tuple[str, ...] = ()) -> None:
-        """INSERT the live staged rows; with absent (a key), only those whose key no published
-        row has."""
+    def insert_live(self, absent: tuple[str, ...] = (), batch: Batch = EVERY) -> None:
+        """INSERT the live staged rows (of the batch); with absent (a key), only those whose key
+        no published row has."""
         names = ", ".join(self.dialect.quote(name) for name, _ in self.columns)
         selected = ", ".join(f"s.{self.dialect.quote(name)}" for name, _ in self.columns)
-        where, params = self.staged_where(live=True)
+        where, params = self.staged_where(live=True, batch=batch)
         if absent:
             same = " AND ".join(
                 f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
@@ -378,7 +418,10 @@ class _Published:
         # A table someone gave a primary key, a unique index or a foreign key keeps the
         # checks (dogana's own indexes are not unique: the row checks find duplicate keys), and
         # so does one holding rows, where turning them off would speed nothing.
-        unchecked = not self.dialect.keeps_insert_checks(self.connection, self.contract.table)
+        checked = self._checked
+        if checked is None:
+            checked = self.dialect.keeps_insert_checks(self.connection, self.contract.table)
+        unchecked = not checked
         with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
                 self.connection,
@@ -443,9 +486,11 @@ class _Published:
             (low, high),
         )
 
-    def delete_matching(self, key: tuple[str, ...], *, live: bool | None) -> None:
+    def delete_matching(
+        self, key: tuple[str, ...], *, live: bool | None, batch: Batch = EVERY
+    ) -> None:
         """Delete published rows sharing a key with a staged live row (or tombstone, or either:
-        None).
+        None), of the batch.
 
         The cost must follow the delivery, not the table: probe the published key index once
         per staged key. A correlated EXISTS lets the planner pick a scan of the whole published
@@ -456,7 +501,7 @@ class _Published:
         each a scan of the staging table; its multi-table DELETE joins the distinct staged keys
         to the key index instead (Dialect.deletes_by_join). Other keys keep EXISTS.
         """
-        where, params = self.staged_where(live=live)
+        where, params = self.staged_where(live=live, batch=batch)
         column = self.dialect.quote(key[0])
         staged = f"SELECT s.{column} FROM {self.source} s WHERE {where}"
         matching = self.dialect.one_key_match(f"{self.target}.{column}", staged)

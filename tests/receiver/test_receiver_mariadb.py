@@ -13,6 +13,7 @@ from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import MySQLdb
+import MySQLdb.cursors
 import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
@@ -423,3 +424,81 @@ def test_a_writers_statements_commit_together_or_not_at_all_whatever_the_session
     finally:
         cursor.execute(f"DROP TABLE IF EXISTS {notes}")
         other.close()
+
+
+def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A changes delivery of more rows than the buffer pool's old part holds the pages of
+    (MariadbDialect.keyed_batch) deletes and inserts its staged rows batch by batch, each
+    batch's DELETE by staged key followed by its INSERT, in the one transaction: the rows
+    updated, inserted and deleted across the batches' edges are the source's, and the ledger
+    verifies. The statements are read from a cursor class that notes them."""
+    uid = uuid.uuid4().hex[:10]
+    statements: list[str] = []
+
+    class Noting(MySQLdb.cursors.Cursor):  # type: ignore[misc]
+        def execute(self, query: Any, args: Any = None) -> Any:
+            statements.append(str(query))
+            return super().execute(query, args)
+
+    suite = TestMariaDB()
+    receiver = suite.make(connector(mariadb_url, cursorclass=Noting), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+        )
+        (per,) = cursor.fetchone()
+        changed = 2 * int(per) + int(per) // 2  # three batches: two whole, one half
+        updated, deleted = changed * 8 // 10, tuple(range(2, changed // 5 * 2, 2))
+        for id_ in range(1, 2 * changed + 1):
+            source.put(id_, id_ % 30, f"n{id_}", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        for id_ in range(1, 2 * updated, 2):
+            source.put(id_, 1, f"changed {id_}", at(3))
+        for id_ in deleted:
+            source.delete(id_)
+        for id_ in range(2 * changed + 1, 2 * changed + 1 + changed - updated - len(deleted)):
+            source.put(id_, 2, f"new {id_}", at(3))
+        staged = MARIADB.keyed_batch(connection, changed)
+        assert staged is not None
+        statements.clear()
+        suite.publish_checked(receiver, source, source.changes(at(2), at(4), deleted))
+    finally:
+        connection.close()
+        drop_tables(mariadb_url, uid)
+    target = MARIADB.quote(source.table)
+    published = [
+        statement.split()[0]
+        for statement in statements
+        if statement.startswith((f"DELETE {target} ", f"INSERT INTO {target} "))
+    ]
+    assert published == ["DELETE", "INSERT"] * -(-changed // staged)
+    assert len(published) == 6
+
+
+def test_a_changes_delivery_whose_fitting_batches_would_be_too_many_is_published_at_once(
+    mariadb_url: str,
+) -> None:
+    """Batches larger than the buffer pool's old part holds save no page reads, and each batch
+    scans the staging table: a delivery that would need more batches than the most that fit is
+    published at once, as one of up to 1,000 rows is, and one that needs fewer is batched."""
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+        )
+        (per,) = cursor.fetchone()
+        per = int(per)
+        assert MARIADB.keyed_batch(connection, 1_000) is None
+        assert MARIADB.keyed_batch(connection, 64 * per) == per
+        assert MARIADB.keyed_batch(connection, 64 * per + 1) is None
+    finally:
+        connection.close()
