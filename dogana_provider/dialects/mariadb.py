@@ -69,13 +69,6 @@ _PAGES_PER_KEY = 4
 _MOST_BATCHES = 64
 
 
-def _autocommits(connection: Any) -> bool:
-    """Whether the session commits each statement itself: MySQLdb and PyMySQL read it from the
-    server's last reply, without a round trip; True where the driver cannot tell."""
-    get = getattr(connection, "get_autocommit", None)
-    return True if get is None else bool(get())
-
-
 _LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 """The isolation level each connection's session was last set to (MariadbDialect.begin)."""
 
@@ -176,10 +169,6 @@ class MariadbDialect(Dialect):
 
     def _begin(self, connection: Any, *, write: bool, start: bool) -> None:
         set_level, started = self.begin_statements(write=write)
-        # A writer's plain START opens what a session that does not commit each statement
-        # itself (the drivers' default, autocommit off) opens at its next statement anyway, at
-        # the session's level; a reader's takes its snapshot at once, and is always sent.
-        start = start and (not write or _autocommits(connection))
         cursor = connection.cursor()
         try:
             if _LEVELS.get(connection) != set_level:
