@@ -360,8 +360,13 @@ def live_condition(dialect: Dialect, staged: Staged, contract: Contract) -> tupl
     when the file has no deleted column."""
     deleted = contract.deleted_column
     if deleted is None or not staged.logical(deleted):
-        return "1 = 1", []
+        return EVERY_ROW, []
     return f"{dialect.quote(deleted)} = {dialect.placeholder}", [False]
+
+
+EVERY_ROW = "1 = 1"
+NO_ROW = "1 = 0"
+"""The conditions of every row and of none: the counting scan counts them without a sum."""
 
 
 Extra = tuple[tuple[str, tuple[Any, ...]], ...]
@@ -416,7 +421,7 @@ class StagedRows:
     @property
     def tombstone(self) -> tuple[str, list[Any]]:
         if self.deleted is None:
-            return "1 = 0", []
+            return NO_ROW, []
         return f"{self.q(self.deleted)} = {self.p}", [True]
 
     def outside(
@@ -480,8 +485,15 @@ class StagedRows:
         alone, so that only the groups at fault are left without values.
         """
         conditions = self.predicates()
-        sums = [f"SUM(CASE WHEN {sql} THEN 1 ELSE 0 END)" for sql, _ in conditions.values()]
-        params = [value for _, values in conditions.values() for value in values]
+        # What the scan's other aggregates tell needs no sum of its own, each a test per row:
+        # every row's condition (no deleted column) counts COUNT(*), no row's counts 0, and one
+        # key column's nulls are the rows COUNT(key) leaves out.
+        told = {name: sql for name, (sql, _) in conditions.items() if sql in (EVERY_ROW, NO_ROW)}
+        if len(self.contract.key) == 1 and "null_key" in conditions:
+            told["null_key"] = "keys"
+        summed = {name: c for name, c in conditions.items() if name not in told}
+        sums = [f"SUM(CASE WHEN {sql} THEN 1 ELSE 0 END)" for sql, _ in summed.values()]
+        params = [value for _, values in summed.values() for value in values]
         distinct: dict[str, str] = {}
         apart: dict[str, str] = {}
         if len(self.contract.key) == 1:
@@ -534,8 +546,15 @@ class StagedRows:
             self.extra_values = [tuple(row[shared[part]] for part in group) for group in self.extra]
         apart_values = row[len(row) - len(alone) :]
         total, *rest = (int(value or 0) for value in [*row[: len(columns)], *apart_values])
-        names = [*conditions, *distinct, *apart]
-        return {"total": total, **dict(zip(names, rest, strict=True))}
+        names = [*summed, *distinct, *apart]
+        counted = {"total": total, **dict(zip(names, rest, strict=True))}
+        derived = {EVERY_ROW: total, NO_ROW: 0, "keys": total - counted.get("keys", 0)}
+        # In the order the conditions are named, as each was summed before.
+        return {
+            "total": total,
+            **{name: derived[told[name]] if name in told else counted[name] for name in conditions},
+            **{name: counted[name] for name in [*distinct, *apart]},
+        }
 
     def _alone(self, group: Extra) -> tuple[Any, ...] | StatementFailed:
         if not group:

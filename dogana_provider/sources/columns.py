@@ -399,7 +399,11 @@ def _number_decimals(values: Sequence[Any] | pa.Array, arrow: pa.DataType) -> pa
         largest = pc.max(pc.abs(floats)).as_py()
         if largest is None or largest < 2**53:
             scaled = _scaled_decimals(floats, arrow)
-            return scaled if scaled is not None else floats.cast(pa.string()).cast(arrow)
+            if scaled is not None:
+                return scaled
+            with suppress(pa.ArrowInvalid):
+                return floats.cast(pa.string()).cast(arrow)
+            return _spliced_decimals(floats, arrow)
     return None
 
 
@@ -423,8 +427,37 @@ def _scaled_decimals(floats: pa.Array, arrow: pa.DataType) -> pa.Array | None:
         return None
     power = float(10**scale)
     units = pc.round(pc.multiply(floats, power))
+    if not pc.all(pc.equal(pc.divide(units, power), floats)).as_py():
+        return None
+    return _decimals_of_units(units, arrow)
+
+
+def _spliced_decimals(floats: pa.Array, arrow: pa.DataType) -> pa.Array | None:
+    """The decimals the value-by-value path gives (_decimal at the column's scale) for floats
+    of which some print more decimals than the column has (arithmetic's 4095.28 + 1): the
+    floats _scaled_decimals proves converted as it converts them (what _decimal gives them
+    too), only the others one by one; None where one of those does not fit the column, which
+    the value-by-value path then refuses, naming it."""
+    precision, scale = arrow.precision, arrow.scale
+    if precision > _EXACT_DIGITS:
+        return None
+    power = float(10**scale)
+    units = pc.round(pc.multiply(floats, power))
+    unproven = pc.fill_null(pc.not_equal(pc.divide(units, power), floats), False)
+    exact = []
+    for value in floats.filter(unproven).to_pylist():
+        decimal = _decimal(value, scale)
+        if not decimal.is_finite() or -int(decimal.as_tuple().exponent) > scale:
+            return None
+        exact.append(float(decimal.scaleb(scale)))  # an integer below 10**15: exact
+    spliced = pc.replace_with_mask(units, unproven, pa.array(exact, pa.float64()))
+    return _decimals_of_units(spliced, arrow)
+
+
+def _decimals_of_units(units: pa.Array, arrow: pa.DataType) -> pa.Array | None:
+    """Integral floats u as the decimals u / 10**scale; None where one exceeds the precision."""
     largest = pc.max(pc.abs(units)).as_py()
-    if largest >= 10**precision or not pc.all(pc.equal(pc.divide(units, power), floats)).as_py():
+    if largest is not None and largest >= 10**arrow.precision:
         return None
     # A decimal holds its unscaled integer: u as a decimal of scale 0, read at the scale.
     unscaled = units.cast(pa.int64()).cast(pa.decimal128(19, 0))  # what int64 needs

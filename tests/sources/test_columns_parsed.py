@@ -6,6 +6,8 @@ naming its column, as before."""
 from __future__ import annotations
 
 from datetime import UTC, date, datetime
+from decimal import Decimal
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
@@ -20,6 +22,7 @@ from dogana_provider.sources.columns import (
     UnsupportedColumn,
     _decimal,
     _scaled_decimals,
+    _spliced_decimals,
     arrow_type,
 )
 
@@ -113,6 +116,45 @@ def test_real_decimals_scaled_without_printing_are_the_printed_ones(
             assert values is floats or not values
             continue
         assert scaled.equals(array.cast(pa.string()).cast(arrow))
+
+
+@given(
+    st.sampled_from([(12, 2), (15, 4), (6, 0)]),
+    st.lists(st.integers(-(10**11), 10**11) | st.none(), min_size=1, max_size=20),
+    st.lists(st.integers(-1000, 1000), min_size=1, max_size=20),
+)
+def test_real_decimals_after_arithmetic_convert_as_value_by_value(
+    kind: tuple[int, int], units: list[int | None], added: list[int]
+) -> None:
+    """REALs some of which print more decimals than the column has (4095.28 + 1 is
+    4096.280000000001, as an UPDATE leaves them) convert as the value-by-value path converts
+    each (columns._decimal at the column's scale), the others without printing
+    (columns._spliced_decimals), or are left to that path where it refuses one."""
+    precision, scale = kind
+    arrow = pa.decimal128(precision, scale)
+    values = [
+        None if unit is None else unit / 10**scale + added[i % len(added)]
+        for i, unit in enumerate(units)
+    ]
+    convert = partial(_decimal, scale=scale)
+    try:
+        expected = pa.array([None if v is None else convert(v) for v in values], type=arrow)
+    except (pa.ArrowInvalid, OverflowError):
+        expected = None
+    spliced = _spliced_decimals(pa.array(values, pa.float64()), arrow)
+    if expected is None:
+        assert spliced is None
+    else:
+        assert spliced is None or spliced.equals(expected)
+
+
+def test_a_batch_of_reals_with_arithmetics_digits_is_not_converted_value_by_value() -> None:
+    values = [4095.28 + 1, 1.25, None, 5.0]
+    arrow = pa.decimal128(12, 2)
+    spliced = _spliced_decimals(pa.array(values, pa.float64()), arrow)
+    assert spliced is not None
+    assert spliced.to_pylist() == [Decimal("4096.28"), Decimal("1.25"), None, Decimal("5.00")]
+    assert parsed("decimal(12,2)", values).equals(spliced)
 
 
 def test_a_value_neither_path_reads_is_refused_naming_the_column() -> None:
