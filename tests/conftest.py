@@ -11,10 +11,12 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +107,9 @@ def airflow_home() -> Iterator[Path]:
     In Airflow 3, ``dag.test()`` serializes the DAG by parsing the DAGs folder, so a test's DAG
     must live in a file under ``airflow_home / "dags"`` (that folder is the DAGs folder); a DAG
     built only in memory fails with "the dag is not serialized".
+
+    A test that needs the metadata database elsewhere copies it with copy_metadata_database,
+    never by opening airflow.db as a file in this process (the fixture says why).
     """
     assert _AIRFLOW_HOME is not None
     assert os.environ.get("AIRFLOW_HOME") == str(_AIRFLOW_HOME), "AIRFLOW_HOME was changed"
@@ -121,3 +126,28 @@ def airflow_home() -> Iterator[Path]:
             f"{result.stdout[-4000:]}\n{result.stderr[-4000:]}"
         )
     yield _AIRFLOW_HOME
+
+
+@pytest.fixture(scope="session")
+def copy_metadata_database(airflow_home: Path) -> Callable[[Path], None]:
+    """copy(target): the session's metadata database copied to target, for another Airflow home.
+
+    Through SQLite's backup API, never as a file. A plain copy opens and closes airflow.db in
+    this process, and closing any descriptor of a file drops every POSIX lock the process holds
+    on it: Airflow's pooled connections keep running without their shared lock. The next other
+    process to close the database (an `airflow` or `dogana` command of a later test) then takes
+    itself for the last reader and deletes the -wal and -shm files under them: once an older
+    connection has written again, one this process opens after that (a test thread's session
+    beside dag.test()'s) fails with "disk I/O error". A plain copy also misses what is committed
+    in the -wal file but not yet checkpointed into airflow.db.
+    """
+
+    def copy(target: Path) -> None:
+        # The same SQLite library as Airflow's engine, so closing it keeps their locks.
+        with (
+            closing(sqlite3.connect(airflow_home / "airflow.db")) as source,
+            closing(sqlite3.connect(target)) as copied,
+        ):
+            source.backup(copied)
+
+    return copy

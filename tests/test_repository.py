@@ -13,6 +13,9 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import uuid
+from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -332,6 +335,41 @@ def test_airflow_home_fixture_runs_a_dag_with_dag_test(airflow_home: Path) -> No
     spec.loader.exec_module(module)
     run = module.dag.test()
     assert run.state == "success"
+
+
+# Another process on the metadata database, as an `airflow` or `dogana` command of a test: it
+# opens the database, reads, and closes it, as the last reader when it believes it is one.
+OPEN_AND_CLOSE = (
+    "import sqlite3, sys; sqlite3.connect(sys.argv[1]).execute('select count(*) from log')"
+)
+
+
+@pytest.mark.airflow
+def test_a_copy_of_the_metadata_database_leaves_this_process_its_connections(
+    airflow_home: Path, copy_metadata_database: Callable[[Path], None], tmp_path: Path
+) -> None:
+    """The copy holds what this process committed; and after it, another process closing the
+    database takes nothing from under this process: a connection opened later (a thread's
+    session beside dag.test()'s) reads what an older one wrote since."""
+    from airflow import settings
+    from sqlalchemy import text
+
+    database, copied = airflow_home / "airflow.db", tmp_path / "airflow.db"
+    event = f"harness_copy_{uuid.uuid4().hex[:8]}"
+    insert = text("INSERT INTO log (dttm, event) VALUES (CURRENT_TIMESTAMP, :event)")
+    count = "SELECT count(*) FROM log WHERE event = ?"
+    assert settings.engine is not None
+    with settings.engine.connect() as held:  # as dag.test()'s session, open throughout
+        held.execute(insert, {"event": event})
+        held.commit()
+        copy_metadata_database(copied)
+        subprocess.run([sys.executable, "-c", OPEN_AND_CLOSE, str(database)], check=True)
+        held.execute(insert, {"event": event})
+        held.commit()
+        with closing(sqlite3.connect(database)) as later:
+            assert later.execute(count, (event,)).fetchone() == (2,)
+    with closing(sqlite3.connect(copied)) as copy:
+        assert copy.execute(count, (event,)).fetchone() == (1,)
 
 
 @pytest.mark.postgres

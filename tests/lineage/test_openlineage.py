@@ -11,10 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -55,7 +54,9 @@ class Started:
 
 @pytest.fixture(scope="module")
 def started(
-    request: pytest.FixtureRequest, airflow_home: Path, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    copy_metadata_database: Callable[[Path], None],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[dict[str, Started]]:
     """Both databases' runs at once, each in an Airflow home of its own: a copy of the
     session's migrated metadata database, so that the two never wait on one SQLite lock."""
@@ -68,7 +69,7 @@ def started(
         workdir = tmp_path_factory.mktemp(f"lineage-{kind}")
         home = workdir / "home"
         (home / "dags").mkdir(parents=True)
-        shutil.copyfile(airflow_home / "airflow.db", home / "airflow.db")
+        copy_metadata_database(home / "airflow.db")
         env = {
             **os.environ,
             "AIRFLOW_HOME": str(home),
