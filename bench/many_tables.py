@@ -31,12 +31,16 @@ the same tables (full-refresh, its own binary from PyPI's sling-linux-amd64, in
 ~/.cache/dogana-bench/sling) and dlt's sql_database source (pyarrow backend, replace), each timed
 as one process from its start to its exit, after the deployment has stopped. dogana's forms:
 "four tasks" (delivery_task_group mapped, the default), "one task" (DeliverOperator mapped, a
-task a table) and "batches" (DeliverOperator over batches of --batch tables). Printed per count:
-each one's seconds, its seconds per table, its ratio to Sling and dlt, the overhead per table
-over Sling, and where a task's time goes (to queued, to start, run).
+task a table), "batches" (DeliverOperator over batches of --batch tables) and "per core"
+(DeliverOperator over contracts_in_folder(folder, tasks=--tasks): as many batches as the
+machine's cores, made by the list's own task; "N batches" for each of several --tasks). Printed
+per count: each one's seconds, its seconds per table, its ratio to Sling and dlt, the overhead
+per table over Sling, and where a task's time goes (to queued, to start, run).
 
     PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --tables 10 100
     PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --variants batches --batch 25
+    PYTHONPATH=. .venv/bin/python bench/many_tables.py --scheduler --tables 100 \
+        --variants batches "per core"
 """
 
 from __future__ import annotations
@@ -344,9 +348,16 @@ VARIANTS = {
             outlets=[dogana_alias({receiver!r})],
         ).expand(contracts=batches(contracts_in_folder({folder!r}), {batch}))
     """,
+    "per core": """
+        DeliverOperator.partial(
+            task_id="deliver", source_conn_id="bench_source", receiver_conn_id={receiver!r},
+            outlets=[dogana_alias({receiver!r})],
+        ).expand(contracts=contracts_in_folder({folder!r}, tasks={tasks}))
+    """,
 }
 WARM_UP = "many_tables_warm_up"  # a run of no table, before the runs measured
 BATCH = 10  # tables a task in the "batches" variant, by default
+TASKS = os.cpu_count() or 2  # batches in the "per core" variant, by default: the cores here
 
 
 def dag_file(dag_id: str, body: str) -> str:
@@ -402,10 +413,30 @@ class Scheduled(ManyTables):
     targets: list[str]
 
 
+def forms(variants: list[str], tasks: list[int]) -> dict[str, tuple[str, int]]:
+    """Each form measured, by its label: its variant and its number of batches. "per core" at
+    several --tasks is one form each, labelled by it ("2 batches", "4 batches")."""
+    found: dict[str, tuple[str, int]] = {}
+    for variant in variants:
+        if variant == "per core" and len(tasks) > 1:
+            found.update({f"{number} batches": (variant, number) for number in tasks})
+        else:
+            found[variant] = (variant, tasks[0])
+    return found
+
+
 def scheduled(
-    counts: list[int], rows: int, parallelism: int, batch: int, variants: list[str]
+    counts: list[int],
+    rows: int,
+    parallelism: int,
+    batch: int,
+    tasks: list[int],
+    variants: list[str],
 ) -> bool:
     from deployment import Deployment
+
+    labelled = forms(variants, tasks)
+    variants = list(labelled)
 
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-scheduled-"))
     database = Scheduled(uuid.uuid4().hex[:8], work)
@@ -418,6 +449,11 @@ def scheduled(
         environment = {
             "AIRFLOW_CONN_BENCH_SOURCE": database.source_url(),
             "AIRFLOW__DOGANA__DELIVERY_FOLDER": (work / "deliveries").as_uri(),
+            # The deployment's processes run elsewhere: a relative PYTHONPATH (".") would give
+            # them the provider installed in the virtualenv, not this tree's.
+            "PYTHONPATH": os.pathsep.join(
+                [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")]
+            ).rstrip(os.pathsep),
         }
         sources = work / "dag_files"
         sources.mkdir()
@@ -425,11 +461,13 @@ def scheduled(
             folder = work / f"contracts_{count}"
             write_contracts(count, folder)
             for variant in variants:
-                body = VARIANTS[variant]
+                form, number = labelled[variant]
                 dag_id = dag_id_of(variant, count)
                 receiver = f"bench_{dag_id}"
                 environment[f"AIRFLOW_CONN_{receiver.upper()}"] = database.target(dag_id)
-                filled = body.format(receiver=receiver, folder=str(folder), batch=batch)
+                filled = VARIANTS[form].format(
+                    receiver=receiver, folder=str(folder), batch=batch, tasks=number
+                )
                 text = dag_file(dag_id, filled)
                 (sources / f"{dag_id}.py").write_text(text, encoding="utf-8")
         warm_up = dag_file(
@@ -479,7 +517,7 @@ def scheduled(
     finally:
         database.drop()
         shutil.rmtree(work, ignore_errors=True)
-    return scheduled_report(results, rows, parallelism, batch, variants)
+    return scheduled_report(results, rows, parallelism, batch, tasks, variants)
 
 
 def instant(text: str | None) -> float | None:
@@ -614,13 +652,20 @@ def dlt_many(database: Scheduled, count: int, rows: int, work: Path) -> dict[str
 
 
 def scheduled_report(
-    results: dict[int, dict[str, Any]], rows: int, parallelism: int, batch: int, variants: list[str]
+    results: dict[int, dict[str, Any]],
+    rows: int,
+    parallelism: int,
+    batch: int,
+    tasks: list[int],
+    variants: list[str],
 ) -> bool:
     print(
         f"\nunder a real scheduler: LocalExecutor, [core] parallelism {parallelism}, "
         f"each table {rows:,} rows, PostgreSQL to PostgreSQL;\n  four tasks: delivery_task_group "
         "mapped over the contracts; one task: DeliverOperator mapped over them; batches: "
-        f"DeliverOperator over batches of {batch}"
+        f"DeliverOperator over batches of {batch};\n  per core (N batches): DeliverOperator "
+        f"over contracts_in_folder(..., tasks=N), N {'/'.join(map(str, tasks))} batches made "
+        "by the list's task"
     )
     tools = [*variants, "sling", "dlt"]
     print(f"{'tables':>6}  {'tool':<12}{'seconds':>9}{'per table':>11}{'x Sling':>9}{'x dlt':>7}")
@@ -674,6 +719,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=None, help="rows a table")
     parser.add_argument("--parallelism", type=int, default=8, help="[core] parallelism")
     parser.add_argument("--batch", type=int, default=BATCH, help="tables a task, batched")
+    parser.add_argument(
+        "--tasks",
+        type=int,
+        nargs="+",
+        default=[TASKS],
+        help="per core: the batches (tasks), by default the cores; several: a form each",
+    )
     parser.add_argument("--variants", nargs="+", choices=list(VARIANTS), help="dogana's forms")
     parser.add_argument("--child", nargs=4, metavar=("MAPPED", "PER_FILE", "FOLDER", "RESULT"))
     args = parser.parse_args(argv)
@@ -683,7 +735,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.scheduler:
         rows = args.rows or SCHEDULER_ROWS
         chosen = args.variants or list(VARIANTS)
-        return 0 if scheduled(args.tables, rows, args.parallelism, args.batch, chosen) else 1
+        return (
+            0
+            if scheduled(args.tables, rows, args.parallelism, args.batch, args.tasks, chosen)
+            else 1
+        )
     work = Path(tempfile.mkdtemp(prefix="dogana-bench-many-"))
     try:
         results = {count: measure(count, work) for count in args.tables}

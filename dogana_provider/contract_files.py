@@ -53,6 +53,7 @@ from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.checks.odcs import odcs_expectations
 from dogana_provider.hooks.dogana import DoganaHook
+from dogana_provider.operators.deliver import in_batches
 from dogana_provider.schema.policy import policies
 from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
 
@@ -308,19 +309,29 @@ def _one_line(error: Exception) -> str:
 
 
 @task
-def contracts_in_folder(folder: str) -> list[Any]:
+def contracts_in_folder(folder: str, tasks: int | None = None) -> list[Any]:
     """The contracts of a folder's files, read when the task runs, as wire dicts (a list of
     them for a file declaring a group): what a mapped delivery expands over. A broken file
-    fails the task naming every broken file, rather than delivering the others unnoticed."""
+    fails the task naming every broken file, rather than delivering the others unnoticed.
+
+    With tasks, the contracts in that many batches instead (in_batches), for a DeliverOperator
+    mapped over contracts=, one task a batch: the batches made in this task, without a task
+    of their own to start and wait for::
+
+        DeliverOperator.partial(task_id="deliver", ...).expand(
+            contracts=contracts_in_folder(folder, tasks=2)  # the cores the workers have
+        )
+    """
     files, errors = read_contract_folder(folder)
     if errors:
         raise InvalidContractFile("\n".join(str(error) for error in errors))
-    return [
+    found = [
         item.contracts[0].to_dict()
         if len(item.contracts) == 1
         else [contract.to_dict() for contract in item.contracts]
         for item in files
     ]
+    return found if tasks is None else in_batches(found, tasks=tasks)
 
 
 @task

@@ -210,6 +210,10 @@ class Dialect:
         finally:
             cursor.close()
 
+    def begin_for_ddl(self, connection: Any, *, write: bool) -> None:
+        """Begin a transaction whose first statement is DDL: as begin, where DDL joins it."""
+        self.begin(connection, write=write)
+
     def lendable(self, connection: Any) -> bool:
         """Whether a connection whose transaction committed may be lent to the next transaction
         (receiver/transactions.py Reusing): idle, and holding nothing that outlives a
@@ -309,6 +313,11 @@ class Dialect:
         """Whether an upsert UPDATEs the published rows whose key is staged rather than
         deleting and inserting them."""
         return False
+
+    def keyed_batch(self, connection: Any, rows: int) -> int | None:
+        """How many staged rows, of a delivery of rows, a publication's DELETE of the published
+        rows sharing their keys and its INSERT of them take at a time; None for all at once."""
+        return None
 
     def one_key_match(self, column: str, staged: str) -> str | None:
         """The condition on a published one-column key column matching the keys the staged

@@ -59,6 +59,16 @@ _TYPES = {
 }
 _DECIMALS = (0, 246)
 
+# keyed_batch: the staged rows below which a delivery is published at once (its pages are
+# few, and asking the server its buffer pool would cost a statement), the leaf pages one staged
+# key's DELETE and INSERT visit (the key index's and the clustered index's, with room for one
+# more index, a window's), and the most batches, each a scan of the staging table, which has no
+# index on its row number.
+_FEWEST_BATCHED = 1_000
+_PAGES_PER_KEY = 4
+_MOST_BATCHES = 64
+
+
 _LEVELS: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 """The isolation level each connection's session was last set to (MariadbDialect.begin)."""
 
@@ -149,14 +159,24 @@ class MariadbDialect(Dialect):
         # A connection lent on (lendable) keeps its session's level: set for the session, and
         # only when it differs from the last one this connection was given, the begin is one
         # statement where begin_statements are two.
-        set_level, start = self.begin_statements(write=write)
+        self._begin(connection, write=write, start=True)
+
+    def begin_for_ddl(self, connection: Any, *, write: bool) -> None:
+        # DDL commits at once, ending any transaction begun before it: the session's level is
+        # set, and what follows the DDL runs in the transaction the session (autocommit off)
+        # opens at the next statement, or alone (autocommit on), as after a START.
+        self._begin(connection, write=write, start=False)
+
+    def _begin(self, connection: Any, *, write: bool, start: bool) -> None:
+        set_level, started = self.begin_statements(write=write)
         cursor = connection.cursor()
         try:
             if _LEVELS.get(connection) != set_level:
                 _LEVELS.pop(connection, None)  # unknown until the SET succeeds
                 cursor.execute(set_level.replace("SET TRANSACTION", "SET SESSION TRANSACTION"))
                 _LEVELS[connection] = set_level
-            cursor.execute(start)
+            if start:
+                cursor.execute(started)
         finally:
             cursor.close()
 
@@ -249,6 +269,30 @@ class MariadbDialect(Dialect):
                 connection,
                 "SET unique_checks = @dogana_unique, foreign_key_checks = @dogana_foreign",
             )
+
+    def keyed_batch(self, connection: Any, rows: int) -> int | None:
+        # A multi-table DELETE reads each matching row through the key index and the clustered
+        # index (dogana's published table has no primary key: the key index is a secondary
+        # one), keeps its position, and deletes it in a second pass that visits both pages
+        # again; the INSERT then visits the key index's page a third time. A page read from
+        # disk enters the buffer pool's LRU list at the head of its old part
+        # (innodb_old_blocks_pct), and the pages read after it push it out once that part is
+        # full. Keys spread over a table larger than the pool each lie on pages of their own:
+        # all at once, every visit after the first reads the page from disk again; in batches
+        # whose pages fit the old part, the second and third visits find them there.
+        if rows <= _FEWEST_BATCHED:
+            return None
+        pages = scalar(
+            connection,
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100",
+        )
+        batch = int(pages) // _PAGES_PER_KEY
+        # Batches larger than fit save no page reads, and more than the most cost more scans of
+        # the staging table than they save: such a delivery is published at once.
+        if batch < 1 or batch >= rows or -(-rows // batch) > _MOST_BATCHES:
+            return None
+        return batch
 
     def keeps_insert_checks(self, connection: Any, table: str) -> bool:
         count = scalar(

@@ -11,11 +11,12 @@ state shows in the grid; here a retry runs the whole delivery again, from its pl
     DeliverOperator(task_id="orders", contract=ORDERS, source_conn_id="shop_db",
                     receiver_conn_id="warehouse", fresh_as_of=RUN_END)
 
-    # many small tables: ten deliveries a task, each table its own delivery and publication
+    # many small tables: a batch a core the workers have, each table its own delivery and
+    # publication (batches(contracts_in_folder("/contracts"), 10): ten tables a task)
     DeliverOperator.partial(
         task_id="deliver", source_conn_id="shop_db", receiver_conn_id="warehouse",
         outlets=[dogana_alias("warehouse")],
-    ).expand(contracts=batches(contracts_in_folder("/contracts"), 10))
+    ).expand(contracts=contracts_in_folder("/contracts", tasks=2))
 
 A batch delivers every element (a contract, or a list of contracts read together as a group)
 even when one fails; the task then fails naming each failed delivery, after the others
@@ -28,6 +29,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from itertools import pairwise
 from typing import Any
 
 from airflow.sdk import DAG, BaseOperator, task
@@ -235,10 +237,33 @@ class _StepInstance:
 
 
 @task
-def batches(deliveries: Sequence[Any], size: int) -> list[list[Any]]:
-    """deliveries (contracts_in_folder's, registered_contracts') in batches of size, in order:
-    what DeliverOperator's contracts expand over, one task per batch."""
-    if size < 1:
-        raise ValueError(f"batches: size {size}; give at least 1")
+def batches(
+    deliveries: Sequence[Any], size: int | None = None, tasks: int | None = None
+) -> list[list[Any]]:
+    """deliveries (contracts_in_folder's, registered_contracts') in batches, in order: what
+    DeliverOperator's contracts expand over, one task per batch. Either size, the deliveries a
+    batch, or tasks, the number of batches (see in_batches)."""
+    return in_batches(deliveries, size=size, tasks=tasks)
+
+
+def in_batches(
+    deliveries: Sequence[Any], *, size: int | None = None, tasks: int | None = None
+) -> list[list[Any]]:
+    """deliveries in batches of size, or in tasks batches as equal as they can be (their sizes
+    differ by one at most, none empty: fewer when there are fewer deliveries), in order.
+
+    tasks is the rule for many small tables: a batch's task process costs more to start than
+    a small table to deliver, so as many batches as the workers have cores (or task slots)
+    start each process once and keep every core busy."""
+    if (size is None) == (tasks is None):
+        raise ValueError("batches: give either size (deliveries a batch) or tasks (batches)")
     items = list(deliveries)
-    return [items[start : start + size] for start in range(0, len(items), size)]
+    if size is not None:
+        if size < 1:
+            raise ValueError(f"batches: size {size}; give at least 1")
+        return [items[start : start + size] for start in range(0, len(items), size)]
+    assert tasks is not None
+    if tasks < 1:
+        raise ValueError(f"batches: tasks {tasks}; give at least 1")
+    bounds = [len(items) * number // tasks for number in range(tasks + 1)]
+    return [items[low:high] for low, high in pairwise(bounds) if high > low]

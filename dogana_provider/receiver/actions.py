@@ -46,6 +46,11 @@ from dogana_core.contract import Contract
 from dogana_core.plan import Action, ActionKind, ApplyPlan
 from dogana_provider.dialects import Dialect, create_index, declared_types, execute
 from dogana_provider.staging import ROW_COLUMN, Staged, stores_row_column
+from dogana_provider.staging.table import row_number
+
+Batch = tuple[str, tuple[Any, ...]]
+"""A condition on the staged rows' numbers (" AND ..."), with its parameters."""
+EVERY: Batch = ("", ())
 
 
 def published_columns(staged: Staged, contract: Contract) -> list[tuple[str, str]]:
@@ -123,26 +128,44 @@ def key_index_name(table: str) -> str:
 
 
 def add_missing_columns(
-    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    contract: Contract,
+    *,
+    declared: dict[str, str] | None = None,
 ) -> None:
     """Add the staged columns the published table lacks, nullable: no existing row changes.
     Where DDL commits at once (MariaDB), widen the columns an accepted schema version widens
-    here too, before the publication's transaction: ALTER inside it would commit it early."""
-    if not dialect.transactional_ddl:  # the columns widening read: widened, still there
+    here too, before the publication's transaction: ALTER inside it would commit it early.
+
+    declared: the published columns' declared types, read in the caller's transaction, which
+    holds the table until it commits (SQLite's publication: one read serves the addition, the
+    widening and the upsert's UPDATE); each column added here joins it."""
+    if declared is not None:
+        have = set(declared)
+    elif not dialect.transactional_ddl:  # the columns widening read: widened, still there
         have = set(widen_columns(connection, dialect, staged, contract))
     else:
         have = set(existing_columns(connection, dialect, contract.table))
     for name, kind in published_columns(staged, contract):
         if name not in have:
+            spelled = dialect.column_type(kind)
             execute(
                 connection,
                 f"ALTER TABLE {dialect.quote(contract.table)} ADD COLUMN "
-                f"{dialect.quote(name)} {dialect.column_type(kind)}",
+                f"{dialect.quote(name)} {spelled}",
             )
+            if declared is not None:
+                declared[name] = spelled.lower()
 
 
 def widen_columns(
-    connection: Any, dialect: Dialect, staged: Staged, contract: Contract
+    connection: Any,
+    dialect: Dialect,
+    staged: Staged,
+    contract: Contract,
+    declared: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Widen each published decimal column whose staged type raises its precision and keeps its
     scale, before an accepted delivery's rows go in; the published indexes are built again
@@ -151,9 +174,12 @@ def widen_columns(
     Only an accepted delivery reaches here, and column_types refuses a staged type other than
     the published one unless the delivery's schema version widens that column (schema/), so
     every widening found was allowed by the table's schema policy. The published columns'
-    declared types, as read before widening, are returned.
+    declared types, as read before widening, are returned; declared, when given, is that read
+    (add_missing_columns), and each widened column's new type is set in it.
     """
-    have = declared_types(connection, dialect, contract.table)
+    have = dict(
+        declared_types(connection, dialect, contract.table) if declared is None else declared
+    )
     chosen = {}
     for name, logical in published_columns(staged, contract):
         held = _decimal(have.get(name, ""))
@@ -162,6 +188,8 @@ def widen_columns(
             chosen[name] = logical
     for name, logical in chosen.items():
         dialect.widen_column(connection, contract.table, name, logical)
+        if declared is not None:
+            declared[name] = dialect.column_type(logical).lower()
     if chosen:
         create_indexes(connection, dialect, staged, contract)
     return have
@@ -211,14 +239,17 @@ def execute_plan(
     contract: Contract,
     *,
     swap: bool = False,
+    declared: dict[str, str] | None = None,
 ) -> None:
     """Run every action of an accepted plan, in order, on the published table; with swap, a
-    whole-table replacement swaps the staging table in where swap_refused allows it."""
+    whole-table replacement swaps the staging table in where swap_refused allows it.
+    declared: the published columns' declared types, read in this transaction and current
+    (add_missing_columns), or None to read them where needed."""
     refused = swap_refused(connection, dialect, plan, staged, contract) if swap else "copy"
     if refused is None:
         swap_in(connection, dialect, staged, contract)
     else:
-        published = _Published(connection, dialect, staged, contract)
+        published = _Published(connection, dialect, staged, contract, declared)
         if not published.upserts_with_tombstones(plan):
             for action in plan.actions:
                 published.run(action)
@@ -268,27 +299,67 @@ def swap_in(connection: Any, dialect: Dialect, staged: Staged, contract: Contrac
 
 
 class _Published:
-    def __init__(self, connection: Any, dialect: Dialect, staged: Staged, contract: Contract):
+    def __init__(
+        self,
+        connection: Any,
+        dialect: Dialect,
+        staged: Staged,
+        contract: Contract,
+        declared: dict[str, str] | None = None,
+    ):
         self.connection = connection
+        self.declared = declared
         self.dialect = dialect
         self.contract = contract
         self.p = dialect.placeholder
         self.target = dialect.quote(contract.table)
         self.source = dialect.quote(staged.table)
         self.columns = published_columns(staged, contract)
+        self.staged = staged
         deleted = contract.deleted_column
         # A file may omit the deleted column: then every row is live.
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
         self._in_place: bool | None = None
+        self._checked: bool | None = None
 
-    def staged_where(self, live: bool | None) -> tuple[str, tuple[Any, ...]]:
-        """Live staged rows, or tombstones, or (None) both; a file without the deleted column
-        has only live."""
+    def staged_where(self, live: bool | None, batch: Batch = EVERY) -> tuple[str, tuple[Any, ...]]:
+        """Live staged rows, or tombstones, or (None) both, of the batch; a file without the
+        deleted column has only live."""
+        where: str
+        params: tuple[Any, ...]
         if live is None:
-            return "1 = 1", ()
-        if self.deleted is None:
-            return ("1 = 1", ()) if live else ("1 = 0", ())
-        return f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
+            where, params = "1 = 1", ()
+        elif self.deleted is None:
+            where, params = ("1 = 1", ()) if live else ("1 = 0", ())
+        else:
+            where, params = f"s.{self.dialect.quote(self.deleted)} = {self.p}", (not live,)
+        return where + batch[0], params + batch[1]
+
+    def batches(self) -> list[Batch]:
+        """The staged rows an upsert's DELETE and INSERT take at a time, by their row numbers
+        (1 to the staged rows, staging/table.py), as Dialect.keyed_batch says: all at once
+        where it says None, where the staging table numbers its rows implicitly (SQLite), and
+        into a table whose inserts go unchecked (an empty one: nothing to delete)."""
+        rows = self.staged.rows
+        names = [name for name, _ in self.staged.columns]
+        if not stores_row_column(self.dialect, names):
+            return [EVERY]
+        size = self.dialect.keyed_batch(self.connection, rows)
+        if size is None or not self.dialect.keeps_insert_checks(
+            self.connection, self.contract.table
+        ):
+            return [EVERY]
+        # Every batch's INSERT keeps the checks, asked once: a batch's DELETE may leave the
+        # table empty before the next INSERT, which must not then turn them off mid-transaction.
+        self._checked = True
+        row, p = f"s.{row_number(self.dialect, names)}", self.p
+        batches = []
+        for first in range(1, rows + 1, size):
+            # The first batch open below and the last open above: no staged row is left out.
+            low: Batch = (f" AND {row} >= {p}", (first,)) if first > 1 else EVERY
+            high: Batch = (f" AND {row} < {p}", (first + size,)) if first + size <= rows else EVERY
+            batches.append((low[0] + high[0], low[1] + high[1]))
+        return batches
 
     def run(self, action: Action) -> None:
         kind = action.operation
@@ -305,8 +376,9 @@ class _Published:
                 self.update_matching(action.key)
                 self.insert_live(absent=action.key)
             else:
-                self.delete_matching(action.key, live=True)
-                self.insert_live()
+                for batch in self.batches():
+                    self.delete_matching(action.key, live=True, batch=batch)
+                    self.insert_live(batch=batch)
         elif kind is ActionKind.TOMBSTONE:
             self.delete_matching(action.key, live=False)
         elif kind is ActionKind.APPEND:
@@ -319,23 +391,25 @@ class _Published:
         an INSERT of the live rows, where the upsert deletes and inserts (updates_in_place
         says not): the staged keys are unique, live or tombstone (ApplyPlan.for_delivery), so
         the tombstones' own DELETE after the INSERT would find only the rows the first one
-        already deleted. False, nothing run, for any other plan."""
+        already deleted, nor a later batch's DELETE the rows an earlier one inserted. False,
+        nothing run, for any other plan."""
         actions = plan.actions
         if [action.operation for action in actions] != [ActionKind.UPSERT, ActionKind.TOMBSTONE]:
             return False
         key = actions[0].key
         if actions[1].key != key or self.updates_in_place():
             return False
-        self.delete_matching(key, live=None)
-        self.insert_live()
+        for batch in self.batches():
+            self.delete_matching(key, live=None, batch=batch)
+            self.insert_live(batch=batch)
         return True
 
-    def insert_live(self, absent: tuple[str, ...] = ()) -> None:
-        """INSERT the live staged rows; with absent (a key), only those whose key no published
-        row has."""
+    def insert_live(self, absent: tuple[str, ...] = (), batch: Batch = EVERY) -> None:
+        """INSERT the live staged rows (of the batch); with absent (a key), only those whose key
+        no published row has."""
         names = ", ".join(self.dialect.quote(name) for name, _ in self.columns)
         selected = ", ".join(f"s.{self.dialect.quote(name)}" for name, _ in self.columns)
-        where, params = self.staged_where(live=True)
+        where, params = self.staged_where(live=True, batch=batch)
         if absent:
             same = " AND ".join(
                 f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
@@ -344,7 +418,10 @@ class _Published:
         # A table someone gave a primary key, a unique index or a foreign key keeps the
         # checks (dogana's own indexes are not unique: the row checks find duplicate keys), and
         # so does one holding rows, where turning them off would speed nothing.
-        unchecked = not self.dialect.keeps_insert_checks(self.connection, self.contract.table)
+        checked = self._checked
+        if checked is None:
+            checked = self.dialect.keeps_insert_checks(self.connection, self.contract.table)
+        unchecked = not checked
         with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
                 self.connection,
@@ -379,7 +456,11 @@ class _Published:
         """UPDATE the published rows sharing a key with a live staged row to its values."""
         q = self.dialect.quote
         staged = {name for name, _ in self.columns}
-        published = existing_columns(self.connection, self.dialect, self.contract.table)
+        published = (
+            existing_columns(self.connection, self.dialect, self.contract.table)
+            if self.declared is None
+            else list(self.declared)
+        )
         sets = [f"{q(name)} = s.{q(name)}" for name, _ in self.columns if name not in key]
         sets += [f"{q(name)} = NULL" for name in published if name not in staged]
         if not sets:  # every column is the key: the matching rows are the staged ones already
@@ -405,9 +486,11 @@ class _Published:
             (low, high),
         )
 
-    def delete_matching(self, key: tuple[str, ...], *, live: bool | None) -> None:
+    def delete_matching(
+        self, key: tuple[str, ...], *, live: bool | None, batch: Batch = EVERY
+    ) -> None:
         """Delete published rows sharing a key with a staged live row (or tombstone, or either:
-        None).
+        None), of the batch.
 
         The cost must follow the delivery, not the table: probe the published key index once
         per staged key. A correlated EXISTS lets the planner pick a scan of the whole published
@@ -418,7 +501,7 @@ class _Published:
         each a scan of the staging table; its multi-table DELETE joins the distinct staged keys
         to the key index instead (Dialect.deletes_by_join). Other keys keep EXISTS.
         """
-        where, params = self.staged_where(live=live)
+        where, params = self.staged_where(live=live, batch=batch)
         column = self.dialect.quote(key[0])
         staged = f"SELECT s.{column} FROM {self.source} s WHERE {where}"
         matching = self.dialect.one_key_match(f"{self.target}.{column}", staged)

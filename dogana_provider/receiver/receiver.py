@@ -68,7 +68,7 @@ from dogana_core.manifest import Manifest
 from dogana_provider.checks import expectations
 from dogana_provider.checks import rows as checks
 from dogana_provider.checks.expectations import Expectations
-from dogana_provider.dialects import Dialect, dialect_for
+from dogana_provider.dialects import Dialect, declared_types, dialect_for
 from dogana_provider.lineage.origin import Origin
 from dogana_provider.receiver import holds as holding
 from dogana_provider.receiver.actions import (
@@ -462,10 +462,14 @@ class Receiver:
                 add_missing_columns(connection, self.dialect, staged, contract)
         ddl_joins = self.dialect.transactional_ddl
         with transaction(self.connect, self.dialect) as connection:
+            declared = None
             if joined:
                 self.steps.lineage.ensure(connection)
-                add_missing_columns(connection, self.dialect, staged, contract)
-            receipt = self._publish_locked(connection, decision.receipt, staged, origin)
+                # Nothing else alters the table until this transaction ends: one read of its
+                # columns serves their addition, widening and the upsert's UPDATE.
+                declared = declared_types(connection, self.dialect, contract.table)
+                add_missing_columns(connection, self.dialect, staged, contract, declared=declared)
+            receipt = self._publish_locked(connection, decision.receipt, staged, origin, declared)
             # Whatever the outcome (published, refused, replayed), the staged rows are spent:
             # dropped in this transaction where DDL joins it, else marked for the drop after.
             if ddl_joins:
@@ -489,10 +493,16 @@ class Receiver:
         return receipt
 
     def _publish_locked(
-        self, connection: Any, receipt: Receipt, staged: Staged, origin: Origin | None
+        self,
+        connection: Any,
+        receipt: Receipt,
+        staged: Staged,
+        origin: Origin | None,
+        declared: dict[str, str] | None = None,
     ) -> Receipt:
         """Lock the head, judge the table's activation again, decide again if stale, then plan,
-        ledger and receipt; no commit."""
+        ledger and receipt; no commit. declared: the published columns' declared types, read in
+        this transaction (add_missing_columns), or None."""
         state, activation = self.steps.locked_with_activation(connection, receipt.table)
         now = self.clock()
         source = activation.at(now)
@@ -506,7 +516,9 @@ class Receiver:
                 self.store.save(connection, receipt)
             if receipt.outcome is not Outcome.ACCEPTED:
                 return receipt
-        self.steps.apply_accepted(connection, state, receipt, staged, swap=True, origin=origin)
+        self.steps.apply_accepted(
+            connection, state, receipt, staged, swap=True, origin=origin, declared=declared
+        )
         return receipt
 
     def receive_group(

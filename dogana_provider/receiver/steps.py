@@ -42,7 +42,7 @@ from dogana_provider.receiver.activation_store import EXPIRED, SourceStore
 from dogana_provider.receiver.lineage_store import Edge, LineageStore
 from dogana_provider.receiver.own_tables import OwnTables
 from dogana_provider.receiver.store import Hold, Store, TableState, stamp
-from dogana_provider.receiver.transactions import Connect, transaction
+from dogana_provider.receiver.transactions import Connect, transaction, unlent
 from dogana_provider.schema import conformance
 from dogana_provider.schema.versions import SchemaVersions
 from dogana_provider.staging import PARALLEL_LOADS, Staged, create_table, drop, stage_file
@@ -246,6 +246,11 @@ class Steps:
         # connection, from which its rows are copied in one statement (staging/sqlite.py).
         with preloaded(path, contract, self.dialect) as loaded:
             connect = self.connect if loaded is None else attaching(self.connect, loaded)
+            if not self.dialect.transactional_ddl:
+                # Its named lock ends with its session, so this transaction's connection is
+                # closed after it: a new one, while the idle one waits at a reader's level for
+                # the evaluation that follows.
+                connect = unlent(connect)
             with transaction(connect, self.dialect) as connection:
                 # Owned and noted first: where CREATE TABLE commits at once (MariaDB), a crash
                 # after it leaves the table LOADING where sweep finds it, and its loader gone.
@@ -399,19 +404,27 @@ class Steps:
         *,
         swap: bool = False,
         origin: Origin | None = None,
+        declared: dict[str, str] | None = None,
     ) -> None:
         """Step 4's writes for an acceptance on a locked state: the plan on the published table,
         ledger.follow(receipt), the receipt and its lineage edge from origin (where the rows
         came from, when the publisher says); the caller's transaction commits them.
 
         swap lets a whole-table replacement swap the staging table in (actions.py); a group's
-        publication copies its rows, table by table."""
+        publication copies its rows, table by table. declared: the published columns' declared
+        types, read in this transaction (add_missing_columns), or None to read them here."""
         ledger = state.ledger.follow(receipt)
         assert receipt.transition is not None
         if self.dialect.transactional_ddl:  # else before the transaction (add_missing_columns)
-            widen_columns(connection, self.dialect, staged, state.contract)
+            widen_columns(connection, self.dialect, staged, state.contract, declared)
         execute_plan(
-            connection, self.dialect, receipt.transition.plan, staged, state.contract, swap=swap
+            connection,
+            self.dialect,
+            receipt.transition.plan,
+            staged,
+            state.contract,
+            swap=swap,
+            declared=declared,
         )
         self.store.update_table(connection, ledger)
         self.store.save(connection, receipt)
@@ -430,6 +443,8 @@ class Steps:
 
     def discard(self, staged: tuple[Staged, ...]) -> None:
         """Drop staging tables in a transaction of their own (nothing is recorded)."""
-        with transaction(self.connect, self.dialect) as connection:
+        # A table dropped first: where DROP commits at once, no transaction is begun before it.
+        first_drop = bool(staged) and staged[0].unreadable is None
+        with transaction(self.connect, self.dialect, ddl_first=first_drop) as connection:
             for files in staged:
                 self.drop(connection, files)

@@ -89,13 +89,29 @@ class Reusing:
         connection.close()
 
 
+def unlent(connect: Connect) -> Connect:
+    """A Connect for a transaction whose connection is not lent on after it (a MariaDB named
+    lock ends with its session): a new connection, closed after the transaction, so that the
+    idle one a Reusing keeps, at its session's isolation level, waits for the transaction
+    after it instead of being spent on this one."""
+    return connect.connect if isinstance(connect, Reusing) else connect
+
+
 @contextmanager
-def transaction(connect: Connect, dialect: Dialect, *, write: bool = True) -> Iterator[Any]:
-    """A connection inside one transaction, committed on success and rolled back on error."""
+def transaction(
+    connect: Connect, dialect: Dialect, *, write: bool = True, ddl_first: bool = False
+) -> Iterator[Any]:
+    """A connection inside one transaction, committed on success and rolled back on error.
+
+    ddl_first: the transaction's first statement is DDL, which commits at once where DDL does
+    not join a transaction (Dialect.begin_for_ddl)."""
     connection = connect()
     ended = False
     try:
-        _begin(connection, dialect, write=write)
+        if ddl_first:
+            dialect.begin_for_ddl(connection, write=write)
+        else:
+            _begin(connection, dialect, write=write)
         try:
             yield connection
         except BaseException:

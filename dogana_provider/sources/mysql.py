@@ -76,6 +76,10 @@ class MySqlSnapshots(SnapshotSource):
     def end(self, connection: Any) -> None:
         self._execute(connection, "ROLLBACK")
 
+    def finish(self, connection: Any) -> None:
+        # The session's read transaction is rolled back as the connection closes it.
+        return None
+
 
 def _autocommit(connection: Any, on: bool) -> None:
     # mysqlclient has an autocommit() method; mysql-connector and PyMySQL an attribute or both.

@@ -206,6 +206,11 @@ class SnapshotSource(ABC):
         """Close the read: nothing was written, so roll back."""
         connection.rollback()
 
+    def finish(self, connection: Any) -> None:
+        """End the read whose connection is closed next: end, unless closing the connection
+        ends its read anyway (a source then releases only what else end would)."""
+        self.end(connection)
+
     def expect(self, reads: Sequence[Any]) -> None:
         """Told, before the snapshot opens, what will be read in it (extract.Read): a source may
         start meanwhile what those reads will need (SQLite its reader process). By default
@@ -283,7 +288,7 @@ class SnapshotSource(ABC):
             finally:
                 # A lost connection cannot roll back: keep the real error, if there is one.
                 with suppress(Exception):
-                    self.end(connection)
+                    self.finish(connection)
         finally:
             connection.close()
 

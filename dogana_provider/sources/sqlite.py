@@ -260,6 +260,10 @@ class SqliteSnapshots(SnapshotSource):
         if connection.in_transaction:
             connection.execute("ROLLBACK")
 
+    def finish(self, connection: Any) -> None:
+        # Closing a connection rolls its read transaction back and releases the file.
+        self._close_witness(connection)
+
     def bulk_serves(self, sql: str) -> None:
         sqlite_serves(sql)
 

@@ -94,6 +94,69 @@ with dag:
 
 
 @ON_SQLITE
+@pytest.mark.parametrize(
+    "batched",
+    ["contracts_in_folder(FOLDER, tasks=2)", "batches(contracts_in_folder(FOLDER), tasks=2)"],
+)
+def test_a_folder_split_for_two_tasks_delivers_each_table_in_one_of_two_with_its_own_event(
+    databases: Databases, airflow_home: Path, tmp_path: Path, batched: str
+) -> None:
+    """tasks=2: the folder's five tables in two batches, in order, as two mapped tasks; each
+    table its own delivery, receipt and Asset event, whether the list's task makes the batches
+    or a batches task after it."""
+    tables = [f"s{i}_{databases.uid}" for i in range(5)]
+    source_tables(databases, tables)
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for table in tables:
+        (folder / f"{table}.json").write_text(contract(table).to_json(), encoding="utf-8")
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+from dogana_provider.contract_files import contracts_in_folder
+
+FOLDER = {str(folder)!r}
+
+with dag:
+    DeliverOperator.partial(
+        task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+        outlets=[dogana_alias(RECEIVER)],
+    ).expand(contracts={batched})
+""",
+    )
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    assert states(run)["deliver"] == "success"
+    assert_own_claims(databases, tables)
+    mapped = mapped_xcom(run, "deliver")
+    assert [[record["request"]["table"] for record in batch] for batch in mapped] == [
+        tables[:2],
+        tables[2:],
+    ]
+    for record in (record for batch in mapped for record in batch):
+        (receipt,) = databases.receipts(record["request"]["table"])
+        assert record["receipt"]["publication_id"] == receipt.publication_id
+
+
+def test_batches_for_tasks_keep_the_order_differ_by_one_at_most_and_are_never_empty() -> None:
+    from dogana_provider.operators.deliver import in_batches
+
+    assert in_batches(range(7), tasks=3) == [[0, 1], [2, 3], [4, 5, 6]]
+    assert in_batches(range(2), tasks=4) == [[0], [1]]
+    assert in_batches([], tasks=2) == []
+    assert in_batches(range(5), size=2) == [[0, 1], [2, 3], [4]]
+    for count in range(1, 40):
+        for tasks in range(1, 9):
+            split = in_batches(range(count), tasks=tasks)
+            assert [item for batch in split for item in batch] == list(range(count))
+            assert len(split) == min(tasks, count)
+            assert max(map(len, split)) - min(map(len, split)) <= 1
+    for wrong in ({}, {"size": 2, "tasks": 2}, {"tasks": 0}, {"size": 0}):
+        with pytest.raises(ValueError, match="batches"):
+            in_batches(range(3), **wrong)
+
+
+@ON_SQLITE
 def test_a_failed_delivery_of_a_batch_fails_the_task_naming_it_after_the_others_published(
     databases: Databases, airflow_home: Path
 ) -> None:

@@ -7,11 +7,13 @@ import shutil
 import subprocess
 import uuid
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
 import MySQLdb
+import MySQLdb.cursors
 import pyarrow as pa
 import pytest
 from receiver_conformance import Connect, ReceiverConformance, a_hook_selects_the_database
@@ -19,6 +21,7 @@ from receiver_deliveries import Source, at
 
 from dogana_core.gate import Outcome
 from dogana_provider.dialects import MARIADB
+from dogana_provider.receiver.transactions import Reusing, transaction, unlent
 
 pytestmark = pytest.mark.mariadb
 
@@ -259,3 +262,243 @@ def test_inserts_go_unchecked_only_into_an_empty_table_with_nothing_to_check(
         connection.rollback()
         connection.close()
         drop_tables(mariadb_url, uid)
+
+
+class Opened:
+    """A connection factory that keeps the connections it opens (each a real one)."""
+
+    def __init__(self, url: str) -> None:
+        self.connect = connector(url)
+        self.opened: list[Any] = []
+
+    def __call__(self) -> Any:
+        self.opened.append(self.connect())
+        return self.opened[-1]
+
+    def close(self) -> None:
+        for connection in self.opened:
+            if connection.open:
+                connection.close()
+
+
+def session_level(connection: Any) -> str:
+    cursor = connection.cursor()
+    try:
+        cursor.execute("SELECT @@session.tx_isolation")
+        return str(cursor.fetchone()[0])
+    finally:
+        cursor.close()
+
+
+def test_a_gate_evaluates_on_the_connection_its_decision_read_on_at_repeatable_read(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """The stage's named lock ends with its session, which closes its connection: it runs on a
+    new one, and the connection the decision read on waits for the evaluation, lent at the
+    reader's REPEATABLE READ it kept; a writer after it reads committed again."""
+    uid = uuid.uuid4().hex[:10]
+    opened = Opened(mariadb_url)
+    receiver = TestMariaDB().make(opened, uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    try:
+        receiver.register(source.contract)
+        source.put(1, 1, "one", at(1))
+        (registered,) = opened.opened
+        decision = receiver.decide(*source.full(at(2)))
+        assert decision.to_publish, decision.receipt.failed
+        registered_again, staging = opened.opened
+        assert registered_again is registered and registered.open
+        assert not staging.open, "the stage's connection, with its named lock, is closed"
+        with transaction(receiver.connect, MARIADB, write=False) as connection:
+            assert connection is registered
+            assert session_level(connection) == "REPEATABLE-READ"
+        with transaction(receiver.connect, MARIADB) as connection:
+            assert connection is registered
+            assert session_level(connection) == "READ-COMMITTED"
+        assert receiver.publish(decision).outcome is Outcome.ACCEPTED
+        assert len(opened.opened) == 2
+    finally:
+        opened.close()
+        drop_tables(mariadb_url, uid)
+
+
+def test_a_lent_connection_begins_each_transaction_at_its_level(mariadb_url: str) -> None:
+    """Whichever level the last transaction left its session at, and whether a named lock's
+    transaction took a connection of its own, each transaction runs at the level it needs."""
+    opened = Opened(mariadb_url)
+    connect = Reusing(opened, lendable=MARIADB.lendable)
+    try:
+        for write in (True, False, False, True, True, False):
+            with transaction(connect, MARIADB, write=write) as connection:
+                assert connection is opened.opened[0]
+                wanted = "READ-COMMITTED" if write else "REPEATABLE-READ"
+                assert session_level(connection) == wanted
+            with transaction(unlent(connect), MARIADB) as locking:
+                assert locking is not opened.opened[0]
+                MARIADB.lock_name(locking, f"dogana_stmts_{uuid.uuid4().hex[:8]}")
+                assert session_level(locking) == "READ-COMMITTED"
+            assert not locking.open
+    finally:
+        opened.close()
+
+
+def test_a_transaction_begun_before_ddl_commits_what_follows_it_or_rolls_it_back(
+    mariadb_url: str,
+) -> None:
+    """No START before a DROP, which commits at once: the statements after it still commit
+    together at the end, or are rolled back together on an error, at a writer's level."""
+    connect = connector(mariadb_url)
+    uid = uuid.uuid4().hex[:10]
+    table, notes = MARIADB.quote(f"dropped_{uid}"), MARIADB.quote(f"notes_{uid}")
+    setup = connect()
+    try:
+        cursor = setup.cursor()
+        cursor.execute(f"CREATE TABLE {notes} (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB")
+        cursor.execute(f"INSERT INTO {notes} VALUES ('a'), ('b')")
+        setup.commit()
+        for name, fails in (("a", True), ("b", False)):
+            cursor.execute(f"CREATE TABLE {table} (id INT)")
+            with (
+                pytest.raises(RuntimeError) if fails else nullcontext(),
+                transaction(connect, MARIADB, ddl_first=True) as connection,
+            ):
+                assert session_level(connection) == "READ-COMMITTED"
+                writing = connection.cursor()
+                writing.execute(f"DROP TABLE {table}")
+                writing.execute(f"DELETE FROM {notes} WHERE name = %s", (name,))
+                if fails:
+                    raise RuntimeError("after the DELETE")
+            setup.commit()
+            cursor.execute(f"SELECT name FROM {notes} ORDER BY name")
+            kept = [row[0] for row in cursor.fetchall()]
+            assert kept == (["a", "b"] if fails else ["a"])
+            cursor.execute(
+                "SELECT COUNT(*) FROM information_schema.tables "
+                "WHERE table_schema = DATABASE() AND table_name = %s",
+                (f"dropped_{uid}",),
+            )
+            assert cursor.fetchone()[0] == 0, "the DROP commits at once"
+    finally:
+        cursor = setup.cursor()
+        cursor.execute(f"DROP TABLE IF EXISTS {table}, {notes}")
+        setup.close()
+
+
+@pytest.mark.parametrize("autocommit", [False, True])
+def test_a_writers_statements_commit_together_or_not_at_all_whatever_the_sessions_autocommit(
+    mariadb_url: str, autocommit: bool
+) -> None:
+    """A writer's transaction sends no START where the session opens one at its first
+    statement (autocommit off), and does where it commits each statement itself: either way
+    its writes are seen by nobody before its commit, and rolled back together on an error."""
+    uid = uuid.uuid4().hex[:10]
+    notes = MARIADB.quote(f"notes_{uid}")
+    other = connector(mariadb_url)()
+    other.autocommit(True)
+    cursor = other.cursor()
+    cursor.execute(f"CREATE TABLE {notes} (name VARCHAR(20) PRIMARY KEY) ENGINE=InnoDB")
+
+    def connect() -> Any:
+        connection = connector(mariadb_url)()
+        connection.autocommit(autocommit)
+        return connection
+
+    def seen() -> list[str]:
+        cursor.execute(f"SELECT name FROM {notes} ORDER BY name")
+        return [row[0] for row in cursor.fetchall()]
+
+    try:
+        for fails in (True, False):
+            with (
+                pytest.raises(RuntimeError) if fails else nullcontext(),
+                transaction(connect, MARIADB) as connection,
+            ):
+                writing = connection.cursor()
+                writing.execute(f"INSERT INTO {notes} VALUES ('a')")
+                assert seen() == []
+                writing.execute(f"INSERT INTO {notes} VALUES ('b')")
+                assert session_level(connection) == "READ-COMMITTED"
+                if fails:
+                    raise RuntimeError("after both writes")
+            assert seen() == ([] if fails else ["a", "b"])
+    finally:
+        cursor.execute(f"DROP TABLE IF EXISTS {notes}")
+        other.close()
+
+
+def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A changes delivery of more rows than the buffer pool's old part holds the pages of
+    (MariadbDialect.keyed_batch) deletes and inserts its staged rows batch by batch, each
+    batch's DELETE by staged key followed by its INSERT, in the one transaction: the rows
+    updated, inserted and deleted across the batches' edges are the source's, and the ledger
+    verifies. The statements are read from a cursor class that notes them."""
+    uid = uuid.uuid4().hex[:10]
+    statements: list[str] = []
+
+    class Noting(MySQLdb.cursors.Cursor):  # type: ignore[misc]
+        def execute(self, query: Any, args: Any = None) -> Any:
+            statements.append(str(query))
+            return super().execute(query, args)
+
+    suite = TestMariaDB()
+    receiver = suite.make(connector(mariadb_url, cursorclass=Noting), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+        )
+        (per,) = cursor.fetchone()
+        changed = 2 * int(per) + int(per) // 2  # three batches: two whole, one half
+        updated, deleted = changed * 8 // 10, tuple(range(2, changed // 5 * 2, 2))
+        for id_ in range(1, 2 * changed + 1):
+            source.put(id_, id_ % 30, f"n{id_}", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        for id_ in range(1, 2 * updated, 2):
+            source.put(id_, 1, f"changed {id_}", at(3))
+        for id_ in deleted:
+            source.delete(id_)
+        for id_ in range(2 * changed + 1, 2 * changed + 1 + changed - updated - len(deleted)):
+            source.put(id_, 2, f"new {id_}", at(3))
+        staged = MARIADB.keyed_batch(connection, changed)
+        assert staged is not None
+        statements.clear()
+        suite.publish_checked(receiver, source, source.changes(at(2), at(4), deleted))
+    finally:
+        connection.close()
+        drop_tables(mariadb_url, uid)
+    target = MARIADB.quote(source.table)
+    published = [
+        statement.split()[0]
+        for statement in statements
+        if statement.startswith((f"DELETE {target} ", f"INSERT INTO {target} "))
+    ]
+    assert published == ["DELETE", "INSERT"] * -(-changed // staged)
+    assert len(published) == 6
+
+
+def test_a_changes_delivery_whose_fitting_batches_would_be_too_many_is_published_at_once(
+    mariadb_url: str,
+) -> None:
+    """Batches larger than the buffer pool's old part holds save no page reads, and each batch
+    scans the staging table: a delivery that would need more batches than the most that fit is
+    published at once, as one of up to 1,000 rows is, and one that needs fewer is batched."""
+    connection = connector(mariadb_url)()
+    try:
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+        )
+        (per,) = cursor.fetchone()
+        per = int(per)
+        assert MARIADB.keyed_batch(connection, 1_000) is None
+        assert MARIADB.keyed_batch(connection, 64 * per) == per
+        assert MARIADB.keyed_batch(connection, 64 * per + 1) is None
+    finally:
+        connection.close()

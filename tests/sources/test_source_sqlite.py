@@ -110,3 +110,33 @@ def test_memory_stays_flat_as_the_table_grows(tmp_path: Path) -> None:
 
     small, large = peak(5_000), peak(50_000)
     assert large < 2 * small, f"peak {large} bytes for 50,000 rows, {small} for 5,000"
+
+
+def test_a_read_ends_when_its_snapshot_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The read's connection is closed with its snapshot, ending the read: in a
+    rollback-journal file, whose readers lock writers out, a writer that may not wait is
+    refused during the read and commits at once after it."""
+    from airflow.providers.sqlite.hooks.sqlite import SqliteHook
+
+    path = tmp_path / "journal.sqlite"
+    setup = sqlite3.connect(path)
+    setup.execute("CREATE TABLE t (id INTEGER)")
+    setup.commit()
+    setup.close()
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_DOGANA_SOURCE", json.dumps({"conn_type": "sqlite", "host": str(path)})
+    )
+    source = snapshots_for(SqliteHook(sqlite_conn_id="dogana_source"))
+    writer = sqlite3.connect(path, timeout=0, isolation_level=None)
+    try:
+        with source.snapshot(datetime(2026, 1, 1, tzinfo=UTC)) as snapshot:
+            assert snapshot.scalar("SELECT count(*) FROM t", {}) == 0
+            with pytest.raises(sqlite3.OperationalError, match="locked"):
+                writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("BEGIN EXCLUSIVE")
+        writer.execute("INSERT INTO t VALUES (1)")
+        writer.execute("COMMIT")
+    finally:
+        writer.close()
