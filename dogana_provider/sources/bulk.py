@@ -361,14 +361,18 @@ def _guarded(sql: str, columns: Columns, declared: Mapping[str, str]) -> str:
         except ValueError:
             raise SlowPath(f"column {name!r}: the name cannot be quoted") from None
         text_only = name in declared and _text_affinity(declared[name])
+        # Unary + takes the column's affinity away from the comparisons: they then compare
+        # storage classes as they are (numbers < text < blobs) instead of first trying to read
+        # each text value as a number, which its NUMERIC affinity would have them do.
+        bare = f"+{column}"
         if logical in ("str", "date", "datetime") and not text_only:
             # A number among text would come out as its text: it comes out as X'FF' instead.
-            column = f"CASE WHEN {column} < '' THEN X'FF' ELSE {column} END"
+            column = f"CASE WHEN {bare} < '' THEN X'FF' ELSE {column} END"
         elif logical.startswith(DECIMAL_PREFIX) and not text_only:
-            # Numbers come out as REALs (exact below 2**53), text and huge ones as X'FF'.
+            # Numbers come out as REALs (exact below 2**53), text, blobs and huge ones as X'FF'.
             column = (
-                f"CASE WHEN {column} >= '' OR {column} <= -{_EXACT} OR {column} >= {_EXACT} "
-                f"THEN X'FF' ELSE {column} * 1.0 END"
+                f"CASE WHEN {bare} < {_EXACT} AND {bare} > -{_EXACT} THEN {column} * 1.0 "
+                f"WHEN {column} IS NULL THEN NULL ELSE X'FF' END"
             )
         selected.append(column)
     return f"SELECT {', '.join(selected)} FROM ({sql}) AS dogana_bulk"
