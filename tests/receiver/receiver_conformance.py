@@ -666,42 +666,39 @@ class ReceiverConformance(ActivationConformance, HoldConformance, LineageConform
         """A changed row is the staged row, whichever way the receiver replaces it (SQLite
         updates it in place): a published column added by an earlier file, which this file
         lacks, is NULL in it, as in a row inserted anew."""
+        rows = self.deliver_one_changed_row_after_extra(receiver, source, tmp_path, {})
+        assert rows == {1: ("again", None), 2: ("n2", None), 3: ("n3", None)}
+        receiver.verify(source.table)
+
+    def deliver_one_changed_row_after_extra(
+        self, receiver: Receiver, source: Source, tmp_path: Path, columns: dict[str, pa.Array]
+    ) -> dict[Any, tuple[Any, ...]]:
+        """A file adding the column extra is published; then a changes file of one changed row
+        named "again", with columns besides the row's own: the published rows by key, as
+        (name, extra, *columns)."""
         _, receipt = self.deliver_extra(receiver, source, tmp_path, {"extra": pa.array([7])})
         assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-        table = one_changed_row({}).set_column(2, "name", pa.array(["again"]))
+        table = one_changed_row(columns).set_column(2, "name", pa.array(["again"]))
         table = table.set_column(3, "updated_at", pa.array([at(5)], pa.timestamp("us", tz="UTC")))
-        path = tmp_path / f"lacking-{uuid.uuid4().hex[:8]}.parquet"
+        path = tmp_path / f"changed-{uuid.uuid4().hex[:8]}.parquet"
         pq.write_table(table, path)
         manifest = source.contract.manifest("changes", at(6), since=at(4), rows=1)
         receipt = receiver.receive(path, manifest)
         assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
+        names = ["name", "extra", *columns]
         with receiver.read(source.table) as snapshot:
-            rows = {
-                row["id"]: (row["name"], row["extra"])
+            return {
+                row["id"]: tuple(row[name] for name in names)
                 for row in (dict(zip(snapshot.columns, r, strict=True)) for r in snapshot.rows)
             }
-        assert rows == {1: ("again", None), 2: ("n2", None), 3: ("n3", None)}
-        receiver.verify(source.table)
 
     def test_a_column_one_file_adds_is_published_while_one_it_lacks_is_null(
         self, receiver: Receiver, source: Source, tmp_path: Path
     ) -> None:
         """One publication adds the file's new column and nulls a published one the file
         lacks in the row it changes (SQLite reads the published columns once for both)."""
-        _, receipt = self.deliver_extra(receiver, source, tmp_path, {"extra": pa.array([7])})
-        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-        table = one_changed_row({"later": pa.array([8])}).set_column(2, "name", pa.array(["again"]))
-        table = table.set_column(3, "updated_at", pa.array([at(5)], pa.timestamp("us", tz="UTC")))
-        path = tmp_path / f"adding-{uuid.uuid4().hex[:8]}.parquet"
-        pq.write_table(table, path)
-        manifest = source.contract.manifest("changes", at(6), since=at(4), rows=1)
-        receipt = receiver.receive(path, manifest)
-        assert receipt.outcome is Outcome.ACCEPTED, receipt.failed
-        with receiver.read(source.table) as snapshot:
-            rows = {
-                row["id"]: (row["name"], row["extra"], row["later"])
-                for row in (dict(zip(snapshot.columns, r, strict=True)) for r in snapshot.rows)
-            }
+        later = {"later": pa.array([8])}
+        rows = self.deliver_one_changed_row_after_extra(receiver, source, tmp_path, later)
         assert rows == {1: ("again", None, 8), 2: ("n2", None, None), 3: ("n3", None, None)}
         receiver.verify(source.table)
 
