@@ -426,6 +426,19 @@ def test_a_writers_statements_commit_together_or_not_at_all_whatever_the_session
         other.close()
 
 
+def rows_per_batch(connection: Any) -> int:
+    """The staged rows a batch of MariadbDialect.keyed_batch takes, asked of the server as it
+    asks: the buffer pool's old part's pages over four."""
+    cursor = connection.cursor()
+    cursor.execute(
+        "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
+        "* @@innodb_old_blocks_pct DIV 100 DIV 4"
+    )
+    (per,) = cursor.fetchone()
+    cursor.close()
+    return int(per)
+
+
 def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
     mariadb_url: str, tmp_path: Path
 ) -> None:
@@ -448,13 +461,8 @@ def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds
     receiver.register(source.contract)
     connection = connector(mariadb_url)()
     try:
-        cursor = connection.cursor()
-        cursor.execute(
-            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
-            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
-        )
-        (per,) = cursor.fetchone()
-        changed = 2 * int(per) + int(per) // 2  # three batches: two whole, one half
+        per = rows_per_batch(connection)
+        changed = 2 * per + per // 2  # three batches: two whole, one half
         updated, deleted = changed * 8 // 10, tuple(range(2, changed // 5 * 2, 2))
         for id_ in range(1, 2 * changed + 1):
             source.put(id_, id_ % 30, f"n{id_}", at(1))
@@ -490,13 +498,7 @@ def test_a_changes_delivery_whose_fitting_batches_would_be_too_many_is_published
     published at once, as one of up to 1,000 rows is, and one that needs fewer is batched."""
     connection = connector(mariadb_url)()
     try:
-        cursor = connection.cursor()
-        cursor.execute(
-            "SELECT @@innodb_buffer_pool_size DIV @@innodb_page_size "
-            "* @@innodb_old_blocks_pct DIV 100 DIV 4"
-        )
-        (per,) = cursor.fetchone()
-        per = int(per)
+        per = rows_per_batch(connection)
         assert MARIADB.keyed_batch(connection, 1_000) is None
         assert MARIADB.keyed_batch(connection, 64 * per) == per
         assert MARIADB.keyed_batch(connection, 64 * per + 1) is None
