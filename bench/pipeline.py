@@ -36,14 +36,16 @@ After the full delivery, the database first finishes what the load left it to do
 background (a checkpoint on PostgreSQL, InnoDB's dirty pages written out on MariaDB), as it has
 by the time a changes delivery comes a day later. Then dogana's process changes 10,000 rows
 spread across the source (every N/10,000th id) and delivers them as a changes delivery, read by
-the cursor column, which the source indexes as a source read by changes would: five rounds, each
-of other spread rows, the median printed. The floor's variant applies the same changes in the
-same way with the database's own tools (the changed rows copied into a temporary table, then the
-published rows replaced in one transaction): what those rows cost the database itself.
+the cursor column, which the source indexes as a source read by changes would: five rounds
+(--change-rounds), each of other spread rows, the median printed. The floor's variant applies
+the same changes in the same way with the database's own tools (the changed rows copied into a
+temporary table, then the published rows replaced in one transaction): what those rows cost the
+database itself.
 
-Then a delivery's fixed cost: changes deliveries of FEW (10) spread rows, the median of five,
-and one more counted: the statements the drivers were asked to run (sqlite3's trace callback,
-psycopg's and MySQLdb's cursors wrapped in the bench's process alone) and the connections opened.
+Then a delivery's fixed cost: changes deliveries of FEW (10) spread rows, the median of five
+(--change-rounds), and one more counted: the statements the drivers were asked to run (sqlite3's
+trace callback, psycopg's and MySQLdb's cursors wrapped in the bench's process alone) and the
+connections opened.
 
 With --rounds N, the full deliveries of the floor, dogana and GenericTransfer are taken in turn N
 times and the median printed beside every round (the changes deliveries in the first round).
@@ -60,6 +62,7 @@ prints ratios measured in this one run, it never fails on time.
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --large --no-huge --databases postgresql
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --profile         # cProfile of dogana's runs
     PYTHONPATH=. .venv/bin/python bench/pipeline.py --quick --databases sqlite --rounds 5
+    PYTHONPATH=. .venv/bin/python bench/pipeline.py --rows 2000 --quick --change-rounds 1  # smoke
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ GENERIC_TABLE = "bench_orders_generic"
 PAGE_SIZE = 50_000
 CHANGED = 10_000
 # Changes deliveries measured, each of other spread rows (a delivery moves the rows it replaces
-# together at the table's end on PostgreSQL and MariaDB); the median is printed.
+# together at the table's end on PostgreSQL and MariaDB); the median is printed. --change-rounds
+# takes fewer, where only whether each kind of delivery still runs is asked (tests/bench).
 CHANGE_ROUNDS = 5
 FEW = 10  # the rows of the small changes delivery, which measures a delivery's fixed cost
 FLAT_MIB = 10  # what rows add may grow by from the smallest run to the largest and be "flat"
@@ -707,17 +711,17 @@ def dogana_steps(
     return seconds
 
 
-def few_rows(database: Database, home: Path, rows: int) -> dict[str, Any]:
+def few_rows(database: Database, home: Path, rows: int, rounds: int) -> dict[str, Any]:
     """A delivery's fixed cost: changes deliveries of FEW spread rows (the median of
-    CHANGE_ROUNDS), then one more counted statement by statement (counted: not timed)."""
+    rounds), then one more counted statement by statement (counted: not timed)."""
     took = []
-    for turn in range(CHANGE_ROUNDS):
+    for turn in range(rounds):
         database.change(rows, turn, FEW)
         gc.collect()
         started = time.perf_counter()
         dogana_steps(home, "changes")
         took.append(time.perf_counter() - started)
-    database.change(rows, CHANGE_ROUNDS, FEW)
+    database.change(rows, rounds, FEW)
     with counted() as count:
         dogana_steps(home, "changes")
     return {
@@ -850,7 +854,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             profiler.disable()
             profiler.dump_stats(args.profile_to)
         turns: list[tuple[float, dict[str, float]]] = []
-        for turn in range(CHANGE_ROUNDS if not args.full_only else 0):
+        for turn in range(args.change_rounds if not args.full_only else 0):
             settle(database)
             database.change(args.rows, turn)
             # The changes delivery runs in tasks of its own under Airflow: it does not pay for
@@ -866,7 +870,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
             if profiler is not None and turn == 0:
                 profiler.disable()
                 profiler.dump_stats(args.profile_to.replace(".prof", ".changes.prof"))
-        few = few_rows(database, home, args.rows) if turns else {}
+        few = few_rows(database, home, args.rows, args.change_rounds) if turns else {}
         measured = {
             **few,
             "seconds": seconds,
@@ -1100,6 +1104,7 @@ def in_child(
     rows: int,
     profile: Path | None = None,
     *,
+    change_rounds: int = CHANGE_ROUNDS,
     full_only: bool = False,
     readers: int = 1,
 ) -> dict:
@@ -1108,7 +1113,7 @@ def in_child(
     result.unlink(missing_ok=True)
     command = [sys.executable, __file__, "--child", variant, "--database", database.name]
     command += ["--home", str(home), "--run", database.run, "--rows", str(rows)]
-    command += ["--result", str(result)]
+    command += ["--result", str(result), "--change-rounds", str(change_rounds)]
     if profile is not None:
         command += ["--profile-to", str(profile)]
     if full_only:
@@ -1134,14 +1139,14 @@ def settle(database: Database) -> None:
     os.sync()
 
 
-def floor_changes(database: Database, rows: int) -> dict[str, Any]:
+def floor_changes(database: Database, rows: int, rounds: int) -> dict[str, Any]:
     """The changes the dogana variant delivers, applied by the database's own tools: the changed
     rows copied out by the cursor column into a temporary table, then the published rows with
     their keys replaced, in one transaction. In the state dogana's changes delivery meets: the
     full load settled, then the source changed."""
     where = database.pages(rows)
     turns: list[float] = []
-    for turn in range(CHANGE_ROUNDS):
+    for turn in range(rounds):
         settle(database)
         # The changed rows are those past the source's clock before the change and not past it
         # after, as a changes read takes them; SQLite's clock counts milliseconds.
@@ -1192,7 +1197,7 @@ def measure(database: Database, rows: int, args: argparse.Namespace) -> dict[str
             if variant == "floor":
                 run = timed(database.floor)
                 if not turn:
-                    run.update(floor_changes(database, rows))
+                    run.update(floor_changes(database, rows, args.change_rounds))
                 table = TABLE
             elif variant == "dlt":
                 run = dlt_run(database, database.home)
@@ -1210,6 +1215,7 @@ def measure(database: Database, rows: int, args: argparse.Namespace) -> dict[str
                     database,
                     rows,
                     profile if variant == "dogana" and not turn else None,
+                    change_rounds=args.change_rounds,
                     full_only=turn > 0,
                 )
                 table = GENERIC_TABLE if variant == "GenericTransfer" else TABLE
@@ -1476,6 +1482,15 @@ def main(argv: list[str] | None = None) -> int:
         help="full deliveries per variant, taken in turn, the median printed (the changes "
         "deliveries are measured in the first round)",
     )
+    parser.add_argument(
+        "--change-rounds",
+        type=positive,
+        default=CHANGE_ROUNDS,
+        help=f"changes of {CHANGED:,} spread rows applied by the floor and delivered by "
+        f"dogana, and dogana's changes deliveries of {FEW} rows: this many of each, each of "
+        f"other rows, the median printed (default {CHANGE_ROUNDS}); 1 runs each kind once, "
+        "to see that it still runs (tests/bench/test_pipeline_smoke.py)",
+    )
     hidden_options = ("--child", "--database", "--home", "--run", "--result", "--profile-to")
     for hidden in (*hidden_options, "--full-only", "--readers"):
         parser.add_argument(hidden, help=argparse.SUPPRESS)
@@ -1533,6 +1548,14 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(top, ignore_errors=True)
     return 0
+
+
+def positive(text: str) -> int:
+    """An option's whole number of at least 1."""
+    number = int(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {number}")
+    return number
 
 
 def migrate(env: dict[str, str]) -> None:
