@@ -128,6 +128,26 @@ def airflow_home() -> Iterator[Path]:
     yield _AIRFLOW_HOME
 
 
+@pytest.fixture(scope="module", autouse=True)
+def dag_files_kept_to_their_module() -> Iterator[None]:
+    """What a test module adds to the session's DAGs folder, removed once the module is done.
+
+    Every dag.test() parses every file of the DAGs folder (it syncs the folder's bundle to the
+    metadata database), so files the modules before left there would make each run of a later
+    module parse them all again. A module's own files stay while it runs: its tests may share a
+    DAG file. No fixture wider than a module writes there.
+    """
+    assert _AIRFLOW_HOME is not None
+    folder = _AIRFLOW_HOME / "dags"
+    before = set(folder.iterdir())
+    yield
+    for added in set(folder.iterdir()) - before:
+        if added.is_dir() and not added.is_symlink():
+            shutil.rmtree(added, ignore_errors=True)
+        else:
+            added.unlink(missing_ok=True)
+
+
 @pytest.fixture(scope="session")
 def copy_metadata_database(airflow_home: Path) -> Callable[[Path], None]:
     """copy(target): the session's metadata database copied to target, for another Airflow home.
