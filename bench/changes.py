@@ -8,8 +8,9 @@ floor's target by the database's own bulk copy, and into dogana's by a full deli
 each of five rounds, the source changes 10,000 rows spread across the table (every N/10,000th
 key: nine in ten updated, one in ten flagged deleted), and both apply them, in turn (the floor
 first in even rounds, dogana first in odd ones), each after the database and the kernel have
-written out what came before (a checkpoint on PostgreSQL, InnoDB's dirty pages on MariaDB,
-then sync), as a changes delivery a day after the load finds them:
+written out what came before (a checkpoint on PostgreSQL, InnoDB's dirty pages and its purge
+of the rows deleted or changed on MariaDB, then sync), as a changes delivery a day after the load
+finds them:
 
     floor    the database's own application of the same rows, no Python in it: the rows changed
              since the round began copied into a temporary table, then one transaction
