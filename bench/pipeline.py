@@ -157,6 +157,11 @@ class Database:
     def pages(self, rows: int) -> str | None:
         return None
 
+    def page_reads(self) -> int | None:
+        """The pages the server has read from disk so far, server-wide, where it counts them
+        (InnoDB's Innodb_buffer_pool_reads); None elsewhere."""
+        return None
+
     def query(self, url: str, sql: str) -> list[tuple[Any, ...]]: ...
 
     def aggregate(self, url: str, table: str) -> tuple[Any, ...] | None:
@@ -493,6 +498,12 @@ class MariaDb(Database):
         [(mark,)] = self.query(self.source_url(), "SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)")
         return str(mark)
 
+    def page_reads(self) -> int | None:
+        [(_, reads)] = self.query(
+            self.source_url(), "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'"
+        )
+        return int(reads)
+
     def floor_changes(self, mark: str) -> None:
         dump = Path(tempfile.gettempdir()) / f"dogana_bench_{self.run}_changes.tsv"
         dump.unlink(missing_ok=True)
@@ -648,11 +659,15 @@ def dogana_steps(
     readers: int = 1,
     cpu: dict[str, dict[str, float]] | None = None,
     bench_run: str = "",
+    reads: dict[str, int] | None = None,
+    database: Database | None = None,
 ) -> dict[str, float]:
     """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
     into peaks, when given, each step's peak RSS in MiB. readers: the extract's readers. cpu,
     when given, gets each step's CPU seconds: this process's (every thread) and the server
-    processes' of the bench's run (bench_run) (PostgreSQL: ServerCpu; none elsewhere)."""
+    processes' of the bench's run (bench_run) (PostgreSQL: ServerCpu; none elsewhere). reads,
+    when given, gets each step's pages read from disk where database counts them
+    (Database.page_reads), asked between the steps, outside their seconds."""
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.gate import GateOperator
     from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -670,12 +685,18 @@ def dogana_steps(
     server = ServerCpu(bench_run) if cpu is not None else None
     mark = (time.process_time(), server.seconds() if server else 0.0)
 
+    counted = database.page_reads() if reads is not None and database is not None else None
+
     def spent(step: str) -> None:
-        nonlocal mark
+        nonlocal mark, counted
         if server is not None and cpu is not None:  # both or neither
             now = (time.process_time(), server.seconds())
             cpu[step] = {"client": now[0] - mark[0], "server": now[1] - mark[1]}
             mark = now
+        if counted is not None and reads is not None and database is not None:
+            before, counted = counted, database.page_reads()
+            if counted is not None:
+                reads[step] = counted - before
 
     reset_peak()
     started = time.perf_counter()
