@@ -53,7 +53,7 @@ from dogana_core.odcs import contracts_of_odcs, custom_properties, odcs_columns
 from dogana_provider.checks.expectations import Expectations
 from dogana_provider.checks.odcs import odcs_expectations
 from dogana_provider.hooks.dogana import DoganaHook
-from dogana_provider.operators.deliver import in_batches
+from dogana_provider.operators.deliver import marked_batches
 from dogana_provider.schema.policy import policies
 from dogana_provider.task_groups.delivery import REQUIREMENT, delivery_task_group
 
@@ -314,9 +314,10 @@ def contracts_in_folder(folder: str, tasks: int | None = None) -> list[Any]:
     them for a file declaring a group): what a mapped delivery expands over. A broken file
     fails the task naming every broken file, rather than delivering the others unnoticed.
 
-    With tasks, the contracts in that many batches instead (in_batches), for a DeliverOperator
-    mapped over contracts=, one task a batch: the batches made in this task, without a task
-    of their own to start and wait for::
+    With tasks, the contracts in that many batches instead (in_batches), each marked as a
+    batch, for a DeliverOperator mapped over contracts=, one task a batch: the batches made in
+    this task, without a task of their own to start and wait for (mapped over contract=, a
+    batch is refused, never read as a group)::
 
         DeliverOperator.partial(task_id="deliver", ...).expand(
             contracts=contracts_in_folder(folder, tasks=2)  # the cores the workers have
@@ -331,7 +332,7 @@ def contracts_in_folder(folder: str, tasks: int | None = None) -> list[Any]:
         else [contract.to_dict() for contract in item.contracts]
         for item in files
     ]
-    return found if tasks is None else in_batches(found, tasks=tasks)
+    return found if tasks is None else marked_batches(found, tasks=tasks)
 
 
 @task

@@ -32,6 +32,21 @@ first Asset event it consumes was queued). run_end() is the same instant, from a
 """
 
 
+BATCH = "batch"
+"""The key of a batch of deliveries as contracts_in_folder(..., tasks=N) and batches() hand one
+over, {"batch": [...]}, for DeliverOperator's contracts=. Marked, because wherever a contract is
+taken a list of contracts is a group read together: a batch's plain list given as contract=
+would be read as one group (one snapshot, one commit, all or nothing) rather than as the
+independent deliveries its author meant. contract_of refuses it, naming contracts=."""
+
+
+def batch_of(value: Any) -> list[Any] | None:
+    """The deliveries of a batch marked as BATCH; None for anything else."""
+    if isinstance(value, Mapping) and set(value) == {BATCH} and isinstance(value[BATCH], list):
+        return list(value[BATCH])
+    return None
+
+
 def run_end(context: Any) -> datetime:
     """The run's data interval end, or its run_after when it has none (RUN_END's instant)."""
     end = context.get("data_interval_end")
@@ -136,6 +151,9 @@ def contract_of(value: Any, what: str = "contract") -> Contract:
     """A Contract from a Contract, its wire dict, its JSON text, or a path to a JSON file."""
     if isinstance(value, Contract):
         return value
+    batch = batch_of(value)
+    if batch is not None:
+        raise ValueError(_batch_as_contract(what, batch))
     if isinstance(value, Mapping):
         return Contract.from_dict(dict(value))
     if isinstance(value, Path | str):
@@ -147,6 +165,21 @@ def contract_of(value: Any, what: str = "contract") -> Contract:
             raise ValueError(f"{what}: {text!r} is not a contract's JSON nor a file holding one")
         return Contract.from_json(path.read_bytes())
     raise ValueError(f"{what}: expected a Contract, a wire dict or a path, got {value!r}")
+
+
+def _batch_as_contract(what: str, batch: list[Any]) -> str:
+    def named(item: Any) -> str:
+        if isinstance(item, list):
+            return "(" + ", ".join(named(contract) for contract in item) + ")"
+        return str(item.get("table", "?")) if isinstance(item, Mapping) else "?"
+
+    return (
+        f"{what}: a batch of {len(batch)} deliveries ({', '.join(map(named, batch))}), as "
+        "contracts_in_folder(..., tasks=N) and batches() hand them over, not a table or a "
+        "group: nothing was delivered. Expand DeliverOperator over contracts= instead, "
+        "DeliverOperator.partial(...).expand(contracts=...), which delivers each on its own; "
+        "as contract= its tables would be read as one group"
+    )
 
 
 def window_of(contract: Contract, value: Any, what: str) -> tuple[Any, Any] | None:

@@ -18,6 +18,10 @@ state shows in the grid; here a retry runs the whole delivery again, from its pl
         outlets=[dogana_alias("warehouse")],
     ).expand(contracts=contracts_in_folder("/contracts", tasks=2))
 
+The batches are marked as batches ({"batch": [...]}): mapped over contract= instead of
+contracts=, a batch is refused, naming contracts=, rather than read as one group, since a list
+given as a contract is a group read together.
+
 A batch delivers every element (a contract, or a list of contracts read together as a group)
 even when one fails; the task then fails naming each failed delivery, after the others
 published. Airflow records a task's Asset events only when it succeeds: the tables a failed
@@ -37,7 +41,7 @@ from airflow.sdk.bases.operator import ExecutorSafeguard
 from airflow.sdk.exceptions import AirflowSkipException
 
 from dogana_provider.hooks.dogana import DoganaHook, shared_receivers
-from dogana_provider.operators.arguments import native
+from dogana_provider.operators.arguments import BATCH, batch_of, native
 from dogana_provider.operators.extract import ExtractOperator
 from dogana_provider.operators.gate import GateOperator
 from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -53,7 +57,8 @@ class DeliverOperator(BaseOperator):
     :param contract: the table's Contract, its wire dict or a path; a list is a group read
         together (templated).
     :param contracts: instead of contract, a batch: each element delivered on its own, as
-        contract would be (templated).
+        contract would be; a list, or a batch as contracts_in_folder(..., tasks=N) and
+        batches() hand it over (templated). Given as contract=, such a batch is refused.
     :param source_conn_id: the source's connection (ExtractOperator's).
     :param receiver_conn_id: the receiver's connection.
     :param extract: ExtractOperator's own arguments (source_table, schema_policy...).
@@ -123,9 +128,14 @@ class DeliverOperator(BaseOperator):
     def _execute(self, context: Any) -> Any:
         if self.contract is not None:
             return self._deliver(native(self.contract, "contract"), context)
-        batch = native(self.contracts, "contracts")
+        given = native(self.contracts, "contracts")
+        marked = batch_of(given)
+        batch = given if marked is None else marked
         if not isinstance(batch, list):
-            raise ValueError(f"contracts: a list of deliveries, not {type(batch).__name__}")
+            raise ValueError(
+                f"contracts: a batch, a list of deliveries, not {type(batch).__name__}: give one "
+                "table as contract=, or expand over contracts_in_folder(folder, tasks=N)'s batches"
+            )
         records: list[dict[str, Any]] = []
         failed: list[str] = []
         for item in batch:
@@ -239,11 +249,20 @@ class _StepInstance:
 @task
 def batches(
     deliveries: Sequence[Any], size: int | None = None, tasks: int | None = None
-) -> list[list[Any]]:
+) -> list[dict[str, list[Any]]]:
     """deliveries (contracts_in_folder's, registered_contracts') in batches, in order: what
     DeliverOperator's contracts expand over, one task per batch. Either size, the deliveries a
     batch, or tasks, the number of batches (see in_batches)."""
-    return in_batches(deliveries, size=size, tasks=tasks)
+    return marked_batches(deliveries, size=size, tasks=tasks)
+
+
+def marked_batches(
+    deliveries: Sequence[Any], *, size: int | None = None, tasks: int | None = None
+) -> list[dict[str, list[Any]]]:
+    """in_batches, each batch marked as one ({"batch": [...]}, arguments.BATCH), as the
+    batching tasks hand them over: DeliverOperator's contracts= reads it, and a contract
+    argument refuses it, where its list would be read as one group."""
+    return [{BATCH: batch} for batch in in_batches(deliveries, size=size, tasks=tasks)]
 
 
 def in_batches(

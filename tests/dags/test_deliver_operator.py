@@ -138,6 +138,62 @@ with dag:
         assert record["receipt"]["publication_id"] == receipt.publication_id
 
 
+@ON_SQLITE
+def test_a_folders_batches_mapped_over_contract_are_refused_naming_contracts_not_read_as_groups(
+    databases: Databases,
+    airflow_home: Path,
+    tmp_path: Path,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    """contract= reads a list as a group read together: contracts_in_folder(..., tasks=2)'s
+    batches mapped over it instead of contracts= would each be delivered as one group (one
+    snapshot, one commit, all or nothing), not as the independent deliveries meant. Each batch
+    is refused instead, before anything is delivered, its log naming contracts=."""
+    tables = [f"c{i}_{databases.uid}" for i in range(3)]
+    source_tables(databases, tables)
+    folder = tmp_path / "contracts"
+    folder.mkdir()
+    for table in tables:
+        (folder / f"{table}.json").write_text(contract(table).to_json(), encoding="utf-8")
+    databases.hook.receiver.register(contract(f"other_{databases.uid}"))  # its store exists
+    module = dag_with(
+        databases,
+        airflow_home,
+        f"""
+from dogana_provider.contract_files import contracts_in_folder
+
+with dag:
+    DeliverOperator.partial(
+        task_id="deliver", source_conn_id=SOURCE, receiver_conn_id=RECEIVER,
+        outlets=[dogana_alias(RECEIVER)],
+    ).expand(contract=contracts_in_folder({str(folder)!r}, tasks=2))
+""",
+    )
+    capfd.readouterr()
+    run = databases.run(module.dag)  # type: ignore[attr-defined]
+    logged = capfd.readouterr()
+    assert states(run)["deliver"] == "failed"
+    for table in tables:
+        assert databases.receipts(table) == []
+    assert f"a batch of 2 deliveries ({tables[1]}, {tables[2]})" in logged.out + logged.err
+    assert ".expand(contracts=...)" in logged.out + logged.err
+
+
+def test_a_batch_given_where_a_contract_is_taken_is_refused_naming_each_delivery() -> None:
+    from dogana_provider.operators.arguments import contract_of, group_of
+    from dogana_provider.operators.deliver import marked_batches
+
+    group = [contract("d").to_dict(), contract("e").to_dict()]
+    deliveries = [contract("a").to_dict(), contract("b").to_dict(), group]
+    first, second = marked_batches(deliveries, tasks=2)
+    assert group_of(second, None) is None  # a batch is never a group
+    with pytest.raises(ValueError, match=r"^contract: a batch of 2 deliveries \(b, \(d, e\)\)"):
+        contract_of(second)
+    with pytest.raises(ValueError, match=r"expand\(contracts=\.\.\.\)"):
+        contract_of(first)
+    assert [contract_of(item).table for item in first["batch"]] == ["a"]
+
+
 def test_batches_for_tasks_keep_the_order_differ_by_one_at_most_and_are_never_empty() -> None:
     from dogana_provider.operators.deliver import in_batches
 

@@ -3,12 +3,13 @@
 One Airflow deployment (deployment.py: LocalExecutor, PostgreSQL metadata database, scheduler,
 DAG processor, triggerer, API server) is started once per session and stopped after the last
 test. Its DAGs folder holds dags/examples/ as it is (in a folder examples/), and the tests' own
-DAGs from tests/deployment/dags/. The examples' source is a SQLite file (source_tables.py fills it),
-a connection in the environment, and their receiver a PostgreSQL schema of the session's own, a
-connection in the metadata database (`airflow connections add`); the test DAGs read their own
-SQLite source. The web orders example reads a JSON Lines file (DOGANA_WEB_ORDERS_JSONL), and
-the API orders example the test API (tests/api_server.py), a process on 127.0.0.1 for the
-session, through the example's http connection shop_api in the metadata database.
+DAGs from tests/deployment/dags/ with their folders of contract files (dags/batched_contracts/).
+The examples' source is a SQLite file (source_tables.py fills it), a connection in the
+environment, and their receiver a PostgreSQL schema of the session's own, a connection in the
+metadata database (`airflow connections add`); the test DAGs read their own SQLite source. The
+web orders example reads a JSON Lines file (DOGANA_WEB_ORDERS_JSONL), and the API orders example
+the test API (tests/api_server.py), a process on 127.0.0.1 for the session, through the
+example's http connection shop_api in the metadata database.
 A test that needs an empty receiver creates one (a fresh schema or database) and a connection
 to it through the REST API.
 """
@@ -132,8 +133,10 @@ def deployment(
         "dogana_default": postgres_connection(postgres_url, examples_receiver),
         API_CONN_ID: json.dumps({"conn_type": "http", "host": "127.0.0.1", "port": api.port}),
     }
-    # The examples' folder whole: warehouse.py reads the contract files beside it.
-    dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py"))]
+    # The examples' folder whole: warehouse.py reads the contract files beside it; and the test
+    # DAGs' folders of contract files beside them (dags/batched.py's).
+    folders = [path for path in TEST_DAGS.iterdir() if path.is_dir() and path.name[0] != "_"]
+    dags = [EXAMPLES, *sorted(TEST_DAGS.glob("*.py")), *sorted(folders)]
     with Deployment(
         postgres_url, dags=dags, environment=environment, connections=connections, users=USERS
     ) as started:

@@ -528,8 +528,12 @@ class Client:
 
     def asset_events(self, uri: str, **params: Any) -> list[dict[str, Any]]:
         """The events of the Asset with this URI, oldest first; params filter them
-        (source_dag_id, source_run_id, ...)."""
-        assets = self.request("GET", "/assets", params={"uri_pattern": uri, "limit": 1000})
+        (source_dag_id, source_run_id, ...). The Asset may be one no DAG names, known only from
+        the events an AssetAlias outlet gave it, which /assets lists only when asked to
+        (only_active=false)."""
+        assets = self.request(
+            "GET", "/assets", params={"uri_pattern": uri, "limit": 1000, "only_active": False}
+        )
         [asset] = [a for a in assets["assets"] if a["uri"] == uri]
         found = self.request(
             "GET",
