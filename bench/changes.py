@@ -8,8 +8,9 @@ floor's target by the database's own bulk copy, and into dogana's by a full deli
 each of five rounds, the source changes 10,000 rows spread across the table (every N/10,000th
 key: nine in ten updated, one in ten flagged deleted), and both apply them, in turn (the floor
 first in even rounds, dogana first in odd ones), each after the database and the kernel have
-written out what came before (a checkpoint on PostgreSQL, InnoDB's dirty pages on MariaDB,
-then sync), as a changes delivery a day after the load finds them:
+written out what came before (a checkpoint on PostgreSQL, InnoDB's dirty pages and its purge
+of the rows deleted or changed on MariaDB, then sync), as a changes delivery a day after the load
+finds them:
 
     floor    the database's own application of the same rows, no Python in it: the rows changed
              since the round began copied into a temporary table, then one transaction
@@ -20,8 +21,10 @@ then sync), as a changes delivery a day after the load finds them:
              of a changes delivery read by the cursor column, tombstones for the deleted rows
 
 The medians of the rounds and their ratio are printed, then each one's growth from the smallest
-size to the largest: dogana's should stay within the floor's own. Both targets are then compared
-with the source's live rows by count and an aggregate of every column.
+size to the largest: dogana's should stay within the floor's own. On MariaDB, the pages each
+read from disk in its median round are printed too (InnoDB's server-wide count, dogana's by
+step): unlike the seconds, they do not rise with the machine's load. Both targets are then
+compared with the source's live rows by count and an aggregate of every column.
 
 Then "a 10-row changes delivery": five changes deliveries of 10 spread rows (one deleted), the
 median, and one more counted: the statements the drivers were asked to run and the connections
@@ -261,6 +264,9 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
     full = time.perf_counter() - started
     took: dict[str, list[float]] = {"floor": [], "dogana": []}
     steps: list[dict[str, float]] = []
+    # Pages read from disk (MariaDB's server-wide count), each round's: the floor's, and
+    # dogana's by step.
+    reads: dict[str, list[dict[str, int]]] = {"floor": [], "dogana": []}
     for turn in range(ROUNDS):
         pipeline.settle(dogana)
         # The rows the floor applies are those past the source's clock before the change and
@@ -272,12 +278,18 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         for who in order:
             pipeline.settle(dogana)
             gc.collect()
+            read: dict[str, int] = {}
+            before = dogana.page_reads()
             begun = time.perf_counter()
             if who == "floor":
                 floor.floor_changes(mark)
             else:
-                steps.append(pipeline.dogana_steps(home, "changes"))
+                steps.append(pipeline.dogana_steps(home, "changes", reads=read, database=dogana))
             took[who].append(time.perf_counter() - begun)
+            after = dogana.page_reads()
+            if before is not None and after is not None:
+                read["all"] = after - before
+                reads[who].append(read)
     live = dogana.aggregate(dogana.source_url(), LIVE)
     same = {
         who: database.aggregate(database.target_url(), TABLE) == live
@@ -302,6 +314,7 @@ def child(args: argparse.Namespace) -> dict[str, Any]:
         "rounds": took,
         "same": same,
         "steps": steps[took["dogana"].index(median)],
+        "reads": reads,
         "few": few,
         "few_steps": few_steps[few.index(few_median)],
         "statements": count["statements"],
@@ -383,6 +396,7 @@ def report(name: str, rows: int, found: dict[str, Any]) -> list[str]:
         f"  dogana changes delivery                {dogana:6.2f} s (median of {each['dogana']})"
         f"  {dogana / floor:.2f}x the floor\n"
         f"  dogana by step, its median round: {steps}\n"
+        f"{page_reads(found)}"
         f"  a {FEW}-row changes delivery: {few:.3f} s (median of {few_each}; its steps "
         f"{few_steps}); {counted(found)}",
         flush=True,
@@ -398,6 +412,21 @@ def report(name: str, rows: int, found: dict[str, Any]) -> list[str]:
         f"({found['statements'] / filed:.0%} of the {filed} when issue 26 was filed: "
         f"halved {met(halved)})",
     ]
+
+
+def page_reads(found: dict[str, Any]) -> str:
+    """The pages read from disk in each one's median round, where the database counts them
+    (server-wide: the bench's own statements, and whatever else the server ran meanwhile)."""
+    reads = found.get("reads") or {}
+    if not all(reads.get(who) for who in ("floor", "dogana")):
+        return ""
+    line = "  pages read from disk, each one's median round:"
+    for who in ("floor", "dogana"):
+        median = statistics.median_low(found["rounds"][who])
+        read = reads[who][found["rounds"][who].index(median)]
+        steps = ", ".join(f"{step} {n:,}" for step, n in read.items() if step != "all")
+        line += f" {who} {read['all']:,}" + (f" ({steps})" if steps else "") + ";"
+    return line.rstrip(";") + "\n"
 
 
 def counted(found: dict[str, Any]) -> str:

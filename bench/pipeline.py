@@ -33,14 +33,14 @@ printed per step; the delivery's is the largest, and should stay flat from 1M to
 Every target is then compared with the source by count and an aggregate of every column.
 
 After the full delivery, the database first finishes what the load left it to do in the
-background (a checkpoint on PostgreSQL, InnoDB's dirty pages written out on MariaDB), as it has
-by the time a changes delivery comes a day later. Then dogana's process changes 10,000 rows
-spread across the source (every N/10,000th id) and delivers them as a changes delivery, read by
-the cursor column, which the source indexes as a source read by changes would: five rounds
-(--change-rounds), each of other spread rows, the median printed. The floor's variant applies
-the same changes in the same way with the database's own tools (the changed rows copied into a
-temporary table, then the published rows replaced in one transaction): what those rows cost the
-database itself.
+background (a checkpoint on PostgreSQL, InnoDB's dirty pages written out and its purge done on
+MariaDB), as it has by the time a changes delivery comes a day later. Then dogana's process
+changes 10,000 rows spread across the source (every N/10,000th id) and delivers them as a
+changes delivery, read by the cursor column, which the source indexes as a source read by
+changes would: five rounds (--change-rounds), each of other spread rows, the median printed.
+The floor's variant applies the same changes in the same way with the database's own tools (the
+changed rows copied into a temporary table, then the published rows replaced in one
+transaction): what those rows cost the database itself.
 
 Then a delivery's fixed cost: changes deliveries of FEW (10) spread rows, the median of five
 (--change-rounds), and one more counted: the statements the drivers were asked to run (sqlite3's
@@ -158,6 +158,11 @@ class Database:
     def mark(self) -> str: ...
     def floor_changes(self, mark: str) -> None: ...
     def pages(self, rows: int) -> str | None:
+        return None
+
+    def page_reads(self) -> int | None:
+        """The pages the server has read from disk so far, server-wide, where it counts them
+        (InnoDB's Innodb_buffer_pool_reads); None elsewhere."""
         return None
 
     def query(self, url: str, sql: str) -> list[tuple[Any, ...]]: ...
@@ -461,7 +466,11 @@ class MariaDb(Database):
 
     def settle(self) -> None:
         """Let InnoDB write out the pages the load left dirty, as its page cleaner would within
-        minutes of it: a changes delivery a day later does not evict them one by one."""
+        minutes of it: a changes delivery a day later does not evict them one by one. And let
+        its purge remove what the last statements deleted or changed (their delete-marked
+        index entries, read again from disk to be removed): a day later it is done, where
+        right after them it reads pages beside whatever runs next, charging the one that ran
+        before to the one measured after."""
         connection = self._connect()
         try:
             cursor = connection.cursor()
@@ -471,9 +480,16 @@ class MariaDb(Database):
             try:
                 deadline = time.monotonic() + 120
                 while time.monotonic() < deadline:
-                    cursor.execute("SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_pages_dirty'")
+                    cursor.execute(
+                        "SHOW GLOBAL STATUS WHERE Variable_name IN "
+                        "('Innodb_buffer_pool_pages_dirty', 'Innodb_history_list_length')"
+                    )
+                    status = {name.lower(): int(value) for name, value in cursor.fetchall()}
                     # Purge and statistics keep a few pages dirty on a quiet server.
-                    if int(cursor.fetchone()[1]) <= SETTLED_PAGES:
+                    if (
+                        status["innodb_buffer_pool_pages_dirty"] <= SETTLED_PAGES
+                        and status["innodb_history_list_length"] == 0
+                    ):
                         break
                     time.sleep(0.2)
             finally:
@@ -484,6 +500,12 @@ class MariaDb(Database):
     def mark(self) -> str:
         [(mark,)] = self.query(self.source_url(), "SELECT CAST(UTC_TIMESTAMP(6) AS CHAR)")
         return str(mark)
+
+    def page_reads(self) -> int | None:
+        [(_, reads)] = self.query(
+            self.source_url(), "SHOW GLOBAL STATUS LIKE 'Innodb_buffer_pool_reads'"
+        )
+        return int(reads)
 
     def floor_changes(self, mark: str) -> None:
         dump = Path(tempfile.gettempdir()) / f"dogana_bench_{self.run}_changes.tsv"
@@ -640,11 +662,15 @@ def dogana_steps(
     readers: int = 1,
     cpu: dict[str, dict[str, float]] | None = None,
     bench_run: str = "",
+    reads: dict[str, int] | None = None,
+    database: Database | None = None,
 ) -> dict[str, float]:
     """The four operators' execute(), in order, as the DAG wires them; seconds per step, and
     into peaks, when given, each step's peak RSS in MiB. readers: the extract's readers. cpu,
     when given, gets each step's CPU seconds: this process's (every thread) and the server
-    processes' of the bench's run (bench_run) (PostgreSQL: ServerCpu; none elsewhere)."""
+    processes' of the bench's run (bench_run) (PostgreSQL: ServerCpu; none elsewhere). reads,
+    when given, gets each step's pages read from disk where database counts them
+    (Database.page_reads), asked between the steps, outside their seconds."""
     from dogana_provider.operators.extract import ExtractOperator
     from dogana_provider.operators.gate import GateOperator
     from dogana_provider.operators.plan import PlanDeliveryOperator
@@ -662,12 +688,18 @@ def dogana_steps(
     server = ServerCpu(bench_run) if cpu is not None else None
     mark = (time.process_time(), server.seconds() if server else 0.0)
 
+    counted = database.page_reads() if reads is not None and database is not None else None
+
     def spent(step: str) -> None:
-        nonlocal mark
+        nonlocal mark, counted
         if server is not None and cpu is not None:  # both or neither
             now = (time.process_time(), server.seconds())
             cpu[step] = {"client": now[0] - mark[0], "server": now[1] - mark[1]}
             mark = now
+        if counted is not None and reads is not None and database is not None:
+            before, counted = counted, database.page_reads()
+            if counted is not None:
+                reads[step] = counted - before
 
     reset_peak()
     started = time.perf_counter()

@@ -309,10 +309,24 @@ class Dialect:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]
 
-    def updates_in_place(self, connection: Any, table: str) -> bool:
-        """Whether an upsert UPDATEs the published rows whose key is staged rather than
-        deleting and inserting them."""
+    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
+        """Whether an upsert of rows staged rows UPDATEs the published rows whose key is staged
+        rather than deleting and inserting them."""
         return False
+
+    def update_by_key(
+        self,
+        target: str,
+        source: str,
+        assignments: Sequence[tuple[str, str]],
+        same: str,
+        where: str,
+    ) -> str:
+        """An UPDATE of the published table target from the staging table source, aliased s:
+        each assignment a quoted column of target and its new value (an expression on s), in
+        target's rows where same (target's key equals s's) and where (a condition on s) hold."""
+        sets = ", ".join(f"{column} = {value}" for column, value in assignments)
+        return f"UPDATE {target} SET {sets} FROM {source} s WHERE {same} AND {where}"
 
     def keyed_batch(self, connection: Any, rows: int) -> int | None:
         """How many staged rows, of a delivery of rows, a publication's DELETE of the published

@@ -271,11 +271,11 @@ class MariadbDialect(Dialect):
             )
 
     def keyed_batch(self, connection: Any, rows: int) -> int | None:
-        # A multi-table DELETE reads each matching row through the key index and the clustered
-        # index (dogana's published table has no primary key: the key index is a secondary
-        # one), keeps its position, and deletes it in a second pass that visits both pages
-        # again; the INSERT then visits the key index's page a third time. A page read from
-        # disk enters the buffer pool's LRU list at the head of its old part
+        # A multi-table DELETE or UPDATE (updates_in_place) reads each matching row through the
+        # key index and the clustered index (dogana's published table has no primary key: the
+        # key index is a secondary one), keeps its position, and changes it in a second pass
+        # that visits its pages again; the INSERT then visits the key index's page once more.
+        # A page read from disk enters the buffer pool's LRU list at the head of its old part
         # (innodb_old_blocks_pct), and the pages read after it push it out once that part is
         # full. Keys spread over a table larger than the pool each lie on pages of their own:
         # all at once, every visit after the first reads the page from disk again; in batches
@@ -293,6 +293,37 @@ class MariadbDialect(Dialect):
         if batch < 1 or batch >= rows or -(-rows // batch) > _MOST_BATCHES:
             return None
         return batch
+
+    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
+        # A DELETE and an INSERT of a spread row write its clustered page and its key index's
+        # page (a delete mark and a new entry), and leave both marks for InnoDB's purge, which
+        # reads the pages again after the commit; an UPDATE that leaves the key alone writes the
+        # clustered page alone and leaves the old version in the undo log only. Where the rows
+        # are few (no batches, keyed_batch), their pages are too, and the DELETE of every
+        # staged key and the INSERT are a statement fewer. A trigger on the published table
+        # would see an UPDATE where it saw a DELETE and an INSERT: such a table keeps them.
+        if rows <= _FEWEST_BATCHED:
+            return False
+        triggers = scalar(
+            connection,
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS "
+            "WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s",
+            (table,),
+        )
+        return int(triggers) == 0
+
+    def update_by_key(
+        self,
+        target: str,
+        source: str,
+        assignments: Sequence[tuple[str, str]],
+        same: str,
+        where: str,
+    ) -> str:
+        # No UPDATE ... FROM: a multi-table UPDATE joins the staging table, and its SET names
+        # the target's columns by table, both tables having them.
+        sets = ", ".join(f"{target}.{column} = {value}" for column, value in assignments)
+        return f"UPDATE {target} JOIN {source} s ON {same} SET {sets} WHERE {where}"
 
     def keeps_insert_checks(self, connection: Any, table: str) -> bool:
         count = scalar(

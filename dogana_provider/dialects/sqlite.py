@@ -205,7 +205,7 @@ class SqliteDialect(Dialect):
         )
         return bool(count)
 
-    def updates_in_place(self, connection: Any, table: str) -> bool:
+    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
         # UPDATE ... FROM arrived in 3.33. A trigger on the published table would see an
         # UPDATE where it saw a DELETE and an INSERT: such a table keeps them.
         if sqlite3.sqlite_version_info < (3, 33, 0):

@@ -7,7 +7,8 @@ never a loop over rows in Python:
     replace_window   DELETE the published rows whose window value is in [low, high], and (keyed)
                      those sharing a key with a live staged row; INSERT the live staged rows
     upsert           DELETE the published rows sharing a key with a live staged row; INSERT those
-                     (SQLite: UPDATE those rows in place from the staged ones; INSERT the rest)
+                     (SQLite, and MariaDB beyond a few rows: UPDATE those rows in place from the
+                     staged ones; INSERT the rest)
     tombstone        DELETE the published rows sharing a key with a staged tombstone
     append           INSERT the live staged rows
 
@@ -320,6 +321,7 @@ class _Published:
         # A file may omit the deleted column: then every row is live.
         self.deleted = deleted if deleted is not None and staged.logical(deleted) else None
         self._in_place: bool | None = None
+        self._published: list[str] | None = None
         self._checked: bool | None = None
 
     def staged_where(self, live: bool | None, batch: Batch = EVERY) -> tuple[str, tuple[Any, ...]]:
@@ -372,11 +374,12 @@ class _Published:
                 self.delete_matching(action.key, live=True)
             self.insert_live()
         elif kind is ActionKind.UPSERT:
-            if self.updates_in_place():
-                self.update_matching(action.key)
-                self.insert_live(absent=action.key)
-            else:
-                for batch in self.batches():
+            in_place = self.updates_in_place()
+            for batch in self.batches():
+                if in_place:
+                    self.update_matching(action.key, batch)
+                    self.insert_live(absent=action.key, batch=batch)
+                else:
                     self.delete_matching(action.key, live=True, batch=batch)
                     self.insert_live(batch=batch)
         elif kind is ActionKind.TOMBSTONE:
@@ -387,21 +390,30 @@ class _Published:
             raise ValueError(f"unknown action {kind}")
 
     def upserts_with_tombstones(self, plan: ApplyPlan) -> bool:
-        """Run a changes delivery's upsert and tombstones as one DELETE of every staged key and
-        an INSERT of the live rows, where the upsert deletes and inserts (updates_in_place
-        says not): the staged keys are unique, live or tombstone (ApplyPlan.for_delivery), so
-        the tombstones' own DELETE after the INSERT would find only the rows the first one
-        already deleted, nor a later batch's DELETE the rows an earlier one inserted. False,
-        nothing run, for any other plan."""
+        """Run a changes delivery's upsert and tombstones batch by batch (batches): where the
+        upsert deletes and inserts, one DELETE of every staged key of the batch and an INSERT
+        of its live rows; where it updates in place (updates_in_place), the batch's UPDATE,
+        its INSERT of the live rows whose key is not published, and its tombstones' DELETE.
+        The staged keys are unique, live or tombstone (ApplyPlan.for_delivery), so no
+        tombstone's DELETE finds a row a live staged row inserted or updated, nor a later
+        batch's statements the rows of an earlier one: the same rows as the upsert's
+        statements over every batch, then the tombstones'. False, nothing run, for any other
+        plan."""
         actions = plan.actions
         if [action.operation for action in actions] != [ActionKind.UPSERT, ActionKind.TOMBSTONE]:
             return False
         key = actions[0].key
-        if actions[1].key != key or self.updates_in_place():
+        if actions[1].key != key:
             return False
+        in_place = self.updates_in_place()
         for batch in self.batches():
-            self.delete_matching(key, live=None, batch=batch)
-            self.insert_live(batch=batch)
+            if in_place:
+                self.update_matching(key, batch)
+                self.insert_live(absent=key, batch=batch)
+                self.delete_matching(key, live=False, batch=batch)
+            else:
+                self.delete_matching(key, live=None, batch=batch)
+                self.insert_live(batch=batch)
         return True
 
     def insert_live(self, absent: tuple[str, ...] = (), batch: Batch = EVERY) -> None:
@@ -432,7 +444,8 @@ class _Published:
 
     def updates_in_place(self) -> bool:
         """Whether an upsert UPDATEs the published rows whose key is staged instead of deleting
-        and inserting them (Dialect.updates_in_place: SQLite's UPDATE ... FROM).
+        and inserting them (Dialect.updates_in_place: SQLite's UPDATE ... FROM, MariaDB's
+        multi-table UPDATE of more rows than it publishes at once, Dialect.update_by_key).
 
         Each of the rows a changes delivery spreads across a table lies on a page of its own:
         a DELETE rewrites those pages and every key-index page holding one of their keys, and
@@ -446,31 +459,35 @@ class _Published:
         PostgreSQL's UPDATE visits the same heap pages as its DELETE and, a freshly loaded page
         having no room, writes each new version elsewhere with its index entry, as the INSERT
         does, and a plain join lets the planner scan the whole table: it keeps DELETE and
-        INSERT, as MariaDB does.
+        INSERT. MariaDB's DELETE and INSERT write the key index's pages besides the rows' and
+        leave their delete marks for its purge to read again (MariadbDialect.updates_in_place).
         """
         if self._in_place is None:  # asked once a publication: the plan's and its upsert's
-            self._in_place = self.dialect.updates_in_place(self.connection, self.contract.table)
+            self._in_place = self.dialect.updates_in_place(
+                self.connection, self.contract.table, self.staged.rows
+            )
         return self._in_place
 
-    def update_matching(self, key: tuple[str, ...]) -> None:
-        """UPDATE the published rows sharing a key with a live staged row to its values."""
+    def update_matching(self, key: tuple[str, ...], batch: Batch = EVERY) -> None:
+        """UPDATE the published rows sharing a key with a live staged row (of the batch) to its
+        values."""
         q = self.dialect.quote
         staged = {name for name, _ in self.columns}
-        published = (
-            existing_columns(self.connection, self.dialect, self.contract.table)
-            if self.declared is None
-            else list(self.declared)
-        )
-        sets = [f"{q(name)} = s.{q(name)}" for name, _ in self.columns if name not in key]
-        sets += [f"{q(name)} = NULL" for name in published if name not in staged]
+        if self._published is None:  # read once: every batch's UPDATE sets the same columns
+            self._published = (
+                existing_columns(self.connection, self.dialect, self.contract.table)
+                if self.declared is None
+                else list(self.declared)
+            )
+        sets = [(q(name), f"s.{q(name)}") for name, _ in self.columns if name not in key]
+        sets += [(q(name), "NULL") for name in self._published if name not in staged]
         if not sets:  # every column is the key: the matching rows are the staged ones already
             return
         same = " AND ".join(f"{self.target}.{q(k)} = s.{q(k)}" for k in key)
-        where, params = self.staged_where(live=True)
+        where, params = self.staged_where(live=True, batch=batch)
         execute(
             self.connection,
-            f"UPDATE {self.target} SET {', '.join(sets)} FROM {self.source} s "
-            f"WHERE {same} AND {where}",
+            self.dialect.update_by_key(self.target, self.source, sets, same, where),
             params,
         )
 

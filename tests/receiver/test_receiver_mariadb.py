@@ -439,14 +439,17 @@ def rows_per_batch(connection: Any) -> int:
     return int(per)
 
 
-def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
-    mariadb_url: str, tmp_path: Path
-) -> None:
+def publish_spread_changes(
+    mariadb_url: str, tmp_path: Path, *before: str, extra: bool = False
+) -> tuple[list[str], int, dict[int, Any]]:
     """A changes delivery of more rows than the buffer pool's old part holds the pages of
-    (MariadbDialect.keyed_batch) deletes and inserts its staged rows batch by batch, each
-    batch's DELETE by staged key followed by its INSERT, in the one transaction: the rows
-    updated, inserted and deleted across the batches' edges are the source's, and the ledger
-    verifies. The statements are read from a cursor class that notes them."""
+    (MariadbDialect.keyed_batch): three batches, two whole and one half, of updated, deleted and
+    new rows across the batches' edges, after a full one; before: statements run on the
+    published table between the two (%s its quoted name). Checked as every publication of the
+    suite is (the rows are the source's, the ledger verifies); then the first word of each
+    statement the changes delivery ran on the published table, read from a cursor class that
+    notes them, the batches there were, and (extra) the published column extra by id, which
+    before added."""
     uid = uuid.uuid4().hex[:10]
     statements: list[str] = []
 
@@ -459,7 +462,9 @@ def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds
     receiver = suite.make(connector(mariadb_url, cursorclass=Noting), uid)
     source = Source(f"orders_{uid}", tmp_path)
     receiver.register(source.contract)
+    target = MARIADB.quote(source.table)
     connection = connector(mariadb_url)()
+    extras: dict[int, Any] = {}
     try:
         per = rows_per_batch(connection)
         changed = 2 * per + per // 2  # three batches: two whole, one half
@@ -467,6 +472,10 @@ def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds
         for id_ in range(1, 2 * changed + 1):
             source.put(id_, id_ % 30, f"n{id_}", at(1))
         suite.publish_checked(receiver, source, source.full(at(2)))
+        cursor = connection.cursor()
+        for statement in before:
+            cursor.execute(statement % target)
+        connection.commit()
         for id_ in range(1, 2 * updated, 2):
             source.put(id_, 1, f"changed {id_}", at(3))
         for id_ in deleted:
@@ -477,17 +486,78 @@ def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds
         assert staged is not None
         statements.clear()
         suite.publish_checked(receiver, source, source.changes(at(2), at(4), deleted))
+        if extra:
+            cursor.execute(f"SELECT id, extra FROM {target}")
+            extras = dict(cursor.fetchall())
     finally:
         connection.close()
         drop_tables(mariadb_url, uid)
-    target = MARIADB.quote(source.table)
     published = [
         statement.split()[0]
         for statement in statements
-        if statement.startswith((f"DELETE {target} ", f"INSERT INTO {target} "))
+        if statement.startswith(
+            (f"DELETE {target} ", f"INSERT INTO {target} ", f"UPDATE {target} ")
+        )
     ]
-    assert published == ["DELETE", "INSERT"] * -(-changed // staged)
-    assert len(published) == 6
+    return published, -(-changed // staged), extras
+
+
+def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A changes delivery of more rows than the buffer pool's old part holds the pages of is
+    published batch by batch, in the one transaction; the published rows whose key a batch
+    stages live are updated in place (MariadbDialect.updates_in_place), each batch's UPDATE
+    by staged key followed by its INSERT of the keys not published and its tombstones'
+    DELETE."""
+    published, batches, _ = publish_spread_changes(mariadb_url, tmp_path)
+    assert batches == 3
+    assert published == ["UPDATE", "INSERT", "DELETE"] * batches
+
+
+def test_a_published_table_with_a_trigger_keeps_delete_and_insert_in_its_batches(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A trigger would see an UPDATE where it saw a DELETE and an INSERT: a published table
+    with one is published as before, each batch's DELETE of its staged keys, live or
+    tombstone, followed by its INSERT of the live rows."""
+    trigger = f"dogana_test_{uuid.uuid4().hex[:10]}"
+    published, batches, _ = publish_spread_changes(
+        mariadb_url,
+        tmp_path,
+        f"CREATE TRIGGER {trigger} BEFORE INSERT ON %s FOR EACH ROW SET NEW.name = NEW.name",
+    )
+    assert published == ["DELETE", "INSERT"] * batches
+
+
+def test_a_row_updated_in_place_is_null_in_a_published_column_its_file_lacks(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A row a batch updates in place is the staged row, as one deleted and inserted anew: a
+    published column the file lacks is NULL in it, and kept in the rows the delivery leaves."""
+    published, _, extra = publish_spread_changes(
+        mariadb_url,
+        tmp_path,
+        "ALTER TABLE %s ADD COLUMN extra BIGINT",
+        "UPDATE %s SET extra = 7",
+        extra=True,
+    )
+    assert published[0] == "UPDATE"
+    changed = {id_ for id_, value in extra.items() if value is None}
+    kept = {id_ for id_, value in extra.items() if value == 7}
+    assert changed and kept and changed | kept == set(extra)
+    per = rows_per_batch_at(mariadb_url)
+    updated = (2 * per + per // 2) * 8 // 10
+    assert changed >= set(range(1, 2 * updated, 2))
+    assert not kept & set(range(1, 2 * updated, 2))
+
+
+def rows_per_batch_at(mariadb_url: str) -> int:
+    connection = connector(mariadb_url)()
+    try:
+        return rows_per_batch(connection)
+    finally:
+        connection.close()
 
 
 def test_a_changes_delivery_whose_fitting_batches_would_be_too_many_is_published_at_once(
