@@ -59,6 +59,16 @@ def mapped_xcom(run: Any, task_id: str) -> list[Any]:
 
 
 @ON_SQLITE
+def contract_folder(databases: Databases, tables: list[str], home: Path) -> Path:
+    """The source tables, and a folder of a contract file each, as a DAG author keeps them."""
+    source_tables(databases, tables)
+    folder = home / "contracts"
+    folder.mkdir()
+    for table in tables:
+        (folder / f"{table}.json").write_text(contract(table).to_json(), encoding="utf-8")
+    return folder
+
+
 def test_batches_of_tables_in_one_task_each_publish_each_table_with_its_own_asset_event(
     databases: Databases, airflow_home: Path
 ) -> None:
@@ -105,11 +115,7 @@ def test_a_folder_split_for_two_tasks_delivers_each_table_in_one_of_two_with_its
     table its own delivery, receipt and Asset event, whether the list's task makes the batches
     or a batches task after it."""
     tables = [f"s{i}_{databases.uid}" for i in range(5)]
-    source_tables(databases, tables)
-    folder = tmp_path / "contracts"
-    folder.mkdir()
-    for table in tables:
-        (folder / f"{table}.json").write_text(contract(table).to_json(), encoding="utf-8")
+    folder = contract_folder(databases, tables, tmp_path)
     module = dag_with(
         databases,
         airflow_home,
@@ -150,11 +156,7 @@ def test_a_folders_batches_mapped_over_contract_are_refused_naming_contracts_not
     snapshot, one commit, all or nothing), not as the independent deliveries meant. Each batch
     is refused instead, before anything is delivered, its log naming contracts=."""
     tables = [f"c{i}_{databases.uid}" for i in range(3)]
-    source_tables(databases, tables)
-    folder = tmp_path / "contracts"
-    folder.mkdir()
-    for table in tables:
-        (folder / f"{table}.json").write_text(contract(table).to_json(), encoding="utf-8")
+    folder = contract_folder(databases, tables, tmp_path)
     databases.hook.receiver.register(contract(f"other_{databases.uid}"))  # its store exists
     module = dag_with(
         databases,

@@ -408,6 +408,26 @@ class Client:
         body = {"connection_id": conn_id, "conn_type": conn_type, **fields}
         self.request("POST", "/connections", json=body)
 
+    def add_server_connection(self, conn_id: str, conn_type: str, url: str, **fields: Any) -> None:
+        """A connection to the server at url (its host, port and user), its database the
+        connection's schema; fields as add_connection's."""
+        parts = urlsplit(url)
+        self.add_connection(
+            conn_id,
+            conn_type,
+            host=parts.hostname,
+            port=parts.port,
+            login=parts.username,
+            schema=parts.path.lstrip("/"),
+            **fields,
+        )
+
+    def add_schema_connection(self, conn_id: str, url: str, schema: str, **fields: Any) -> None:
+        """A PostgreSQL connection to the server at url whose every session resolves tables in
+        schema (libpq options): a receiver of a test's own."""
+        extra = {"options": f"-csearch_path={schema}"}
+        self.add_server_connection(conn_id, "postgres", url, extra=extra, **fields)
+
     def pool(self, name: str, slots: int) -> None:
         """Create the pool with this many slots, or resize it: at 0 the scheduler queues none
         of its tasks, which wait scheduled until it has a slot open."""

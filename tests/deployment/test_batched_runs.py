@@ -24,7 +24,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
 import psycopg2
@@ -109,17 +108,7 @@ def batched(client: Client, servers: Servers) -> Batched:
     fill_source(found.source)
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {found.schema}")
-    parts = urlsplit(url)
-    client.add_connection(
-        RECEIVER,
-        "postgres",
-        host=parts.hostname,
-        port=parts.port,
-        login=parts.username,
-        password=SECRET,
-        schema=parts.path.lstrip("/"),
-        extra={"options": f"-csearch_path={found.schema}"},
-    )
+    client.add_schema_connection(RECEIVER, url, found.schema, password=SECRET)
     client.add_connection(SOURCE, "sqlite", host=str(found.source))
     client.wait_parsed([DAG_ID])
 

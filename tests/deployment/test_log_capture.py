@@ -215,34 +215,14 @@ def wait_task(client: Client, run: Run, task_id: str, *states: str) -> str | Non
     raise AssertionError(f"{task_id} of {run} not {states}: {client.explain(run)}")
 
 
-def add_connection(client: Client, conn_id: str, conn_type: str, url: str, **fields: Any) -> None:
-    """A connection to the server at url, its database the connection's schema."""
-    parts = urlsplit(url)
-    client.add_connection(
-        conn_id,
-        conn_type,
-        host=parts.hostname,
-        port=parts.port,
-        login=parts.username,
-        schema=parts.path.lstrip("/"),
-        **fields,
-    )
-
-
 def begin(client: Client, scenario: Story, conn_id: str, conn_type: str, url: str) -> None:
     """The DAG's receiver (a schema of its own) and its source's connection (a PostgreSQL
     one with SECRET as its password) added, the DAG parsed and unpaused."""
     with psycopg.connect(scenario.url, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {scenario.schema}")
-    add_connection(
-        client,
-        f"{scenario.dag_id}_receiver",
-        "postgres",
-        scenario.url,
-        extra={"options": f"-csearch_path={scenario.schema}"},
-    )
+    client.add_schema_connection(f"{scenario.dag_id}_receiver", scenario.url, scenario.schema)
     secret = {"password": SECRET} if conn_type == "postgres" else {}
-    add_connection(client, conn_id, conn_type, url, **secret)
+    client.add_server_connection(conn_id, conn_type, url, **secret)
     client.wait_parsed([scenario.dag_id])
     client.unpause(scenario.dag_id)
 

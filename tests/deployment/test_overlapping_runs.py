@@ -27,7 +27,6 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import psycopg
 import psycopg2
@@ -117,16 +116,7 @@ def overlapping(client: Client, servers: Servers) -> Overlap:
     overlap = Overlap(f"dogana_overlap_{uuid.uuid4().hex[:10]}", url)
     with psycopg.connect(url, autocommit=True) as connection:
         connection.execute(f"CREATE SCHEMA {overlap.schema}")
-    parts = urlsplit(url)
-    client.add_connection(
-        RECEIVER,
-        "postgres",
-        host=parts.hostname,
-        port=parts.port,
-        login=parts.username,
-        schema=parts.path.lstrip("/"),
-        extra={"options": f"-csearch_path={overlap.schema}"},
-    )
+    client.add_schema_connection(RECEIVER, url, overlap.schema)
     for dag_id in (CATCHUP, CONCURRENT):
         shutil.rmtree(TURNS / dag_id, ignore_errors=True)
     client.wait_parsed([CATCHUP, CONCURRENT, RELEASED])
