@@ -514,6 +514,10 @@ def leave_nothing(
 ) -> Iterator[None]:
     """After the module, whatever its stories made is dropped, by the session's names, whether
     a story finished or not."""
+    try:  # asked before the module's tests: pytest refuses a fixture first asked in teardown
+        mariadb_url: str | None = request.getfixturevalue("mariadb_url")
+    except pytest.skip.Exception:
+        mariadb_url = None
     yield
     for each in STORIES:
         with contextlib.suppress(Exception):
@@ -531,9 +535,8 @@ def leave_nothing(
                 "WHERE slot_name = %s AND NOT active",
                 (f"{slot}_{run}",),
             )
-    with contextlib.suppress(pytest.skip.Exception):
-        source = MariaSource(request.getfixturevalue("mariadb_url"), "")
-        source.execute(f"DROP TABLE IF EXISTS `sched_maria_log_{run}`")
+    if mariadb_url is not None:
+        MariaSource(mariadb_url, "").execute(f"DROP TABLE IF EXISTS `sched_maria_log_{run}`")
 
 
 pg = told_by(pg_log, "pg")
