@@ -309,10 +309,14 @@ class Dialect:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]
 
-    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
+    def updates_in_place(self, rows: int) -> bool:
         """Whether an upsert of rows staged rows UPDATEs the published rows whose key is staged
-        rather than deleting and inserting them."""
+        rather than deleting and inserting them (where the table has no trigger, has_triggers)."""
         return False
+
+    def has_triggers(self, connection: Any, table: str) -> bool:
+        """Whether the table has a trigger of its own: asked only where updates_in_place."""
+        raise NotImplementedError
 
     def update_by_key(
         self,

@@ -294,23 +294,23 @@ class MariadbDialect(Dialect):
             return None
         return batch
 
-    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
+    def updates_in_place(self, rows: int) -> bool:
         # A DELETE and an INSERT of a spread row write its clustered page and its key index's
         # page (a delete mark and a new entry), and leave both marks for InnoDB's purge, which
         # reads the pages again after the commit; an UPDATE that leaves the key alone writes the
         # clustered page alone and leaves the old version in the undo log only. Where the rows
         # are few (no batches, keyed_batch), their pages are too, and the DELETE of every
-        # staged key and the INSERT are a statement fewer. A trigger on the published table
-        # would see an UPDATE where it saw a DELETE and an INSERT: such a table keeps them.
-        if rows <= _FEWEST_BATCHED:
-            return False
+        # staged key and the INSERT are a statement fewer.
+        return rows > _FEWEST_BATCHED
+
+    def has_triggers(self, connection: Any, table: str) -> bool:
         triggers = scalar(
             connection,
             "SELECT COUNT(*) FROM information_schema.TRIGGERS "
             "WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s",
             (table,),
         )
-        return int(triggers) == 0
+        return int(triggers) != 0
 
     def update_by_key(
         self,

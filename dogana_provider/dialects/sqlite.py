@@ -205,18 +205,17 @@ class SqliteDialect(Dialect):
         )
         return bool(count)
 
-    def updates_in_place(self, connection: Any, table: str, rows: int) -> bool:
-        # UPDATE ... FROM arrived in 3.33. A trigger on the published table would see an
-        # UPDATE where it saw a DELETE and an INSERT: such a table keeps them.
-        if sqlite3.sqlite_version_info < (3, 33, 0):
-            return False
+    def updates_in_place(self, rows: int) -> bool:
+        return sqlite3.sqlite_version_info >= (3, 33, 0)  # UPDATE ... FROM arrived in 3.33
+
+    def has_triggers(self, connection: Any, table: str) -> bool:
         triggers = scalar(
             connection,
             "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
             "AND tbl_name = ? COLLATE NOCASE",
             (table,),
         )
-        return int(triggers) == 0
+        return int(triggers) != 0
 
     def one_key_match(self, column: str, staged: str) -> str | None:
         # An IN list SQLite looks up in the key index; it plans a correlated EXISTS as a scan.

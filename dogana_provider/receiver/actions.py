@@ -463,9 +463,9 @@ class _Published:
         leave their delete marks for its purge to read again (MariadbDialect.updates_in_place).
         """
         if self._in_place is None:  # asked once a publication: the plan's and its upsert's
-            self._in_place = self.dialect.updates_in_place(
-                self.connection, self.contract.table, self.staged.rows
-            )
+            in_place = self.dialect.updates_in_place(self.staged.rows)
+            table = self.contract.table
+            self._in_place = in_place and not self.dialect.has_triggers(self.connection, table)
         return self._in_place
 
     def update_matching(self, key: tuple[str, ...], batch: Batch = EVERY) -> None:
