@@ -374,14 +374,7 @@ class _Published:
                 self.delete_matching(action.key, live=True)
             self.insert_live()
         elif kind is ActionKind.UPSERT:
-            in_place = self.updates_in_place()
-            for batch in self.batches():
-                if in_place:
-                    self.update_matching(action.key, batch)
-                    self.insert_live(absent=action.key, batch=batch)
-                else:
-                    self.delete_matching(action.key, live=True, batch=batch)
-                    self.insert_live(batch=batch)
+            self.upsert(action.key, tombstones=False)
         elif kind is ActionKind.TOMBSTONE:
             self.delete_matching(action.key, live=False)
         elif kind is ActionKind.APPEND:
@@ -405,16 +398,23 @@ class _Published:
         key = actions[0].key
         if actions[1].key != key:
             return False
+        self.upsert(key, tombstones=True)
+        return True
+
+    def upsert(self, key: tuple[str, ...], tombstones: bool) -> None:
+        """The live staged rows published by key, batch by batch (batches): UPDATEd in place
+        and the absent ones INSERTed (updates_in_place), or their keys DELETEd and they
+        INSERTed; with tombstones, the staged tombstones' rows deleted in each batch too."""
         in_place = self.updates_in_place()
         for batch in self.batches():
             if in_place:
                 self.update_matching(key, batch)
                 self.insert_live(absent=key, batch=batch)
-                self.delete_matching(key, live=False, batch=batch)
+                if tombstones:
+                    self.delete_matching(key, live=False, batch=batch)
             else:
-                self.delete_matching(key, live=None, batch=batch)
+                self.delete_matching(key, live=None if tombstones else True, batch=batch)
                 self.insert_live(batch=batch)
-        return True
 
     def insert_live(self, absent: tuple[str, ...] = (), batch: Batch = EVERY) -> None:
         """INSERT the live staged rows (of the batch); with absent (a key), only those whose key
