@@ -42,8 +42,10 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import queue
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, suppress
 from datetime import UTC, date, datetime, timedelta
@@ -380,6 +382,11 @@ class Witness:
             self.connection.close()
 
 
+READ_AHEAD = 4
+"""Batches the reader process may send before the read asks for them."""
+_END = object()
+
+
 class Reader:
     """The reader process (sources/sqlite_reader.py), its connection open on the read's file."""
 
@@ -453,7 +460,41 @@ class Reader:
         yield self._batches()
 
     def _batches(self) -> Iterator[pa.RecordBatch]:
-        yield from pa.ipc.open_stream(self.process.stdout)
+        # A thread takes the batches off the pipe as the process sends them: read one by one
+        # between the caller's conversions and writes, the pipe (64 KiB) would hold the process
+        # back until the caller came for the next, and the two would take turns instead of
+        # running on two cores.
+        ahead: queue.Queue[Any] = queue.Queue(maxsize=READ_AHEAD)
+        stopped = threading.Event()
+
+        def put(item: Any) -> bool:
+            while not stopped.is_set():
+                with suppress(queue.Full):
+                    ahead.put(item, timeout=0.1)
+                    return True
+            return False
+
+        def take() -> None:
+            try:
+                for batch in pa.ipc.open_stream(self.process.stdout):
+                    if not put(batch):
+                        return
+                put(_END)
+            except BaseException as error:  # raised again in the caller's thread
+                put(error)
+
+        taker = threading.Thread(target=take, name="dogana-sqlite-reader", daemon=True)
+        taker.start()
+        try:
+            while (item := ahead.get()) is not _END:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            # A caller that stops early leaves the process in the middle of its stream:
+            # close() kills it, which ends the thread's read.
+            stopped.set()
+        taker.join()
         self._answer()  # the driver's error, if it stopped
         self.usable = True
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
+import time
 import uuid
 from datetime import UTC, date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -22,6 +24,7 @@ from dogana_core import Contract, Shape
 from dogana_core.planner import ExtractionRequest
 from dogana_provider.sources import Read, Relation, SqliteSnapshots, extract, read_all
 from dogana_provider.sources.columns import UnsupportedColumn
+from dogana_provider.sources.sqlite import Reader
 
 UNTIL = datetime(2026, 1, 1, tzinfo=UTC)
 DDL = (
@@ -395,3 +398,32 @@ def test_a_reader_started_before_a_snapshot_nothing_read_with_is_stopped_with_it
     with source.snapshot(UNTIL):
         pass
     assert started.process.poll() is not None and source._spare is None
+
+
+def test_the_reader_sends_its_batches_ahead_of_a_caller_still_busy_with_one(
+    tmp_path: Path,
+) -> None:
+    # Three batches of some 300 KB each: more than a pipe holds, fewer than the read keeps ahead.
+    rows = [(i, "x" * 100, None, None, None, None, None, None, None) for i in range(3000)]
+    file = database(tmp_path, rows)
+    reader = Reader()
+    try:
+        reader.open(str(file), 1000)
+        reader.opened()
+        reader.begin()
+        with reader.read("SELECT id, customer FROM t ORDER BY id", {}, 1000) as batches:
+            first = next(batches)
+            # While the caller holds the first batch, the read takes the rest off the pipe, and
+            # the process sends its last line after them: then it has nothing left to send.
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline and any(
+                thread.name == "dogana-sqlite-reader" for thread in threading.enumerate()
+            ):
+                time.sleep(0.01)
+            assert reader.process.stdout is not None
+            reader.process.stdout.peek(1)
+            reader.process.kill()
+            rest = list(batches)
+        assert first.num_rows + sum(batch.num_rows for batch in rest) == 3000
+    finally:
+        reader.close()
