@@ -15,8 +15,9 @@ finds them:
     floor    the database's own application of the same rows, no Python in it: the rows changed
              since the round began copied into a temporary table, then one transaction
              (PostgreSQL: psql's \\copy, DELETE ... = ANY and INSERT; MariaDB: SELECT ... INTO
-             OUTFILE, LOAD DATA, DELETE ... JOIN and INSERT; SQLite: ATTACH, UPDATE ... FROM,
-             INSERT of new keys and DELETE of deleted ones)
+             OUTFILE, LOAD DATA, INSERT ... ON DUPLICATE KEY UPDATE and DELETE ... JOIN of the
+             deleted ones; SQLite: ATTACH, UPDATE ... FROM, INSERT of new keys and DELETE of
+             deleted ones)
     dogana   PlanDeliveryOperator, ExtractOperator, GateOperator and PublishOperator's execute()
              of a changes delivery read by the cursor column, tombstones for the deleted rows
 
