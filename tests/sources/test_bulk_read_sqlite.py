@@ -411,13 +411,15 @@ def test_the_reader_sends_its_batches_ahead_of_a_caller_still_busy_with_one(
         reader.open(str(file), 1000)
         reader.opened()
         reader.begin()
+        earlier = set(threading.enumerate())
         with reader.read("SELECT id, customer FROM t ORDER BY id", {}, 1000) as batches:
             first = next(batches)
             # While the caller holds the first batch, the read takes the rest off the pipe, and
             # the process sends its last line after them: then it has nothing left to send.
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline and any(
-                thread.name == "dogana-sqlite-reader" for thread in threading.enumerate()
+                thread.name == "dogana-sqlite-reader" and thread not in earlier
+                for thread in threading.enumerate()
             ):
                 time.sleep(0.01)
             assert reader.process.stdout is not None
