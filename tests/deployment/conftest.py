@@ -33,7 +33,7 @@ from api_servers import SERVER, Api
 from deployment import Client, Deployment
 from example_activation import example_tables, require_and_activate
 from source_tables import fill_examples, fill_tests, write_web_orders
-from stories import STORIES, Played, Servers
+from stories import STORIES, Played, Servers, drop_schema
 
 from dogana_provider.dialects import POSTGRES
 from dogana_provider.receiver import Receiver
@@ -111,8 +111,7 @@ def examples_receiver(postgres_url: str) -> Iterator[str]:
     try:
         yield schema
     finally:
-        with psycopg.connect(postgres_url, autocommit=True) as connection:
-            connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+        drop_schema(postgres_url, schema)
 
 
 @pytest.fixture(scope="session")

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+import psycopg
 import pytest
 from deployment import Client
 
@@ -65,3 +66,9 @@ def told_by(function: Callable[[Client, Servers], T], name: str) -> Any:
         return played.result(function)
 
     return result
+
+
+def drop_schema(postgres_url: str, schema: str) -> None:
+    """A PostgreSQL schema a story or the session made, dropped with everything in it."""
+    with psycopg.connect(postgres_url, autocommit=True) as connection:
+        connection.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")

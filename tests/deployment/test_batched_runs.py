@@ -29,7 +29,7 @@ import psycopg
 import psycopg2
 import pytest
 from deployment import Client, Deployment, Run
-from stories import Played, Servers, story
+from stories import Played, Servers, drop_schema, story
 
 from dogana_core import Outcome, Receipt
 from dogana_provider.dialects import POSTGRES
@@ -130,8 +130,7 @@ def batched(client: Client, servers: Servers) -> Batched:
 def runs(played: Played, postgres_url: str) -> Any:
     found = played.result(batched)
     yield found
-    with psycopg.connect(postgres_url, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA IF EXISTS {found.schema} CASCADE")
+    drop_schema(postgres_url, found.schema)
     shutil.rmtree(found.folder, ignore_errors=True)
 
 

@@ -32,7 +32,7 @@ import psycopg
 import psycopg2
 import pytest
 from deployment import Client, Run
-from stories import Played, Servers, story
+from stories import Played, Servers, drop_schema, story
 
 from dogana_core import Outcome
 from dogana_provider.dialects import POSTGRES
@@ -160,8 +160,7 @@ def overlapping(client: Client, servers: Servers) -> Overlap:
 def overlap(played: Played, postgres_url: str) -> Any:
     found = played.result(overlapping)
     yield found
-    with psycopg.connect(postgres_url, autocommit=True) as connection:
-        connection.execute(f"DROP SCHEMA IF EXISTS {found.schema} CASCADE")
+    drop_schema(postgres_url, found.schema)
 
 
 def superseded_race(client: Client, overlap: Overlap, names: tuple[str, str], table: str) -> None:
