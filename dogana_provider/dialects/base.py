@@ -279,6 +279,12 @@ class Dialect:
         CREATE INDEX IF NOT EXISTS find it."""
         return False
 
+    def has_key_index(self, connection: Any, table: str, name: str, key: Sequence[str]) -> bool:
+        """Whether the table has an index serving its key that create_index, asked for the key
+        index name, would not find by that name (a primary key on the key columns: primary_key);
+        False lets create_index look."""
+        return False
+
     def has_dependents(self, connection: Any, table: str) -> bool:
         """Whether a view, trigger, rule, foreign key, policy or grant hangs on the table."""
         return True
@@ -308,6 +314,32 @@ class Dialect:
     def drop_columns(self, table: str, columns: Sequence[str]) -> list[str]:
         """The statements dropping columns from a table."""
         return [f"ALTER TABLE {table} DROP COLUMN {self.quote(name)}" for name in columns]
+
+    def primary_key(self, kinds: Sequence[str | None]) -> bool:
+        """Whether a published table whose key columns have these logical types (None: a key
+        column the file lacks) is created with its key as its primary key, for upserts_by_key."""
+        return False
+
+    def upserts_by_key(self, connection: Any, table: str, key: Sequence[str], rows: int) -> bool:
+        """Whether an upsert of rows staged rows into the table is the database's own upsert
+        on the key (upsert_by_key); False without asking where it has none."""
+        return False
+
+    def upsert_by_key(
+        self,
+        target: str,
+        source: str,
+        columns: Sequence[str],
+        updated: Sequence[str],
+        cleared: Sequence[str],
+        key: Sequence[str],
+        where: str,
+    ) -> str:
+        """The database's own upsert of the published table target from the staging table
+        source, aliased s: the quoted columns inserted from s's rows where where holds, and a
+        row whose key is published updated instead, updated set to the row's values and
+        cleared to NULL (upserts_by_key)."""
+        raise NotImplementedError
 
     def updates_in_place(self, rows: int) -> bool:
         """Whether an upsert of rows staged rows UPDATEs the published rows whose key is staged
@@ -349,10 +381,11 @@ class Dialect:
         that have nothing to check (see receiver/actions.py)."""
         yield
 
-    def keeps_insert_checks(self, connection: Any, table: str) -> bool:
+    def keeps_insert_checks(self, connection: Any, table: str, key: Sequence[str]) -> bool:
         """Whether an INSERT into the table keeps the checks unchecked_inserts turns off: it has
         a unique index or a foreign key of its own, or rows already (what turning them off
-        speeds is an insert into an empty table)."""
+        speeds is an insert into an empty table). A primary key on exactly the key columns is
+        not one: the row checks prove the staged keys unique (primary_key)."""
         return True
 
     # Statements that may fail ---------------------------------------------------------------

@@ -89,6 +89,26 @@ _CATALOG = {
 }
 
 
+_UNIQUE_INDEXES = (
+    "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0"
+)
+"""A table's unique indexes, a row per column, for _index_columns."""
+
+
+def _index_columns(rows: Sequence[tuple[Any, ...]]) -> dict[str, frozenset[str]]:
+    """Rows of (index, column) as each index's name and its columns' folded names."""
+    indexes: dict[str, set[str]] = {}
+    for index, column in rows:
+        indexes.setdefault(text(index), set()).add(text(column).lower())
+    return {index: frozenset(columns) for index, columns in indexes.items()}
+
+
+def _columns(key: Sequence[str]) -> frozenset[str]:
+    # Column names are not case-sensitive here: the catalog's may be spelled otherwise.
+    return frozenset(name.lower() for name in key)
+
+
 def _naive_utc(value: datetime) -> datetime:
     # DATETIME holds no offset: dogana stores UTC, so every value is converted to it first.
     return value.astimezone(UTC).replace(tzinfo=None)
@@ -251,8 +271,9 @@ class MariadbDialect(Dialect):
 
     @contextmanager
     def unchecked_inserts(self, connection: Any) -> Iterator[None]:
-        # With no unique index and no foreign key, InnoDB's unique_checks and
-        # foreign_key_checks have nothing to check, and turning them off changes no outcome;
+        # With no foreign key and no unique index but a primary key on the key, whose staged
+        # values the row checks proved unique (keeps_insert_checks), InnoDB's unique_checks
+        # and foreign_key_checks have nothing to find, and turning them off changes no outcome;
         # what it changes is how InnoDB inserts into an empty table: one undo record for the
         # table instead of one per row, the indexes sorted and built page by page. The table's
         # lock is then held to the commit, and an error rolls back the whole transaction, not
@@ -325,17 +346,78 @@ class MariadbDialect(Dialect):
         sets = ", ".join(f"{target}.{column} = {value}" for column, value in assignments)
         return f"UPDATE {target} JOIN {source} s ON {same} SET {sets} WHERE {where}"
 
-    def keeps_insert_checks(self, connection: Any, table: str) -> bool:
-        count = scalar(
+    def keeps_insert_checks(self, connection: Any, table: str, key: Sequence[str]) -> bool:
+        # A primary key on exactly the key columns has nothing to find: the row checks proved
+        # the staged keys unique, and the table is empty. A foreign key or a row is marked
+        # by an index named "".
+        rows = fetch_all(
             connection,
-            "SELECT (SELECT COUNT(*) FROM information_schema.STATISTICS "
-            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND NON_UNIQUE = 0) "
-            "+ (SELECT COUNT(*) FROM information_schema.REFERENTIAL_CONSTRAINTS "
-            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s) "
-            f"+ EXISTS (SELECT 1 FROM {self.quote(table)})",
+            f"{_UNIQUE_INDEXES} UNION ALL SELECT '', CONSTRAINT_NAME "
+            "FROM information_schema.REFERENTIAL_CONSTRAINTS "
+            "WHERE CONSTRAINT_SCHEMA = DATABASE() AND TABLE_NAME = %s "
+            f"UNION ALL SELECT '', '' FROM DUAL WHERE EXISTS (SELECT 1 FROM {self.quote(table)})",
             (table, table),
         )
-        return int(count) != 0
+        unique = _index_columns(rows)
+        if unique.get("PRIMARY") == _columns(key):
+            del unique["PRIMARY"]
+        return bool(unique)
+
+    def primary_key(self, kinds: Sequence[str | None]) -> bool:
+        # InnoDB clusters a table by its primary key: the upsert (upserts_by_key) finds each
+        # row there in one descent and changes it in place. A text key is indexed by a prefix
+        # alone (index_column), which would refuse two keys sharing it: such a key, like a
+        # table created before, keeps a key index of its own.
+        return bool(kinds) and all(kind in ("int", "date", "datetime") for kind in kinds)
+
+    def has_key_index(self, connection: Any, table: str, name: str, key: Sequence[str]) -> bool:
+        rows = fetch_all(
+            connection,
+            "SELECT INDEX_NAME, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND INDEX_NAME IN ('PRIMARY', %s)",
+            (table, name),
+        )
+        indexes = _index_columns(rows)
+        return name in indexes or indexes.get("PRIMARY") == _columns(key)
+
+    def upserts_by_key(self, connection: Any, table: str, key: Sequence[str], rows: int) -> bool:
+        # Where the rows are few, so are their pages (updates_in_place): the DELETE of the
+        # staged keys and the INSERT are fewer statements than asking the catalog, reading
+        # the columns the upsert clears and upserting. INSERT ... ON DUPLICATE KEY UPDATE
+        # updates the row of whichever unique index the insert collides with: the key's
+        # primary key must be the only one. A trigger would see an update where it saw a
+        # delete and an insert; one is marked by an index named "".
+        if rows <= _FEWEST_BATCHED:
+            return False
+        found = fetch_all(
+            connection,
+            f"{_UNIQUE_INDEXES} UNION ALL SELECT '', TRIGGER_NAME FROM information_schema.TRIGGERS "
+            "WHERE EVENT_OBJECT_SCHEMA = DATABASE() AND EVENT_OBJECT_TABLE = %s",
+            (table, table),
+        )
+        return _index_columns(found) == {"PRIMARY": _columns(key)}
+
+    def upsert_by_key(
+        self,
+        target: str,
+        source: str,
+        columns: Sequence[str],
+        updated: Sequence[str],
+        cleared: Sequence[str],
+        key: Sequence[str],
+        where: str,
+    ) -> str:
+        # VALUES(c) is the value the row would have inserted; the target's columns are named
+        # by table, the staging table having them too.
+        sets = [f"{target}.{column} = VALUES({column})" for column in updated]
+        sets += [f"{target}.{column} = NULL" for column in cleared]
+        if not sets:  # every column is the key: the published row is the staged one already
+            sets = [f"{target}.{key[-1]} = {target}.{key[-1]}"]
+        selected = ", ".join(f"s.{column}" for column in columns)
+        return (
+            f"INSERT INTO {target} ({', '.join(columns)}) SELECT {selected} FROM {source} s "
+            f"WHERE {where} ON DUPLICATE KEY UPDATE {', '.join(sets)}"
+        )
 
     def statement_error(self, error: BaseException) -> str | None:
         args = getattr(error, "args", ())

@@ -8,7 +8,8 @@ never a loop over rows in Python:
                      those sharing a key with a live staged row; INSERT the live staged rows
     upsert           DELETE the published rows sharing a key with a live staged row; INSERT those
                      (SQLite, and MariaDB beyond a few rows: UPDATE those rows in place from the
-                     staged ones; INSERT the rest)
+                     staged ones; INSERT the rest; MariaDB where the key is the table's primary
+                     key: INSERT ... ON DUPLICATE KEY UPDATE)
     tombstone        DELETE the published rows sharing a key with a staged tombstone
     append           INSERT the live staged rows
 
@@ -71,6 +72,9 @@ def create_published(connection: Any, dialect: Dialect, staged: Staged, contract
         f"{dialect.quote(name)} {dialect.column_type(kind)}"
         for name, kind in published_columns(staged, contract)
     )
+    logical = dict(staged.columns)
+    if contract.keyed and dialect.primary_key(tuple(logical.get(k) for k in contract.key)):
+        columns += f", PRIMARY KEY ({', '.join(dialect.quote(k) for k in contract.key)})"
     execute(connection, f"CREATE TABLE IF NOT EXISTS {dialect.quote(contract.table)} ({columns})")
     create_indexes(connection, dialect, staged, contract)
 
@@ -82,9 +86,12 @@ def create_indexes(connection: Any, dialect: Dialect, staged: Staged, contract: 
     digest = hashlib.sha256(contract.table.encode()).hexdigest()[:20]
     if contract.keyed:
         # Upserts, tombstones and replaced windows find published rows by key: without an
-        # index, a small changes delivery would scan the whole table.
-        keys = ", ".join(dialect.index_column(k, logical.get(k)) for k in contract.key)
-        create_index(connection, dialect, contract.table, key_index_name(contract.table), keys)
+        # index, a small changes delivery would scan the whole table. A primary key on the key
+        # columns is that index (Dialect.primary_key).
+        name = key_index_name(contract.table)
+        if not dialect.has_key_index(connection, contract.table, name, contract.key):
+            keys = ", ".join(dialect.index_column(k, logical.get(k)) for k in contract.key)
+            create_index(connection, dialect, contract.table, name, keys)
     window = contract.window_column
     if window is not None and window in logical:
         # A replaced window deletes the published rows whose window value is in range: without
@@ -348,7 +355,7 @@ class _Published:
             return [EVERY]
         size = self.dialect.keyed_batch(self.connection, rows)
         if size is None or not self.dialect.keeps_insert_checks(
-            self.connection, self.contract.table
+            self.connection, self.contract.table, self.contract.key
         ):
             return [EVERY]
         # Every batch's INSERT keeps the checks, asked once: a batch's DELETE may leave the
@@ -402,9 +409,22 @@ class _Published:
         return True
 
     def upsert(self, key: tuple[str, ...], tombstones: bool) -> None:
-        """The live staged rows published by key, batch by batch (batches): UPDATEd in place
-        and the absent ones INSERTed (updates_in_place), or their keys DELETEd and they
-        INSERTed; with tombstones, the staged tombstones' rows deleted in each batch too."""
+        """The live staged rows published by key: by the database's own upsert where the table
+        allows it (Dialect.upserts_by_key), else batch by batch (batches), UPDATEd in place and
+        the absent ones INSERTed (updates_in_place), or their keys DELETEd and they INSERTed;
+        with tombstones, the staged tombstones' rows deleted too (in each batch).
+
+        The database's upsert finds each row once, through the primary key, and changes it
+        where it finds it; the statements of a batch find it again in each. It is the same
+        result: a published keyed table holds each key once and the staged keys are unique
+        (updates_in_place), so the upsert's update of a row is the DELETE and INSERT of it.
+        """
+        table, rows = self.contract.table, self.staged.rows
+        if self.dialect.upserts_by_key(self.connection, table, key, rows):
+            self.upsert_by_key(key)
+            if tombstones:
+                self.delete_matching(key, live=False)
+            return
         in_place = self.updates_in_place()
         for batch in self.batches():
             if in_place:
@@ -432,7 +452,9 @@ class _Published:
         # so does one holding rows, where turning them off would speed nothing.
         checked = self._checked
         if checked is None:
-            checked = self.dialect.keeps_insert_checks(self.connection, self.contract.table)
+            checked = self.dialect.keeps_insert_checks(
+                self.connection, self.contract.table, self.contract.key
+            )
         unchecked = not checked
         with self.dialect.unchecked_inserts(self.connection) if unchecked else nullcontext():
             execute(
@@ -468,19 +490,40 @@ class _Published:
             self._in_place = in_place and not self.dialect.has_triggers(self.connection, table)
         return self._in_place
 
-    def update_matching(self, key: tuple[str, ...], batch: Batch = EVERY) -> None:
-        """UPDATE the published rows sharing a key with a live staged row (of the batch) to its
-        values."""
-        q = self.dialect.quote
-        staged = {name for name, _ in self.columns}
+    def unstaged_columns(self) -> list[str]:
+        """The published columns the staged file lacks, which a row it updates holds NULL in,
+        as one it inserts does."""
         if self._published is None:  # read once: every batch's UPDATE sets the same columns
             self._published = (
                 existing_columns(self.connection, self.dialect, self.contract.table)
                 if self.declared is None
                 else list(self.declared)
             )
+        staged = {name for name, _ in self.columns}
+        return [name for name in self._published if name not in staged]
+
+    def upsert_by_key(self, key: tuple[str, ...]) -> None:
+        """INSERT the live staged rows, each whose key is published updating that row to its
+        values instead (Dialect.upsert_by_key)."""
+        q = self.dialect.quote
+        names = [q(name) for name, _ in self.columns]
+        updated = [q(name) for name, _ in self.columns if name not in key]
+        cleared = [q(name) for name in self.unstaged_columns()]
+        where, params = self.staged_where(live=True)
+        execute(
+            self.connection,
+            self.dialect.upsert_by_key(
+                self.target, self.source, names, updated, cleared, [q(k) for k in key], where
+            ),
+            params,
+        )
+
+    def update_matching(self, key: tuple[str, ...], batch: Batch = EVERY) -> None:
+        """UPDATE the published rows sharing a key with a live staged row (of the batch) to its
+        values."""
+        q = self.dialect.quote
         sets = [(q(name), f"s.{q(name)}") for name, _ in self.columns if name not in key]
-        sets += [(q(name), "NULL") for name in self._published if name not in staged]
+        sets += [(q(name), "NULL") for name in self.unstaged_columns()]
         if not sets:  # every column is the key: the matching rows are the staged ones already
             return
         same = " AND ".join(f"{self.target}.{q(k)} = s.{q(k)}" for k in key)

@@ -244,20 +244,25 @@ def test_inserts_go_unchecked_only_into_an_empty_table_with_nothing_to_check(
 ) -> None:
     """InnoDB's unique and foreign key checks are turned off for a publication's INSERT only
     where the table has neither a unique index nor a foreign key and no row yet: what turning
-    them off speeds is an insert into an empty table (dialects/mariadb.py)."""
+    them off speeds is an insert into an empty table (dialects/mariadb.py). A primary key on
+    exactly the key columns has nothing to check, the row checks having proved the staged keys
+    unique; one on other columns has."""
     uid = uuid.uuid4().hex[:10]
     name = f"checked_{uid}"
     table = MARIADB.quote(name)
     connection = connector(mariadb_url)()
     try:
         cursor = connection.cursor()
-        cursor.execute(f"CREATE TABLE {table} (id BIGINT, name TEXT)")
-        assert not MARIADB.keeps_insert_checks(connection, name)
+        cursor.execute(f"CREATE TABLE {table} (id BIGINT, day DATE, name TEXT)")
+        assert not MARIADB.keeps_insert_checks(connection, name, ("id",))
         cursor.execute(f"INSERT INTO {table} (id, name) VALUES (1, 'one')")
-        assert MARIADB.keeps_insert_checks(connection, name)
+        assert MARIADB.keeps_insert_checks(connection, name, ("id",))
         cursor.execute(f"DELETE FROM {table}")
+        cursor.execute(f"ALTER TABLE {table} ADD PRIMARY KEY (day, id)")
+        assert not MARIADB.keeps_insert_checks(connection, name, ("ID", "day"))
+        assert MARIADB.keeps_insert_checks(connection, name, ("id",))
         cursor.execute(f"CREATE UNIQUE INDEX unique_id ON {table} (id)")
-        assert MARIADB.keeps_insert_checks(connection, name)
+        assert MARIADB.keeps_insert_checks(connection, name, ("id", "day"))
     finally:
         connection.rollback()
         connection.close()
@@ -502,15 +507,107 @@ def publish_spread_changes(
     return published, -(-changed // staged), extras
 
 
+NO_PRIMARY_KEY = "ALTER TABLE %s DROP PRIMARY KEY"
+"""A published table keyed by a key index of its own (one created before its key was its
+primary key, MariadbDialect.primary_key, as a text key's still is)."""
+
+
+def test_a_keyed_table_is_created_with_its_key_as_its_primary_key_a_text_key_with_an_index(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A keyed table whose key is an integer, a date or a datetime is created with it as its
+    primary key, which is its key index: InnoDB clusters the rows by it, and the database's
+    own upsert finds them there (MariadbDialect.primary_key). A text key is indexed by a
+    prefix alone, which would refuse two keys sharing it: it keeps a key index that is not
+    unique, as every key did before."""
+    uid = uuid.uuid4().hex[:10]
+    suite = TestMariaDB()
+    receiver = suite.make(connector(mariadb_url), uid)
+    source = Source(f"orders_{uid}", tmp_path)
+    receiver.register(source.contract)
+    connection = connector(mariadb_url)()
+    try:
+        source.put(1, 1, "one", at(1))
+        suite.publish_checked(receiver, source, source.full(at(2)))
+        cursor = connection.cursor()
+        cursor.execute(
+            "SELECT INDEX_NAME, NON_UNIQUE, COLUMN_NAME FROM information_schema.STATISTICS "
+            "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = %s AND INDEX_NAME NOT LIKE %s",
+            (source.table, "dogana\\_window\\_%"),
+        )
+        assert cursor.fetchall() == (("PRIMARY", 0, "id"),)
+        assert MARIADB.primary_key(("int",)) and MARIADB.primary_key(("date", "datetime"))
+        assert not MARIADB.primary_key(("int", "str")) and not MARIADB.primary_key((None,))
+    finally:
+        connection.close()
+        drop_tables(mariadb_url, uid)
+
+
+def test_a_spread_changes_delivery_into_a_table_keyed_by_its_primary_key_is_one_upsert(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """Where the key is the published table's primary key and its only unique index, and no
+    trigger would tell an update from a delete and an insert, the live staged rows are
+    published by the database's own upsert, INSERT ... ON DUPLICATE KEY UPDATE, however many,
+    and the tombstones' rows deleted after: two statements (MariadbDialect.upserts_by_key)."""
+    published, _, _ = publish_spread_changes(mariadb_url, tmp_path)
+    assert published == ["INSERT", "DELETE"]
+
+
+def test_a_row_the_upsert_updates_is_null_in_a_published_column_its_file_lacks(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A row the upsert updates is the staged row, as one deleted and inserted anew: a
+    published column the file lacks is NULL in it, and kept in the rows the delivery leaves."""
+    published, _, extra = publish_spread_changes(
+        mariadb_url,
+        tmp_path,
+        "ALTER TABLE %s ADD COLUMN extra BIGINT",
+        "UPDATE %s SET extra = 7",
+        extra=True,
+    )
+    assert published == ["INSERT", "DELETE"]
+    assert_extra_cleared_in_updated_rows(mariadb_url, extra)
+
+
+def test_a_table_created_before_and_given_its_primary_key_by_hand_is_upserted(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """A table created with a key index of its own (an earlier release's) is upserted once
+    someone adds the primary key docs/operators.md tells them to: its key index, not unique,
+    stays and changes nothing."""
+    published, _, _ = publish_spread_changes(
+        mariadb_url,
+        tmp_path,
+        NO_PRIMARY_KEY,
+        "CREATE INDEX dogana_test_key ON %s (id)",
+        "ALTER TABLE %s ADD PRIMARY KEY (id)",
+    )
+    assert published == ["INSERT", "DELETE"]
+
+
+def test_a_table_with_another_unique_index_is_not_upserted_on_it(
+    mariadb_url: str, tmp_path: Path
+) -> None:
+    """INSERT ... ON DUPLICATE KEY UPDATE updates the row of whichever unique index the insert
+    collides with: a published table someone gave a second one is published batch by batch,
+    its rows updated in place by key."""
+    published, batches, _ = publish_spread_changes(
+        mariadb_url, tmp_path, "CREATE UNIQUE INDEX dogana_test_unique ON %s (id, name(20))"
+    )
+    assert published == ["UPDATE", "INSERT", "DELETE"] * batches
+
+
 def test_a_spread_changes_delivery_is_published_in_batches_the_buffer_pool_holds(
     mariadb_url: str, tmp_path: Path
 ) -> None:
-    """A changes delivery of more rows than the buffer pool's old part holds the pages of is
-    published batch by batch, in the one transaction; the published rows whose key a batch
-    stages live are updated in place (MariadbDialect.updates_in_place), each batch's UPDATE
-    by staged key followed by its INSERT of the keys not published and its tombstones'
-    DELETE."""
-    published, batches, _ = publish_spread_changes(mariadb_url, tmp_path)
+    """A changes delivery of more rows than the buffer pool's old part holds the pages of, into
+    a table keyed by an index of its own, is published batch by batch, in the one transaction;
+    the published rows whose key a batch stages live are updated in place
+    (MariadbDialect.updates_in_place), each batch's UPDATE by staged key followed by its INSERT
+    of the keys not published and its tombstones' DELETE. The key index is the next delivery's
+    to build where the table lacks both it and the primary key."""
+    published, batches, _ = publish_spread_changes(mariadb_url, tmp_path, NO_PRIMARY_KEY)
     assert batches == 3
     assert published == ["UPDATE", "INSERT", "DELETE"] * batches
 
@@ -519,8 +616,9 @@ def test_a_published_table_with_a_trigger_keeps_delete_and_insert_in_its_batches
     mariadb_url: str, tmp_path: Path
 ) -> None:
     """A trigger would see an UPDATE where it saw a DELETE and an INSERT: a published table
-    with one is published as before, each batch's DELETE of its staged keys, live or
-    tombstone, followed by its INSERT of the live rows."""
+    with one, keyed by its primary key too, is published neither by the upsert nor in place
+    but as before, each batch's DELETE of its staged keys, live or tombstone, followed by its
+    INSERT of the live rows."""
     trigger = f"dogana_test_{uuid.uuid4().hex[:10]}"
     published, batches, _ = publish_spread_changes(
         mariadb_url,
@@ -538,11 +636,18 @@ def test_a_row_updated_in_place_is_null_in_a_published_column_its_file_lacks(
     published, _, extra = publish_spread_changes(
         mariadb_url,
         tmp_path,
+        NO_PRIMARY_KEY,
         "ALTER TABLE %s ADD COLUMN extra BIGINT",
         "UPDATE %s SET extra = 7",
         extra=True,
     )
     assert published[0] == "UPDATE"
+    assert_extra_cleared_in_updated_rows(mariadb_url, extra)
+
+
+def assert_extra_cleared_in_updated_rows(mariadb_url: str, extra: dict[int, Any]) -> None:
+    """publish_spread_changes' column extra: NULL in every row the delivery updated, 7 in the
+    rows it left."""
     changed = {id_ for id_, value in extra.items() if value is None}
     kept = {id_ for id_, value in extra.items() if value == 7}
     assert changed and kept and changed | kept == set(extra)
