@@ -377,8 +377,8 @@ class Dialect:
 
     @contextmanager
     def unchecked_inserts(self, connection: Any) -> Iterator[None]:
-        """An INSERT into a table with no unique index and no foreign key, without the checks
-        that have nothing to check (see receiver/actions.py)."""
+        """An INSERT into a table with no unique index (but a primary key on the key) and no
+        foreign key, without the checks that have nothing to find (see receiver/actions.py)."""
         yield
 
     def keeps_insert_checks(self, connection: Any, table: str, key: Sequence[str]) -> bool:

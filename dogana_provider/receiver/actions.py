@@ -447,9 +447,10 @@ class _Published:
                 f"p.{self.dialect.quote(k)} = s.{self.dialect.quote(k)}" for k in absent
             )
             where += f" AND NOT EXISTS (SELECT 1 FROM {self.target} p WHERE {same})"
-        # A table someone gave a primary key, a unique index or a foreign key keeps the
-        # checks (dogana's own indexes are not unique: the row checks find duplicate keys), and
-        # so does one holding rows, where turning them off would speed nothing.
+        # A table someone gave a unique index or a foreign key keeps the checks, and so does
+        # one holding rows, where turning them off would speed nothing. dogana's own key index
+        # is not unique, or is a primary key on the key alone (Dialect.primary_key), which
+        # finds nothing: the row checks proved the staged keys unique.
         checked = self._checked
         if checked is None:
             checked = self.dialect.keeps_insert_checks(

@@ -554,22 +554,6 @@ def test_a_spread_changes_delivery_into_a_table_keyed_by_its_primary_key_is_one_
     assert published == ["INSERT", "DELETE"]
 
 
-def test_a_row_the_upsert_updates_is_null_in_a_published_column_its_file_lacks(
-    mariadb_url: str, tmp_path: Path
-) -> None:
-    """A row the upsert updates is the staged row, as one deleted and inserted anew: a
-    published column the file lacks is NULL in it, and kept in the rows the delivery leaves."""
-    published, _, extra = publish_spread_changes(
-        mariadb_url,
-        tmp_path,
-        "ALTER TABLE %s ADD COLUMN extra BIGINT",
-        "UPDATE %s SET extra = 7",
-        extra=True,
-    )
-    assert published == ["INSERT", "DELETE"]
-    assert_extra_cleared_in_updated_rows(mariadb_url, extra)
-
-
 def test_a_table_created_before_and_given_its_primary_key_by_hand_is_upserted(
     mariadb_url: str, tmp_path: Path
 ) -> None:
@@ -628,26 +612,24 @@ def test_a_published_table_with_a_trigger_keeps_delete_and_insert_in_its_batches
     assert published == ["DELETE", "INSERT"] * batches
 
 
-def test_a_row_updated_in_place_is_null_in_a_published_column_its_file_lacks(
-    mariadb_url: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("before", "first"), [((), "INSERT"), ((NO_PRIMARY_KEY,), "UPDATE")], ids=["upsert", "in_place"]
+)
+def test_a_row_updated_is_null_in_a_published_column_its_file_lacks(
+    mariadb_url: str, tmp_path: Path, before: tuple[str, ...], first: str
 ) -> None:
-    """A row a batch updates in place is the staged row, as one deleted and inserted anew: a
-    published column the file lacks is NULL in it, and kept in the rows the delivery leaves."""
+    """A row the upsert updates, or a batch updates in place, is the staged row, as one deleted
+    and inserted anew: a published column the file lacks is NULL in it, and kept in the rows
+    the delivery leaves."""
     published, _, extra = publish_spread_changes(
         mariadb_url,
         tmp_path,
-        NO_PRIMARY_KEY,
+        *before,
         "ALTER TABLE %s ADD COLUMN extra BIGINT",
         "UPDATE %s SET extra = 7",
         extra=True,
     )
-    assert published[0] == "UPDATE"
-    assert_extra_cleared_in_updated_rows(mariadb_url, extra)
-
-
-def assert_extra_cleared_in_updated_rows(mariadb_url: str, extra: dict[int, Any]) -> None:
-    """publish_spread_changes' column extra: NULL in every row the delivery updated, 7 in the
-    rows it left."""
+    assert published[0] == first
     changed = {id_ for id_, value in extra.items() if value is None}
     kept = {id_ for id_, value in extra.items() if value == 7}
     assert changed and kept and changed | kept == set(extra)
