@@ -330,15 +330,14 @@ class Dialect:
         target: str,
         source: str,
         columns: Sequence[str],
-        updated: Sequence[str],
-        cleared: Sequence[str],
         key: Sequence[str],
+        cleared: Sequence[str],
         where: str,
     ) -> str:
         """The database's own upsert of the published table target from the staging table
         source, aliased s: the quoted columns inserted from s's rows where where holds, and a
-        row whose key is published updated instead, updated set to the row's values and
-        cleared to NULL (upserts_by_key)."""
+        row whose key (quoted columns among them) is published updated instead, the other
+        columns set to the row's values and cleared to NULL (upserts_by_key)."""
         raise NotImplementedError
 
     def updates_in_place(self, rows: int) -> bool:

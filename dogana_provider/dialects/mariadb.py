@@ -402,14 +402,13 @@ class MariadbDialect(Dialect):
         target: str,
         source: str,
         columns: Sequence[str],
-        updated: Sequence[str],
-        cleared: Sequence[str],
         key: Sequence[str],
+        cleared: Sequence[str],
         where: str,
     ) -> str:
         # VALUES(c) is the value the row would have inserted; the target's columns are named
         # by table, the staging table having them too.
-        sets = [f"{target}.{column} = VALUES({column})" for column in updated]
+        sets = [f"{target}.{column} = VALUES({column})" for column in columns if column not in key]
         sets += [f"{target}.{column} = NULL" for column in cleared]
         if not sets:  # every column is the key: the published row is the staged one already
             sets = [f"{target}.{key[-1]} = {target}.{key[-1]}"]

@@ -508,13 +508,12 @@ class _Published:
         values instead (Dialect.upsert_by_key)."""
         q = self.dialect.quote
         names = [q(name) for name, _ in self.columns]
-        updated = [q(name) for name, _ in self.columns if name not in key]
         cleared = [q(name) for name in self.unstaged_columns()]
         where, params = self.staged_where(live=True)
         execute(
             self.connection,
             self.dialect.upsert_by_key(
-                self.target, self.source, names, updated, cleared, [q(k) for k in key], where
+                self.target, self.source, names, [q(k) for k in key], cleared, where
             ),
             params,
         )
